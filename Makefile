@@ -1,0 +1,92 @@
+# OpenSandbox in C: one non-recursive GNU make.
+#   make          build everything into build/bin/
+#   make test     build and run every suite; ends with "N passed, N failed"
+#   make check    the same suites under ASan+UBSan (build/san/)
+#   make bench    run bench/
+#   make fuzz     build the libFuzzer targets (clang) into build/fuzz/
+.SUFFIXES:
+.DELETE_ON_ERROR:
+SHELL := /bin/bash
+
+SAN ?=
+ifeq ($(SAN),1)
+BUILD ?= build/san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+STATIC :=
+else
+BUILD ?= build
+SANFLAGS :=
+STATIC := -static
+endif
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation
+CPPFLAGS := -D_GNU_SOURCE -Isrc -MMD -MP
+ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SANFLAGS) $(CPPFLAGS)
+
+# execd must run in any image: link the Debian static archives.
+EXECD_LIBS := -l:libuv_a.a -l:libhttp_parser.a -l:libjansson.a -lutil -lpthread -ldl -lm
+TEST_LIBS := $(EXECD_LIBS)
+
+COMMON_SRC := $(wildcard src/common/*.c)
+HTTP_SRC := $(wildcard src/http/*.c)
+EXECD_SRC := $(filter-out src/execd/main.c,$(wildcard src/execd/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+COMMON_OBJ := $(call obj,$(COMMON_SRC))
+HTTP_OBJ := $(call obj,$(HTTP_SRC))
+EXECD_OBJ := $(call obj,$(EXECD_SRC))
+
+UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
+
+DEPS_STAMP := build/.deps-ok
+
+.PHONY: all test check bench fuzz clean deps
+all: $(BUILD)/bin/execd
+
+$(DEPS_STAMP): scripts/install-deps.sh
+	@./scripts/install-deps.sh
+	@mkdir -p $(@D) && touch $@
+deps: $(DEPS_STAMP)
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/bin/execd: $(BUILD)/obj/src/execd/main.o $(EXECD_OBJ) $(HTTP_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $^ $(EXECD_LIBS)
+
+# Unit tests: one binary per tests/unit/<module>/test_*.c, linked with the
+# library objects so a test may call any exported function.
+$(BUILD)/tests/%: tests/unit/%.c $(EXECD_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(TEST_LIBS)
+
+$(BUILD)/tests/helpers/%: tests/helpers/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $<
+
+test: all $(UNIT_BIN) $(HELPER_BIN)
+	@BUILD=$(BUILD) ./tests/run.sh
+
+check:
+	@$(MAKE) --no-print-directory SAN=1 test
+
+bench: all
+	@BUILD=$(BUILD) ./bench/run.sh
+
+FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
+FUZZ_LIB_SRC := $(COMMON_SRC) $(HTTP_SRC)
+fuzz: $(patsubst fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
+build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -o $@ $^ $(TEST_LIBS)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

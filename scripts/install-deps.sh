@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs every build and test dependency with apt-get. Idempotent: does
+# nothing (and needs no network) when everything is already present.
+set -eu
+
+PKGS="build-essential make pkg-config clang libclang-rt-14-dev
+libuv1-dev libhttp-parser-dev libjansson-dev
+libcurl4-openssl-dev libsqlite3-dev libssl-dev libseccomp-dev libcap-dev
+libnftnl-dev libmnl-dev libarchive-dev zlib1g-dev libzstd-dev
+python3 busybox-static util-linux procps file curl"
+# Node.js (any source: Debian's nodejs+npm or a preinstalled one) runs tests/sdk.
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
+
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing:$missing (run as root)" >&2
+    exit 1
+fi
+echo "install-deps: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,38 @@
+/* The error contract (DESIGN.md section 5): every fallible function returns
+ * int (< 0 on failure) and fills a caller-owned struct osb_err. The message
+ * lives in a fixed buffer so reporting an error never allocates. Only the top
+ * level (an HTTP handler, main) reports, once. */
+#ifndef OSB_ERR_H
+#define OSB_ERR_H
+#include <stddef.h>
+
+enum osb_errc {
+    OSB_E_OK = 0,
+    OSB_E_INVALID,   /* bad input from the caller: 400 */
+    OSB_E_NOTFOUND,  /* the named thing does not exist: 404 */
+    OSB_E_EXISTS,    /* conflicts with something that exists: 409 */
+    OSB_E_TOOBIG,    /* over a limit: 413 */
+    OSB_E_RANGE,     /* unsatisfiable range: 416 */
+    OSB_E_UNSUPPORTED, /* not implemented / not available: 501 */
+    OSB_E_SYS,       /* a system call failed; see sys_errno: 500 */
+    OSB_E_INTERNAL,  /* anything else: 500 */
+};
+
+struct osb_err {
+    enum osb_errc code;
+    int sys_errno;   /* errno of the failing call, or 0 */
+    char msg[512];
+};
+
+/* Set err (may be NULL) and return -1, so `return osb_err_set(...)` is one line. */
+int osb_err_set(struct osb_err *err, enum osb_errc code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Like osb_err_set with OSB_E_SYS and the current errno; appends ": strerror". */
+int osb_err_sys(struct osb_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prepend context: "context: previous message". Returns -1. */
+int osb_err_wrap(struct osb_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void osb_err_clear(struct osb_err *err);
+/* The HTTP status an error code maps to. */
+int osb_err_http_status(const struct osb_err *err);
+
+#endif

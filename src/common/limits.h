@@ -1,0 +1,33 @@
+/* Every cap on untrusted input in one place, each with its reason. */
+#ifndef OSB_LIMITS_H
+#define OSB_LIMITS_H
+
+/* Request line + headers: browsers and SDKs send < 8 KiB; 64 KiB leaves room
+ * for large cookies/tokens while bounding memory per connection. */
+#define OSB_MAX_HEAD_BYTES (64 * 1024)
+/* Headers per request: far beyond any real client. */
+#define OSB_MAX_HEADERS 100
+/* Buffered (JSON) request bodies. Bulk data goes through streaming routes. */
+#define OSB_MAX_JSON_BODY (16 * 1024 * 1024)
+/* Nesting accepted in request JSON; deeper input is an attack, not a request. */
+#define OSB_MAX_JSON_DEPTH 64
+/* Multipart part headers (Content-Disposition etc.). */
+#define OSB_MAX_PART_HEAD (16 * 1024)
+/* A multipart metadata part is a small JSON document. */
+#define OSB_MAX_PART_METADATA (64 * 1024)
+/* Bytes written to a socket before the producer is paused (backpressure). */
+#define OSB_WRITE_HIGH_WATER (1024 * 1024)
+/* Concurrent client connections per daemon; the open-files limit is 20000. */
+#define OSB_MAX_CONNECTIONS 8192
+/* A WebSocket message (fragments joined). PTY input is keystrokes. */
+#define OSB_MAX_WS_MESSAGE (4 * 1024 * 1024)
+/* One line of command output becomes one event; a longer unterminated run
+ * of bytes is cut into pieces so a newline-free stream cannot grow memory. */
+#define OSB_MAX_OUTPUT_LINE (1024 * 1024)
+/* Command records kept for /command/status and logs; the oldest finished
+ * ones (and their log files) are dropped past this. */
+#define OSB_MAX_COMMAND_RECORDS 4096
+/* Live bash sessions: each is a shell process and three pipes. */
+#define OSB_MAX_SESSIONS 1024
+/* Paths are bounded by the kernel, PATH_MAX. */
+#endif

@@ -1,0 +1,281 @@
+/* execd: the in-sandbox daemon, usually PID 1 of the sandbox.
+ *
+ *   execd [--port N] [--unix PATH] [--access-token T] [-- ENTRYPOINT...]
+ *
+ * PID 1 duties: start the entrypoint as a child, reap every zombie (orphans
+ * are re-parented to us), forward SIGTERM/SIGINT to the entrypoint, and keep
+ * serving after it exits. With no entrypoint running, SIGTERM/SIGINT stop
+ * execd. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "execd/execd.h"
+#include "execd/spawn.h"
+
+#define DEFAULT_PORT 44772
+#define TOKEN_HEADER "X-EXECD-ACCESS-TOKEN"
+
+struct watch {
+    pid_t pid;
+    osb_execd_exit_cb cb;
+    void *ud;
+    struct watch *next;
+};
+
+/* TEMPORARY while feature modules land: a module not yet linked is skipped. */
+#pragma weak osb_execd_command_routes
+#pragma weak osb_execd_session_routes
+#pragma weak osb_execd_code_routes
+#pragma weak osb_execd_files_routes
+#pragma weak osb_execd_metrics_routes
+#pragma weak osb_execd_pty_routes
+
+static struct watch *watches;
+static struct osb_execd execd;
+
+void osb_execd_watch_child(pid_t pid, osb_execd_exit_cb cb, void *ud)
+{
+    struct watch *w = osb_xmalloc(sizeof *w);
+    *w = (struct watch){.pid = pid, .cb = cb, .ud = ud, .next = watches};
+    watches = w;
+}
+
+void osb_execd_unwatch_child(pid_t pid)
+{
+    for (struct watch **p = &watches; *p; p = &(*p)->next) {
+        if ((*p)->pid == pid) {
+            struct watch *w = *p;
+            *p = w->next;
+            free(w);
+            return;
+        }
+    }
+}
+
+static void on_entrypoint_exit(pid_t pid, int status, void *ud)
+{
+    (void)ud;
+    (void)pid;
+    execd.entrypoint_pid = 0;
+    if (WIFEXITED(status))
+        osb_info("entrypoint exited with status %d", WEXITSTATUS(status));
+    else
+        osb_info("entrypoint killed by signal %d", WTERMSIG(status));
+}
+
+static void reap(uv_signal_t *h, int sig)
+{
+    (void)h;
+    (void)sig;
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (struct watch **p = &watches; *p; p = &(*p)->next) {
+            if ((*p)->pid != pid)
+                continue;
+            struct watch *w = *p;
+            *p = w->next;
+            w->cb(pid, status, w->ud);
+            free(w);
+            break;
+        }
+    }
+}
+
+static void on_term(uv_signal_t *h, int sig)
+{
+    if (execd.entrypoint_pid > 0) {
+        osb_info("forwarding signal %d to the entrypoint (pid %d)", sig, execd.entrypoint_pid);
+        kill(execd.entrypoint_pid, sig);
+        return;
+    }
+    osb_info("signal %d: shutting down", sig);
+    uv_stop(h->loop);
+}
+
+/* Constant-time compare: the token guards the whole sandbox. */
+static bool token_eq(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char d = la != lb;
+    for (size_t i = 0; i < la; i++)
+        d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+    return d == 0;
+}
+
+static bool check_token(struct osb_http_req *req, void *ud)
+{
+    const char *want = ud;
+    const char *got = osb_http_req_header(req, TOKEN_HEADER);
+    if (got && token_eq(got, want))
+        return true;
+    static const char body[] =
+        "{\"error\":\"Unauthorized: invalid or missing header X-EXECD-ACCESS-TOKEN\"}";
+    osb_http_respond(req, 401, "application/json; charset=utf-8", body, sizeof body - 1);
+    return false;
+}
+
+static void h_ping(struct osb_http_req *req, void *ud)
+{
+    (void)ud;
+    osb_http_respond_empty(req, 200);
+}
+
+/* /proxy/{port}/{rest} -> http://127.0.0.1:{port}/{rest}?{query} */
+static void h_proxy(struct osb_http_req *req, void *ud)
+{
+    (void)ud;
+    const char *p = osb_http_req_param(req, "port"), *rest = osb_http_req_param(req, "rest");
+    char *end;
+    long port = strtol(p, &end, 10);
+    if (*end || port < 1 || port > 65535) {
+        osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "invalid proxy port '%s'", p);
+        return;
+    }
+    const char *t = osb_http_req_target(req), *q = strchr(t, '?');
+    char *target = osb_xasprintf("/%s%s", rest ? rest : "", q ? q : "");
+    struct osb_http_upstream up = {.host = "127.0.0.1", .port = (int)port};
+    osb_http_proxy(req, &up, target, NULL);
+    free(target);
+}
+
+static const struct osb_http_route core_routes[] = {
+    {"GET", "/ping", h_ping, OSB_ROUTE_PUBLIC, NULL},
+    {NULL, "/proxy/:port/*rest", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
+    {NULL, "/proxy/:port", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: execd [--port N] [--unix PATH] [--access-token TOKEN] [-- ENTRYPOINT...]\n"
+               "  --port N            TCP port on 0.0.0.0 (default 44772; 0 disables TCP)\n"
+               "  --listen HOST       TCP address (default 0.0.0.0)\n"
+               "  --unix PATH         also listen on a unix socket\n"
+               "  --access-token T    require header X-EXECD-ACCESS-TOKEN (or env "
+               "EXECD_ACCESS_TOKEN)\n");
+}
+
+struct opts {
+    int port;
+    const char *host, *unix_path, *token;
+    char **entry;
+};
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    static const struct option lo[] = {
+        {"port", required_argument, NULL, 'p'},   {"unix", required_argument, NULL, 'u'},
+        {"listen", required_argument, NULL, 'l'}, {"access-token", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .token = getenv("EXECD_ACCESS_TOKEN")};
+    int ch;
+    char *end;
+    while ((ch = getopt_long(argc, argv, "+p:u:l:t:h", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'p':
+            o->port = (int)strtol(optarg, &end, 10);
+            if (*end || o->port < 0 || o->port > 65535) {
+                fprintf(stderr, "execd: invalid --port '%s'\n", optarg);
+                return -1;
+            }
+            break;
+        case 'u': o->unix_path = optarg; break;
+        case 'l': o->host = optarg; break;
+        case 't': o->token = optarg; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return -1;
+        }
+    }
+    if (o->token && !*o->token)
+        o->token = NULL;
+    o->entry = optind < argc ? argv + optind : NULL;
+    return 0;
+}
+
+static void start_entrypoint(char **argv)
+{
+    struct osb_spawn sp = {.argv = (const char *const *)argv, .stdin_fd = 0, .stdout_fd = 1,
+                           .stderr_fd = 2, .ctty_fd = -1};
+    struct osb_err err = {0};
+    pid_t pid = osb_execd_spawn(&sp, &err);
+    if (pid < 0) {
+        osb_err_log("entrypoint: %s", err.msg);
+        return;
+    }
+    execd.entrypoint_pid = pid;
+    osb_execd_watch_child(pid, on_entrypoint_exit, NULL);
+}
+
+static int listen_all(const struct opts *o)
+{
+    struct osb_err err = {0};
+    if (o->port > 0 && osb_http_listen_tcp(execd.http, o->host, o->port, &err) < 0) {
+        osb_err_log("%s", err.msg);
+        return -1;
+    }
+    if (o->unix_path && osb_http_listen_unix(execd.http, o->unix_path, &err) < 0) {
+        osb_err_log("%s", err.msg);
+        return -1;
+    }
+    if (o->port <= 0 && !o->unix_path) {
+        osb_err_log("nothing to listen on: --port 0 and no --unix");
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    osb_log_init("execd");
+    if (parse_args(argc, argv, &o) < 0)
+        return 2;
+    signal(SIGPIPE, SIG_IGN);
+    execd.loop = uv_default_loop();
+    execd.access_token = o.token;
+    execd.http = osb_http_server_new(execd.loop);
+    if (o.token)
+        osb_http_server_set_auth(execd.http, check_token, (void *)o.token);
+    osb_http_server_add_routes(execd.http, core_routes, OSB_ARRAY_LEN(core_routes));
+    if (osb_execd_command_routes)
+        osb_execd_command_routes(&execd);
+    if (osb_execd_session_routes)
+        osb_execd_session_routes(&execd);
+    if (osb_execd_code_routes)
+        osb_execd_code_routes(&execd);
+    if (osb_execd_files_routes)
+        osb_execd_files_routes(&execd);
+    if (osb_execd_metrics_routes)
+        osb_execd_metrics_routes(&execd);
+    if (osb_execd_pty_routes)
+        osb_execd_pty_routes(&execd);
+
+    uv_signal_t sigchld, sigterm, sigint;
+    uv_signal_init(execd.loop, &sigchld);
+    uv_signal_start(&sigchld, reap, SIGCHLD);
+    uv_signal_init(execd.loop, &sigterm);
+    uv_signal_start(&sigterm, on_term, SIGTERM);
+    uv_signal_init(execd.loop, &sigint);
+    uv_signal_start(&sigint, on_term, SIGINT);
+
+    if (listen_all(&o) < 0)
+        return 1;
+    if (o.entry)
+        start_entrypoint(o.entry);
+    osb_info("listening on port %d%s%s (pid %d)", o.port, o.unix_path ? " and unix:" : "",
+             o.unix_path ? o.unix_path : "", getpid());
+    /* Children may have exited before the signal handler was installed. */
+    reap(&sigchld, SIGCHLD);
+    uv_run(execd.loop, UV_RUN_DEFAULT);
+    return 0;
+}

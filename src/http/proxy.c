@@ -1,0 +1,325 @@
+/* Reverse proxy: forward one request to an upstream (TCP or unix socket)
+ * and stream the answer back untouched. The request body is re-framed as it
+ * is decoded (Content-Length kept, chunked re-chunked); the upstream is told
+ * "Connection: close", so its answer ends with its connection and the client
+ * connection is closed after it. An Upgrade request (WebSocket) switches the
+ * client connection to raw mode and splices bytes both ways. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/buf.h"
+#include "common/limits.h"
+#include "common/xalloc.h"
+#include "http/conn.h"
+
+struct proxy {
+    struct conn *c;            /* client connection, NULL once gone */
+    struct osb_http_req *req;  /* until the request is done or taken over */
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } up;
+    uv_connect_t connect;
+    struct osb_buf pending;    /* bytes for upstream before it is connected */
+    size_t up_queued;
+    bool connected, closing, upgrade, chunked, got_answer, client_paused;
+};
+
+struct pwrite {
+    uv_write_t w;
+    struct proxy *p;
+    size_t len;
+    char data[];
+};
+
+static void proxy_close(struct proxy *p);
+
+static void up_written(uv_write_t *w, int status)
+{
+    struct pwrite *pw = (struct pwrite *)w;
+    struct proxy *p = pw->p;
+    p->up_queued -= pw->len;
+    free(pw);
+    if (status < 0) {
+        proxy_close(p);
+        return;
+    }
+    if (p->client_paused && p->up_queued < OSB_WRITE_HIGH_WATER / 2) {
+        p->client_paused = false;
+        if (p->req)
+            osb_http_req_resume(p->req);
+        else if (p->c)
+            osb_http__conn_update_read(p->c);
+    }
+}
+
+static void up_send(struct proxy *p, const void *data, size_t len)
+{
+    if (p->closing || len == 0)
+        return;
+    if (!p->connected) {
+        osb_buf_add(&p->pending, data, len);
+        return;
+    }
+    struct pwrite *pw = osb_xmalloc(sizeof *pw + len);
+    pw->p = p;
+    pw->len = len;
+    memcpy(pw->data, data, len);
+    uv_buf_t b = uv_buf_init(pw->data, (unsigned)len);
+    p->up_queued += len;
+    if (uv_write(&pw->w, &p->up.stream, &b, 1, up_written) < 0) {
+        p->up_queued -= len;
+        free(pw);
+        proxy_close(p);
+    }
+}
+
+static void up_closed(uv_handle_t *h)
+{
+    struct proxy *p = h->data;
+    osb_buf_free(&p->pending);
+    free(p);
+}
+
+/* Tear down both sides. */
+static void proxy_close(struct proxy *p)
+{
+    if (p->closing)
+        return;
+    p->closing = true;
+    struct osb_http_req *req = p->req;
+    struct conn *c = p->c;
+    p->req = NULL;
+    p->c = NULL;
+    if (req) {
+        req->on_close = NULL;
+        req->on_body = NULL;
+        req->on_end = NULL;
+        req->on_drain = NULL;
+        if (!req->started)
+            osb_http_respond(req, 502, "text/plain; charset=utf-8", "Bad Gateway", 11);
+        else {
+            req->keep_alive = false;
+            osb_http_end(req);
+        }
+    } else if (c && c->mode == CONN_PROXY) {
+        c->mode_ctx = NULL;
+        if (!p->got_answer) {
+            static const char bad[] = "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; "
+                                      "charset=utf-8\r\nContent-Length: 11\r\nConnection: "
+                                      "close\r\n\r\nBad Gateway";
+            osb_http__conn_write(c, bad, sizeof bad - 1);
+        }
+        osb_http__conn_close_after_flush(c);
+    }
+    uv_close(&p->up.handle, up_closed);
+}
+
+static void up_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)h;
+    (void)hint;
+    static char slab[256 * 1024];
+    *buf = uv_buf_init(slab, sizeof slab);
+}
+
+static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct proxy *p = s->data;
+    if (n < 0) {
+        proxy_close(p);
+        return;
+    }
+    if (n == 0 || !p->c)
+        return;
+    p->got_answer = true;
+    if (p->req) {
+        p->req->started = true; /* the upstream's answer is the response */
+        p->req->chunked = false;
+    }
+    osb_http__conn_write(p->c, buf->base, (size_t)n);
+    if (p->c->queued > OSB_WRITE_HIGH_WATER)
+        uv_read_stop(&p->up.stream);
+}
+
+static void client_drained(struct proxy *p)
+{
+    if (p && !p->closing && p->connected)
+        uv_read_start(&p->up.stream, up_alloc, up_read);
+}
+
+static void on_connect(uv_connect_t *cr, int status)
+{
+    struct proxy *p = cr->data;
+    if (p->closing)
+        return;
+    if (status < 0) {
+        proxy_close(p);
+        return;
+    }
+    p->connected = true;
+    struct osb_buf pend = p->pending;
+    osb_buf_init(&p->pending, SIZE_MAX);
+    up_send(p, pend.data, pend.len);
+    osb_buf_free(&pend);
+    uv_read_start(&p->up.stream, up_alloc, up_read);
+}
+
+/* ---- request side ---- */
+
+static void body_chunk(struct osb_http_req *req, const char *data, size_t len, void *ud)
+{
+    struct proxy *p = ud;
+    if (p->chunked) {
+        char pre[24];
+        int n = snprintf(pre, sizeof pre, "%zx\r\n", len);
+        up_send(p, pre, (size_t)n);
+        up_send(p, data, len);
+        up_send(p, "\r\n", 2);
+    } else {
+        up_send(p, data, len);
+    }
+    if (p->up_queued + p->pending.len > OSB_WRITE_HIGH_WATER) {
+        p->client_paused = true;
+        osb_http_req_pause(req);
+    }
+}
+
+static void body_end(struct osb_http_req *req, void *ud)
+{
+    struct proxy *p = ud;
+    if (p->chunked)
+        up_send(p, "0\r\n\r\n", 5);
+    if (p->upgrade) {
+        p->req = NULL;
+        p->c = req->c;
+        osb_http__take_over(req, CONN_PROXY, p);
+    }
+}
+
+static void client_gone(struct osb_http_req *req, void *ud)
+{
+    (void)req;
+    struct proxy *p = ud;
+    p->req = NULL;
+    p->c = NULL;
+    proxy_close(p);
+}
+
+static void client_drain(struct osb_http_req *req, void *ud)
+{
+    (void)req;
+    client_drained(ud);
+}
+
+static bool hop_by_hop(const char *name)
+{
+    static const char *const hop[] = {"connection", "keep-alive", "proxy-connection", "te",
+                                      "trailer", "transfer-encoding", "upgrade"};
+    for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
+        if (strcasecmp(name, hop[i]) == 0)
+            return true;
+    return false;
+}
+
+static void build_head(struct proxy *p, struct osb_http_req *req, const char *target,
+                       const char *const *extra)
+{
+    struct osb_buf *h = &p->pending;
+    osb_buf_addf(h, "%s %s HTTP/1.1\r\n", req->method, target);
+    const char *name, *value;
+    for (size_t i = 0; osb_http_req_header_at(req, i, &name, &value); i++)
+        if (!hop_by_hop(name))
+            osb_buf_addf(h, "%s: %s\r\n", name, value);
+    for (; extra && extra[0] && extra[1]; extra += 2)
+        osb_buf_addf(h, "%s: %s\r\n", extra[0], extra[1]);
+    if (p->chunked)
+        osb_buf_adds(h, "Transfer-Encoding: chunked\r\n");
+    if (p->upgrade)
+        osb_buf_addf(h, "Connection: Upgrade\r\nUpgrade: %s\r\n",
+                     osb_http_req_header(req, "upgrade"));
+    else
+        osb_buf_adds(h, "Connection: close\r\n");
+    osb_buf_addf(h, "X-Forwarded-For: %s\r\n\r\n", osb_http_req_peer(req));
+}
+
+static int start_connect(struct proxy *p, struct conn *c, const struct osb_http_upstream *up)
+{
+    uv_loop_t *loop = c->srv->loop;
+    p->connect.data = p;
+    if (up->unix_path) {
+        uv_pipe_init(loop, &p->up.pipe, 0);
+        p->up.handle.data = p;
+        uv_pipe_connect(&p->connect, &p->up.pipe, up->unix_path, on_connect);
+        return 0;
+    }
+    uv_tcp_init(loop, &p->up.tcp);
+    p->up.handle.data = p;
+    struct sockaddr_storage ss;
+    int r = strchr(up->host, ':') ? uv_ip6_addr(up->host, up->port, (struct sockaddr_in6 *)&ss)
+                                  : uv_ip4_addr(up->host, up->port, (struct sockaddr_in *)&ss);
+    if (r == 0)
+        r = uv_tcp_connect(&p->connect, &p->up.tcp, (struct sockaddr *)&ss, on_connect);
+    return r;
+}
+
+void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up,
+                    const char *target, const char *const *extra_headers)
+{
+    struct conn *c = req->c;
+    if (!c)
+        return;
+    struct proxy *p = osb_xcalloc(1, sizeof *p);
+    p->c = c;
+    p->req = req;
+    osb_buf_init(&p->pending, SIZE_MAX);
+    const char *te = osb_http_req_header(req, "transfer-encoding");
+    p->chunked = te && strcasestr(te, "chunked");
+    p->upgrade = c->parser.upgrade || (osb_http_req_header(req, "upgrade") &&
+                                       strcasestr(osb_http_req_header(req, "connection") ?: "",
+                                                  "upgrade"));
+    build_head(p, req, target, extra_headers);
+    osb_http_req_on_body(req, body_chunk, body_end, p);
+    osb_http_req_on_close(req, client_gone, p);
+    osb_http_req_on_drain(req, client_drain, p);
+    if (start_connect(p, c, up) < 0) {
+        proxy_close(p);
+        return;
+    }
+    if (req->complete)
+        body_end(req, p);
+}
+
+/* ---- raw mode hooks (after an upgrade) ---- */
+
+void osb_http__proxy_on_data(struct conn *c, const char *data, size_t len)
+{
+    struct proxy *p = c->mode_ctx;
+    if (!p)
+        return;
+    up_send(p, data, len);
+    if (p->up_queued + p->pending.len > OSB_WRITE_HIGH_WATER) {
+        p->client_paused = true;
+        uv_read_stop(&c->h.stream);
+        c->reading = false;
+    }
+}
+
+void osb_http__proxy_on_close(struct conn *c)
+{
+    struct proxy *p = c->mode_ctx;
+    c->mode_ctx = NULL;
+    if (!p)
+        return;
+    p->c = NULL;
+    proxy_close(p);
+}
+
+void osb_http__proxy_on_drain(struct conn *c)
+{
+    client_drained(c->mode_ctx);
+}

@@ -1,0 +1,784 @@
+/* HTTP/1.1 connections: accept, parse with http-parser, route, and frame
+ * responses. One request per connection is handled at a time; bytes of a
+ * pipelined next request wait in conn->in until the current response ends,
+ * while reading continues (bounded) so a client hang-up is seen at once. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/json.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "http/conn.h"
+#include "http/request.h"
+
+/* Input kept while a request is being handled before reading stops. */
+#define MAX_PENDING_INPUT (256 * 1024)
+
+static http_parser_settings settings;
+static void process(struct conn *c);
+
+/* ---------- writing ---------- */
+
+struct wreq {
+    uv_write_t w;
+    struct conn *c;
+    size_t len;
+    char data[];
+};
+
+static void on_written(uv_write_t *w, int status)
+{
+    struct wreq *r = (struct wreq *)w;
+    struct conn *c = r->c;
+    size_t before = c->queued;
+    c->queued -= r->len;
+    free(r);
+    if (status < 0) {
+        osb_http__conn_close(c);
+        return;
+    }
+    if (c->closing)
+        return;
+    if (c->queued == 0 && c->close_after_flush) {
+        osb_http__conn_close(c);
+        return;
+    }
+    if (before >= OSB_WRITE_HIGH_WATER / 2 && c->queued < OSB_WRITE_HIGH_WATER / 2) {
+        if (c->mode == CONN_WS)
+            osb_http__ws_on_drain(c);
+        else if (c->mode == CONN_PROXY)
+            osb_http__proxy_on_drain(c);
+        else if (c->req && c->req->on_drain)
+            c->req->on_drain(c->req, c->req->drain_ud);
+    }
+}
+
+void osb_http__conn_write(struct conn *c, const void *data, size_t len)
+{
+    if (c->closing || len == 0)
+        return;
+    if (c->queued == 0) {
+        uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+        int n = uv_try_write(&c->h.stream, &b, 1);
+        if (n > 0) {
+            data = (const char *)data + n;
+            len -= (size_t)n;
+        }
+        if (len == 0)
+            return;
+    }
+    struct wreq *r = osb_xmalloc(sizeof *r + len);
+    r->c = c;
+    r->len = len;
+    memcpy(r->data, data, len);
+    uv_buf_t b = uv_buf_init(r->data, (unsigned)len);
+    c->queued += len;
+    if (uv_write(&r->w, &c->h.stream, &b, 1, on_written) < 0) {
+        c->queued -= len;
+        free(r);
+        osb_http__conn_close(c);
+    }
+}
+
+/* ---------- connection lifetime ---------- */
+
+static void req_free(struct osb_http_req *req);
+
+static void conn_freed(uv_handle_t *h)
+{
+    struct conn *c = h->data;
+    osb_buf_free(&c->in);
+    free(c);
+}
+
+void osb_http__conn_close(struct conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    struct osb_http_server *srv = c->srv;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    srv->nconns--;
+    struct osb_http_req *req = c->req;
+    c->req = NULL;
+    if (req) {
+        req->c = NULL;
+        if (!req->ended && req->on_close)
+            req->on_close(req, req->close_ud);
+        req_free(req);
+    }
+    if (c->mode == CONN_WS)
+        osb_http__ws_on_close(c);
+    else if (c->mode == CONN_PROXY)
+        osb_http__proxy_on_close(c);
+    uv_close(&c->h.handle, conn_freed);
+}
+
+void osb_http__conn_close_after_flush(struct conn *c)
+{
+    if (c->queued == 0)
+        osb_http__conn_close(c);
+    else
+        c->close_after_flush = true;
+}
+
+static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)h;
+    (void)hint;
+    static char slab[256 * 1024];
+    *buf = uv_buf_init(slab, sizeof slab);
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct conn *c = s->data;
+    if (n < 0) {
+        c->eof = true;
+        /* A half-closed client still gets the answer to a request it
+         * finished sending; anything else is a hang-up. */
+        if (n == UV_EOF && c->mode == CONN_HTTP && c->req && c->req->complete && !c->req->ended) {
+            uv_read_stop(s);
+            c->reading = false;
+            c->req->keep_alive = false;
+            return;
+        }
+        osb_http__conn_close(c);
+        return;
+    }
+    if (n == 0)
+        return;
+    if (c->mode == CONN_WS) {
+        osb_http__ws_on_data(c, buf->base, (size_t)n);
+        return;
+    }
+    if (c->mode == CONN_PROXY) {
+        osb_http__proxy_on_data(c, buf->base, (size_t)n);
+        return;
+    }
+    osb_buf_add(&c->in, buf->base, (size_t)n);
+    process(c);
+}
+
+void osb_http__conn_update_read(struct conn *c)
+{
+    if (c->closing || c->eof)
+        return;
+    bool want = true;
+    if (c->mode == CONN_HTTP) {
+        struct osb_http_req *r = c->req;
+        if (c->in.len >= MAX_PENDING_INPUT)
+            want = false;
+        if (r && r->paused)
+            want = false;
+    }
+    if (want && !c->reading)
+        uv_read_start(&c->h.stream, alloc_cb, on_read);
+    else if (!want && c->reading)
+        uv_read_stop(&c->h.stream);
+    c->reading = want;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    struct osb_http_server *srv = server->data;
+    if (status < 0)
+        return;
+    struct conn *c = osb_xcalloc(1, sizeof *c);
+    c->srv = srv;
+    if (server->type == UV_TCP)
+        uv_tcp_init(srv->loop, &c->h.tcp);
+    else
+        uv_pipe_init(srv->loop, &c->h.pipe, 0);
+    c->h.handle.data = c;
+    if (uv_accept(server, &c->h.stream) < 0 || srv->nconns >= OSB_MAX_CONNECTIONS) {
+        uv_close(&c->h.handle, conn_freed);
+        return;
+    }
+    osb_buf_init(&c->in, MAX_PENDING_INPUT + 256 * 1024);
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    c->parser.data = c;
+    if (server->type == UV_TCP) {
+        struct sockaddr_storage ss;
+        int len = sizeof ss;
+        uv_tcp_nodelay(&c->h.tcp, 1);
+        if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0)
+            uv_ip_name((struct sockaddr *)&ss, c->peer, sizeof c->peer);
+    } else {
+        strcpy(c->peer, "unix");
+    }
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    osb_http__conn_update_read(c);
+}
+
+/* ---------- requests ---------- */
+
+static void kv_free(struct kv *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].value);
+    }
+    free(v);
+}
+
+static void req_free(struct osb_http_req *req)
+{
+    osb_buf_free(&req->target);
+    osb_buf_free(&req->body);
+    osb_buf_free(&req->resp_headers);
+    free(req->path);
+    kv_free(req->headers, req->nheaders);
+    kv_free(req->params, req->nparams);
+    kv_free(req->query, req->nquery);
+    free(req->qvals);
+    free(req);
+}
+
+static struct osb_http_req *req_new(struct conn *c)
+{
+    struct osb_http_req *req = osb_xcalloc(1, sizeof *req);
+    req->c = c;
+    osb_buf_init(&req->target, OSB_MAX_HEAD_BYTES);
+    osb_buf_init(&req->body, OSB_MAX_JSON_BODY);
+    osb_buf_init(&req->resp_headers, OSB_MAX_HEAD_BYTES);
+    return req;
+}
+
+/* Answer a protocol-level error and close the connection afterwards. */
+static void fail_conn(struct conn *c, int status, const char *code, const char *msg)
+{
+    struct osb_http_req *req = c->req;
+    if (!req) {
+        req = c->req = req_new(c);
+        strcpy(req->method, "GET");
+    }
+    req->keep_alive = false;
+    if (req->started) {
+        osb_http__conn_close(c);
+        return;
+    }
+    /* A handler streaming this body loses it: tell it, then answer. */
+    osb_http_close_cb cb = req->on_close;
+    req->on_close = NULL;
+    if (req->dispatched && !req->ended && cb)
+        cb(req, req->close_ud);
+    req->on_body = NULL;
+    req->on_end = NULL;
+    osb_http_respond_error(req, status, code, "%s", msg);
+}
+
+static bool head_grow(struct conn *c, size_t n)
+{
+    c->head_bytes += n;
+    return c->head_bytes <= OSB_MAX_HEAD_BYTES;
+}
+
+static int on_message_begin(http_parser *p)
+{
+    struct conn *c = p->data;
+    c->req = req_new(c);
+    c->head_bytes = 0;
+    return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n)
+{
+    struct conn *c = p->data;
+    if (!head_grow(c, n) || osb_buf_add(&c->req->target, at, n) < 0)
+        return -1;
+    return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n)
+{
+    struct conn *c = p->data;
+    struct osb_http_req *r = c->req;
+    if (!head_grow(c, n))
+        return -1;
+    if (r->header_value_last || r->nheaders == 0) {
+        if (r->nheaders >= OSB_MAX_HEADERS)
+            return -1;
+        r->headers = osb_xrealloc(r->headers, (r->nheaders + 1) * sizeof *r->headers);
+        r->headers[r->nheaders].name = osb_xstrndup(at, n);
+        r->headers[r->nheaders].value = osb_xstrdup("");
+        r->nheaders++;
+        r->header_value_last = false;
+        return 0;
+    }
+    struct kv *h = &r->headers[r->nheaders - 1];
+    size_t l = strlen(h->name);
+    h->name = osb_xrealloc(h->name, l + n + 1);
+    memcpy(h->name + l, at, n);
+    h->name[l + n] = '\0';
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n)
+{
+    struct conn *c = p->data;
+    struct osb_http_req *r = c->req;
+    if (!head_grow(c, n) || r->nheaders == 0)
+        return -1;
+    struct kv *h = &r->headers[r->nheaders - 1];
+    size_t l = strlen(h->value);
+    h->value = osb_xrealloc(h->value, l + n + 1);
+    memcpy(h->value + l, at, n);
+    h->value[l + n] = '\0';
+    r->header_value_last = true;
+    return 0;
+}
+
+static void dispatch(struct conn *c)
+{
+    struct osb_http_req *req = c->req;
+    req->dispatched = true;
+    const struct osb_http_route *rt = req->route;
+    if (!rt) {
+        osb_http_respond(req, 404, "text/plain", "404 page not found", 18);
+        return;
+    }
+    struct osb_http_server *srv = c->srv;
+    if (!(rt->flags & OSB_ROUTE_PUBLIC) && srv->auth && !srv->auth(req, srv->auth_ud))
+        return;
+    rt->fn(req, rt->ud);
+}
+
+static int on_headers_complete(http_parser *p)
+{
+    struct conn *c = p->data;
+    struct osb_http_req *r = c->req;
+    r->headers_done = true;
+    snprintf(r->method, sizeof r->method, "%s", http_method_str(p->method));
+    r->head_only = p->method == HTTP_HEAD;
+    r->keep_alive = http_should_keep_alive(p);
+    if (osb_http__req_parse_target(r) < 0)
+        return -1;
+    r->route = osb_http__route_match(c->srv, r);
+    if (r->route && (r->route->flags & OSB_ROUTE_STREAM_BODY))
+        dispatch(c);
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n)
+{
+    struct conn *c = p->data;
+    struct osb_http_req *r = c->req;
+    if (!r || r->ended)
+        return 0; /* the handler answered early; the rest is discarded */
+    if (r->dispatched) {
+        if (r->on_body)
+            r->on_body(r, at, n, r->body_ud);
+        if (c->req == r && r->paused)
+            http_parser_pause(p, 1);
+        return 0;
+    }
+    if (osb_buf_add(&r->body, at, n) < 0) {
+        fail_conn(c, 413, "REQUEST_TOO_LARGE", "request body exceeds 16 MiB");
+        http_parser_pause(p, 1);
+    }
+    return 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+    struct conn *c = p->data;
+    struct osb_http_req *r = c->req;
+    if (!r)
+        return 0;
+    r->complete = true;
+    if (!r->dispatched)
+        dispatch(c);
+    else if (!r->ended && r->on_end)
+        r->on_end(r, r->body_ud);
+    /* Hold further input until this response is done. */
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static void parse_error(struct conn *c)
+{
+    enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+    if (c->head_bytes > OSB_MAX_HEAD_BYTES) {
+        fail_conn(c, 431, "HEADERS_TOO_LARGE", "request head exceeds 64 KiB");
+    } else if (c->req && c->req->nheaders >= OSB_MAX_HEADERS && e == HPE_CB_header_field) {
+        fail_conn(c, 431, "HEADERS_TOO_LARGE", "more than 100 request headers");
+    } else if (e == HPE_HEADER_OVERFLOW) {
+        fail_conn(c, 431, "HEADERS_TOO_LARGE", "request head too large");
+    } else {
+        char msg[128];
+        snprintf(msg, sizeof msg, "malformed HTTP request: %s", http_errno_description(e));
+        fail_conn(c, 400, "BAD_REQUEST", msg);
+    }
+}
+
+/* Finish a request whose response has ended: free it, and decide whether
+ * the connection lives on. Returns false if the connection is done. */
+static bool retire(struct conn *c)
+{
+    struct osb_http_req *r = c->req;
+    bool keep = r->keep_alive && r->complete && !c->parser.upgrade;
+    c->req = NULL;
+    req_free(r);
+    if (!keep) {
+        osb_http__conn_close_after_flush(c);
+        return false;
+    }
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    c->parser.data = c;
+    return true;
+}
+
+static void process(struct conn *c)
+{
+    if (c->in_process || c->closing)
+        return;
+    c->in_process = true;
+    while (!c->closing && c->mode == CONN_HTTP) {
+        struct osb_http_req *r = c->req;
+        if (r && r->ended) {
+            if (!retire(c))
+                break;
+            continue;
+        }
+        if ((r && r->complete) || (r && r->paused) || c->in.len == 0 || c->close_after_flush)
+            break;
+        http_parser_pause(&c->parser, 0);
+        size_t n = http_parser_execute(&c->parser, &settings, c->in.data, c->in.len);
+        enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+        if (e != HPE_OK && e != HPE_PAUSED) {
+            if (!c->req || !c->req->ended)
+                parse_error(c);
+            osb_buf_reset(&c->in);
+            continue;
+        }
+        osb_buf_consume(&c->in, n);
+        if (c->parser.upgrade && c->req && !c->req->ended && !c->req->taken_over)
+            c->req->keep_alive = false;
+    }
+    c->in_process = false;
+    /* A protocol switch inside the parser leaves the rest of the input to
+     * the new mode. */
+    if (!c->closing && c->mode != CONN_HTTP && c->in.len) {
+        struct osb_buf rest = c->in;
+        osb_buf_init(&c->in, 0);
+        if (c->mode == CONN_WS)
+            osb_http__ws_on_data(c, rest.data, rest.len);
+        else
+            osb_http__proxy_on_data(c, rest.data, rest.len);
+        osb_buf_free(&rest);
+    }
+    if (!c->closing)
+        osb_http__conn_update_read(c);
+}
+
+void osb_http__take_over(struct osb_http_req *req, enum conn_mode mode, void *ctx)
+{
+    struct conn *c = req->c;
+    req->ended = true;
+    req->taken_over = true;
+    c->mode = mode;
+    c->mode_ctx = ctx;
+    /* The request object dies here; the parser (still inside its callback
+     * when called from a handler) must not see it again. */
+    c->req = NULL;
+    req->c = NULL;
+    req_free(req);
+    http_parser_pause(&c->parser, 1);
+    if (!c->in_process)
+        process(c);
+}
+
+/* ---------- responses ---------- */
+
+static void write_head(struct osb_http_req *req, int status, const char *ctype, int64_t clen)
+{
+    struct conn *c = req->c;
+    char date[40];
+    osb_time_http(time(NULL), date, sizeof date);
+    struct osb_buf h;
+    osb_buf_init(&h, SIZE_MAX);
+    osb_buf_addf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, osb_http_reason(status), date);
+    if (ctype)
+        osb_buf_addf(&h, "Content-Type: %s\r\n", ctype);
+    if (clen >= 0)
+        osb_buf_addf(&h, "Content-Length: %lld\r\n", (long long)clen);
+    else if (status != 101 && status != 204 && status != 304)
+        osb_buf_adds(&h, "Transfer-Encoding: chunked\r\n");
+    if (!req->keep_alive && status != 101)
+        osb_buf_adds(&h, "Connection: close\r\n");
+    osb_buf_add(&h, req->resp_headers.data, req->resp_headers.len);
+    osb_buf_adds(&h, "\r\n");
+    osb_http__conn_write(c, h.data, h.len);
+    osb_buf_free(&h);
+}
+
+void osb_http_add_header(struct osb_http_req *req, const char *name, const char *value)
+{
+    if (req->started)
+        return;
+    osb_buf_addf(&req->resp_headers, "%s: %s\r\n", name, value);
+}
+
+void osb_http_start(struct osb_http_req *req, int status, const char *content_type,
+                    int64_t content_length)
+{
+    if (req->started || req->ended)
+        return;
+    req->started = true;
+    req->chunked = content_length < 0 && status != 101 && status != 204 && status != 304;
+    if (!req->complete && !(req->route && (req->route->flags & OSB_ROUTE_STREAM_BODY)))
+        req->keep_alive = false;
+    if (req->c)
+        write_head(req, status, content_type, content_length);
+}
+
+size_t osb_http_write(struct osb_http_req *req, const void *data, size_t len)
+{
+    struct conn *c = req->c;
+    if (!c || req->ended || !req->started)
+        return c ? c->queued : 0;
+    if (len == 0 || req->head_only)
+        return c->queued;
+    if (!req->chunked) {
+        osb_http__conn_write(c, data, len);
+        return c->queued;
+    }
+    char pre[24];
+    int n = snprintf(pre, sizeof pre, "%zx\r\n", len);
+    char *buf = osb_xmalloc((size_t)n + len + 2);
+    memcpy(buf, pre, (size_t)n);
+    memcpy(buf + n, data, len);
+    memcpy(buf + n + len, "\r\n", 2);
+    osb_http__conn_write(c, buf, (size_t)n + len + 2);
+    free(buf);
+    return c->queued;
+}
+
+void osb_http_end(struct osb_http_req *req)
+{
+    if (req->ended)
+        return;
+    if (!req->started)
+        osb_http_start(req, 200, NULL, 0);
+    req->ended = true;
+    struct conn *c = req->c;
+    if (!c) {
+        req_free(req);
+        return;
+    }
+    if (req->chunked && !req->head_only)
+        osb_http__conn_write(c, "0\r\n\r\n", 5);
+    /* An answer sent before the body was read ends the connection: the rest
+     * of the body cannot be told apart from a next request cheaply. */
+    if (!req->complete)
+        req->keep_alive = false;
+    if (!c->in_process)
+        process(c);
+}
+
+bool osb_http_started(const struct osb_http_req *req)
+{
+    return req->started;
+}
+
+void osb_http_respond(struct osb_http_req *req, int status, const char *content_type,
+                      const void *body, size_t len)
+{
+    if (req->started || req->ended)
+        return;
+    osb_http_start(req, status, content_type, (int64_t)len);
+    osb_http_write(req, body, len);
+    osb_http_end(req);
+}
+
+void osb_http_respond_empty(struct osb_http_req *req, int status)
+{
+    osb_http_respond(req, status, NULL, "", 0);
+}
+
+void osb_http_respond_json(struct osb_http_req *req, int status, json_t *j)
+{
+    size_t n;
+    char *s = osb_json_dump(j, &n);
+    json_decref(j);
+    osb_http_respond(req, status, "application/json; charset=utf-8", s, n);
+    free(s);
+}
+
+void osb_http_respond_error(struct osb_http_req *req, int status, const char *code,
+                            const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *j = json_object();
+    json_object_set_new(j, "code", json_string(code));
+    json_object_set_new(j, "message", json_string(msg));
+    osb_http_respond_json(req, status, j);
+}
+
+void osb_http_sse_start(struct osb_http_req *req)
+{
+    osb_http_add_header(req, "Cache-Control", "no-cache");
+    osb_http_add_header(req, "Connection", "keep-alive");
+    osb_http_add_header(req, "X-Accel-Buffering", "no");
+    osb_http_start(req, 200, "text/event-stream", -1);
+}
+
+void osb_http_req_on_body(struct osb_http_req *req, osb_http_body_cb body_cb,
+                          osb_http_end_cb end_cb, void *ud)
+{
+    req->on_body = body_cb;
+    req->on_end = end_cb;
+    req->body_ud = ud;
+}
+
+void osb_http_req_pause(struct osb_http_req *req)
+{
+    req->paused = true;
+    if (req->c) {
+        http_parser_pause(&req->c->parser, 1);
+        osb_http__conn_update_read(req->c);
+    }
+}
+
+void osb_http_req_resume(struct osb_http_req *req)
+{
+    if (!req->paused)
+        return;
+    req->paused = false;
+    if (req->c && !req->c->in_process)
+        process(req->c);
+}
+
+void osb_http_req_on_close(struct osb_http_req *req, osb_http_close_cb fn, void *ud)
+{
+    req->on_close = fn;
+    req->close_ud = ud;
+}
+
+void osb_http_req_on_drain(struct osb_http_req *req, osb_http_drain_cb fn, void *ud)
+{
+    req->on_drain = fn;
+    req->drain_ud = ud;
+}
+
+/* ---------- server ---------- */
+
+struct osb_http_server *osb_http_server_new(uv_loop_t *loop)
+{
+    struct osb_http_server *srv = osb_xcalloc(1, sizeof *srv);
+    srv->loop = loop;
+    settings.on_message_begin = on_message_begin;
+    settings.on_url = on_url;
+    settings.on_header_field = on_header_field;
+    settings.on_header_value = on_header_value;
+    settings.on_headers_complete = on_headers_complete;
+    settings.on_body = on_body;
+    settings.on_message_complete = on_message_complete;
+    return srv;
+}
+
+void osb_http_server_add_routes(struct osb_http_server *srv, const struct osb_http_route *r,
+                                size_t n)
+{
+    srv->routes = osb_xrealloc(srv->routes, (srv->nroutes + n) * sizeof *r);
+    memcpy(srv->routes + srv->nroutes, r, n * sizeof *r);
+    srv->nroutes += n;
+}
+
+void osb_http_server_set_auth(struct osb_http_server *srv, osb_http_auth_fn fn, void *ud)
+{
+    srv->auth = fn;
+    srv->auth_ud = ud;
+}
+
+int osb_http_listen_tcp(struct osb_http_server *srv, const char *host, int port,
+                        struct osb_err *err)
+{
+    struct sockaddr_storage ss;
+    int r = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss)
+                              : uv_ip4_addr(host, port, (struct sockaddr_in *)&ss);
+    if (r < 0)
+        return osb_err_set(err, OSB_E_INVALID, "bad listen address %s: %s", host, uv_strerror(r));
+    uv_tcp_init(srv->loop, &srv->tcp);
+    srv->tcp.data = srv;
+    srv->tcp_on = true;
+    if ((r = uv_tcp_bind(&srv->tcp, (struct sockaddr *)&ss, 0)) < 0 ||
+        (r = uv_listen((uv_stream_t *)&srv->tcp, 1024, on_connection)) < 0)
+        return osb_err_set(err, OSB_E_SYS, "listen on %s:%d: %s", host, port, uv_strerror(r));
+    return 0;
+}
+
+int osb_http_server_port(struct osb_http_server *srv)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (!srv->tcp_on || uv_tcp_getsockname(&srv->tcp, (struct sockaddr *)&ss, &len) < 0)
+        return -1;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+int osb_http_listen_unix(struct osb_http_server *srv, const char *path, struct osb_err *err)
+{
+    unlink(path);
+    uv_pipe_init(srv->loop, &srv->unix_sock, 0);
+    srv->unix_sock.data = srv;
+    srv->unix_on = true;
+    int r;
+    mode_t old = umask(0077);
+    r = uv_pipe_bind(&srv->unix_sock, path);
+    umask(old);
+    if (r < 0 || (r = uv_listen((uv_stream_t *)&srv->unix_sock, 1024, on_connection)) < 0)
+        return osb_err_set(err, OSB_E_SYS, "listen on unix:%s: %s", path, uv_strerror(r));
+    return 0;
+}
+
+static void listener_closed(uv_handle_t *h)
+{
+    struct osb_http_server *srv = h->data;
+    if (--srv->pending_handles == 0) {
+        free(srv->routes);
+        free(srv);
+    }
+}
+
+void osb_http_server_close(struct osb_http_server *srv)
+{
+    srv->closing = true;
+    while (srv->conns)
+        osb_http__conn_close(srv->conns);
+    srv->pending_handles = 1;
+    if (srv->tcp_on) {
+        srv->pending_handles++;
+        uv_close((uv_handle_t *)&srv->tcp, listener_closed);
+    }
+    if (srv->unix_on) {
+        srv->pending_handles++;
+        uv_close((uv_handle_t *)&srv->unix_sock, listener_closed);
+    }
+    uv_handle_t fake = {.data = srv};
+    listener_closed(&fake);
+}

@@ -1,0 +1,190 @@
+/* WebSocket connections (RFC 6455) on top of the HTTP server: the upgrade
+ * handshake and the glue between the socket and the frame codec (ws.c). */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "http/conn.h"
+#if __has_include("http/ws.h") /* TEMPORARY until ws.c lands */
+#include "http/ws.h"
+
+struct osb_ws {
+    struct conn *c;
+    struct osb_ws_reader reader;
+    struct osb_ws_cbs cbs;
+    void *ud;
+    bool close_sent, closed;
+    int peer_code; /* close code the peer sent, 0 if none */
+};
+
+static bool header_has_token(const char *v, const char *token)
+{
+    return v && strcasestr(v, token);
+}
+
+struct osb_ws *osb_http_ws_accept(struct osb_http_req *req, const struct osb_ws_cbs *cbs,
+                                  void *ud)
+{
+    const char *key = osb_http_req_header(req, "sec-websocket-key");
+    const char *ver = osb_http_req_header(req, "sec-websocket-version");
+    if (!req->c || !key || !header_has_token(osb_http_req_header(req, "upgrade"), "websocket") ||
+        !header_has_token(osb_http_req_header(req, "connection"), "upgrade")) {
+        osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY",
+                               "expected a WebSocket upgrade request");
+        return NULL;
+    }
+    if (!ver || strcmp(ver, "13") != 0) {
+        osb_http_add_header(req, "Sec-WebSocket-Version", "13");
+        osb_http_respond_error(req, 426, "INVALID_REQUEST_BODY",
+                               "unsupported Sec-WebSocket-Version");
+        return NULL;
+    }
+    char accept[32];
+    osb_ws_accept_key(key, accept);
+    struct conn *c = req->c;
+    struct osb_ws *ws = osb_xcalloc(1, sizeof *ws);
+    ws->c = c;
+    ws->cbs = *cbs;
+    ws->ud = ud;
+    osb_ws_reader_init(&ws->reader, true);
+    osb_http_add_header(req, "Upgrade", "websocket");
+    osb_http_add_header(req, "Connection", "Upgrade");
+    osb_http_add_header(req, "Sec-WebSocket-Accept", accept);
+    req->keep_alive = true; /* no "Connection: close" on a 101 */
+    osb_http_start(req, 101, NULL, -1);
+    osb_http__take_over(req, CONN_WS, ws);
+    return ws;
+}
+
+static int send_frame(struct osb_ws *ws, int opcode, const void *data, size_t len)
+{
+    if (!ws->c || ws->close_sent)
+        return -1;
+    uint8_t h[14];
+    size_t hl = osb_ws_frame_header(h, true, opcode, len, NULL);
+    osb_http__conn_write(ws->c, h, hl);
+    osb_http__conn_write(ws->c, data, len);
+    return 0;
+}
+
+int osb_ws_send(struct osb_ws *ws, int opcode, const void *data, size_t len)
+{
+    return send_frame(ws, opcode, data, len);
+}
+
+size_t osb_ws_queued(const struct osb_ws *ws)
+{
+    return ws->c ? ws->c->queued : 0;
+}
+
+void osb_ws_close(struct osb_ws *ws, int code, const char *reason)
+{
+    if (!ws->c || ws->close_sent)
+        return;
+    uint8_t payload[125];
+    size_t rl = reason ? strlen(reason) : 0;
+    if (rl > sizeof payload - 2)
+        rl = sizeof payload - 2;
+    payload[0] = (uint8_t)(code >> 8);
+    payload[1] = (uint8_t)code;
+    memcpy(payload + 2, reason, rl);
+    send_frame(ws, 8, payload, rl + 2);
+    ws->close_sent = true;
+    osb_http__conn_close_after_flush(ws->c);
+}
+
+static void on_message(void *ud, int opcode, const uint8_t *data, size_t len)
+{
+    struct osb_ws *ws = ud;
+    if (ws->c && !ws->close_sent && ws->cbs.on_message)
+        ws->cbs.on_message(ws, opcode, data, len, ws->ud);
+}
+
+static void on_control(void *ud, int opcode, const uint8_t *data, size_t len)
+{
+    struct osb_ws *ws = ud;
+    if (opcode == 9) {
+        send_frame(ws, 10, data, len);
+    } else if (opcode == 8) {
+        int code = len >= 2 ? (data[0] << 8) | data[1] : 1000;
+        if (!ws->close_sent) {
+            send_frame(ws, 8, data, len >= 2 ? 2 : 0);
+            ws->close_sent = true;
+        }
+        ws->closed = true;
+        ws->peer_code = code;
+        osb_http__conn_close_after_flush(ws->c);
+    }
+}
+
+void osb_http__ws_on_data(struct conn *c, const char *data, size_t len)
+{
+    struct osb_ws *ws = c->mode_ctx;
+    if (!ws || ws->closed)
+        return;
+    static const struct osb_ws_reader_cbs cbs = {.on_message = on_message,
+                                                 .on_control = on_control};
+    int close_code = 0;
+    struct osb_err err = {0};
+    if (osb_ws_reader_feed(&ws->reader, (const uint8_t *)data, len, &cbs, ws, &close_code,
+                           &err) < 0) {
+        osb_debug("websocket from %s: %s", c->peer, err.msg);
+        osb_ws_close(ws, close_code ? close_code : 1002, err.msg);
+    }
+}
+
+void osb_http__ws_on_close(struct conn *c)
+{
+    struct osb_ws *ws = c->mode_ctx;
+    c->mode_ctx = NULL;
+    if (!ws)
+        return;
+    ws->c = NULL;
+    if (ws->cbs.on_close)
+        ws->cbs.on_close(ws, ws->peer_code ? ws->peer_code : 1006, ws->ud);
+    osb_ws_reader_free(&ws->reader);
+    free(ws);
+}
+
+void osb_http__ws_on_drain(struct conn *c)
+{
+    (void)c;
+}
+#else
+struct osb_ws *osb_http_ws_accept(struct osb_http_req *req, const struct osb_ws_cbs *cbs, void *ud)
+{
+    (void)cbs;
+    (void)ud;
+    osb_http_respond_error(req, 501, "NOT_SUPPORTED", "websocket not built yet");
+    return NULL;
+}
+int osb_ws_send(struct osb_ws *ws, int opcode, const void *data, size_t len)
+{
+    (void)ws, (void)opcode, (void)data, (void)len;
+    return -1;
+}
+size_t osb_ws_queued(const struct osb_ws *ws)
+{
+    (void)ws;
+    return 0;
+}
+void osb_ws_close(struct osb_ws *ws, int code, const char *reason)
+{
+    (void)ws, (void)code, (void)reason;
+}
+void osb_http__ws_on_data(struct conn *c, const char *data, size_t len)
+{
+    (void)c, (void)data, (void)len;
+}
+void osb_http__ws_on_close(struct conn *c)
+{
+    (void)c;
+}
+void osb_http__ws_on_drain(struct conn *c)
+{
+    (void)c;
+}
+#endif
