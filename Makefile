@@ -7,6 +7,11 @@
 .SUFFIXES:
 .DELETE_ON_ERROR:
 SHELL := /bin/bash
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
 
 SAN ?=
 ifeq ($(SAN),1)
@@ -54,21 +59,35 @@ deps: $(DEPS_STAMP)
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/bin/execd: $(BUILD)/obj/src/execd/main.o $(EXECD_OBJ) $(HTTP_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $^ $(EXECD_LIBS)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $^ $(EXECD_LIBS)
 
 # Unit tests: one binary per tests/unit/<module>/test_*.c, linked with the
-# library objects so a test may call any exported function.
-$(BUILD)/tests/%: tests/unit/%.c $(EXECD_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+# objects of its module and the modules below it, so a test may call any
+# exported function.
+UNIT_LINK = $(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(TEST_LIBS)
+$(BUILD)/tests/common/%: tests/unit/common/%.c $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(TEST_LIBS)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(UNIT_LINK)
+$(BUILD)/tests/http/%: tests/unit/http/%.c $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(UNIT_LINK)
+$(BUILD)/tests/execd/%: tests/unit/execd/%.c $(EXECD_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(UNIT_LINK)
 
 $(BUILD)/tests/helpers/%: tests/helpers/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $<
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $<
 
 test: all $(UNIT_BIN) $(HELPER_BIN)
 	@BUILD=$(BUILD) ./tests/run.sh

@@ -64,6 +64,8 @@ int osb_http_listen_tcp(struct osb_http_server *srv, const char *host, int port,
 /* Returns the bound port (useful with port 0), or -1. */
 int osb_http_server_port(struct osb_http_server *srv);
 int osb_http_listen_unix(struct osb_http_server *srv, const char *path, struct osb_err *err);
+/* Serve an already-connected stream socket (socketpair, inherited fd). */
+int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd, struct osb_err *err);
 /* Stops listening and closes every connection; frees the server once the
  * handles are closed (run the loop to finish). */
 void osb_http_server_close(struct osb_http_server *srv);
@@ -123,7 +125,8 @@ void osb_http_respond_error(struct osb_http_req *req, int status, const char *co
 /* Streaming: content_length < 0 means chunked. */
 void osb_http_start(struct osb_http_req *req, int status, const char *content_type,
                     int64_t content_length);
-/* Queue bytes (copied). Returns the bytes now waiting in the socket queue;
+/* Queue bytes (copied). Returns the bytes now waiting in the socket queue
+ * (call with len 0 to just ask);
  * producers should pause above OSB_WRITE_HIGH_WATER and wait for on_drain. */
 size_t osb_http_write(struct osb_http_req *req, const void *data, size_t len);
 typedef void (*osb_http_drain_cb)(struct osb_http_req *req, void *ud);

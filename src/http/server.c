@@ -147,16 +147,18 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct conn *c = s->data;
     if (n < 0) {
+        /* Like Go's server, EOF while a request is being handled means the
+         * client is gone (SSE streams rely on this). Otherwise answer what
+         * is already buffered, then close. */
         c->eof = true;
-        /* A half-closed client still gets the answer to a request it
-         * finished sending; anything else is a hang-up. */
-        if (n == UV_EOF && c->mode == CONN_HTTP && c->req && c->req->complete && !c->req->ended) {
-            uv_read_stop(s);
-            c->reading = false;
-            c->req->keep_alive = false;
+        if (c->mode != CONN_HTTP || (c->req && c->req->complete && !c->req->ended) ||
+            n != UV_EOF) {
+            osb_http__conn_close(c);
             return;
         }
-        osb_http__conn_close(c);
+        uv_read_stop(s);
+        c->reading = false;
+        process(c);
         return;
     }
     if (n == 0)
@@ -192,6 +194,19 @@ void osb_http__conn_update_read(struct conn *c)
     c->reading = want;
 }
 
+static void conn_start(struct osb_http_server *srv, struct conn *c)
+{
+    osb_buf_init(&c->in, MAX_PENDING_INPUT + 256 * 1024);
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    c->parser.data = c;
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    osb_http__conn_update_read(c);
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     struct osb_http_server *srv = server->data;
@@ -208,9 +223,6 @@ static void on_connection(uv_stream_t *server, int status)
         uv_close(&c->h.handle, conn_freed);
         return;
     }
-    osb_buf_init(&c->in, MAX_PENDING_INPUT + 256 * 1024);
-    http_parser_init(&c->parser, HTTP_REQUEST);
-    c->parser.data = c;
     if (server->type == UV_TCP) {
         struct sockaddr_storage ss;
         int len = sizeof ss;
@@ -220,12 +232,23 @@ static void on_connection(uv_stream_t *server, int status)
     } else {
         strcpy(c->peer, "unix");
     }
-    c->next = srv->conns;
-    if (srv->conns)
-        srv->conns->prev = c;
-    srv->conns = c;
-    srv->nconns++;
-    osb_http__conn_update_read(c);
+    conn_start(srv, c);
+}
+
+int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd, struct osb_err *err)
+{
+    struct conn *c = osb_xcalloc(1, sizeof *c);
+    c->srv = srv;
+    uv_pipe_init(srv->loop, &c->h.pipe, 0);
+    c->h.handle.data = c;
+    int r = uv_pipe_open(&c->h.pipe, fd);
+    if (r < 0) {
+        uv_close(&c->h.handle, conn_freed);
+        return osb_err_set(err, OSB_E_SYS, "adopt fd %d: %s", fd, uv_strerror(r));
+    }
+    strcpy(c->peer, "fd");
+    conn_start(srv, c);
+    return 0;
 }
 
 /* ---------- requests ---------- */
@@ -474,6 +497,10 @@ static void process(struct conn *c)
             c->req->keep_alive = false;
     }
     c->in_process = false;
+    if (c->eof && c->mode == CONN_HTTP && !(c->req && c->req->complete)) {
+        osb_http__conn_close_after_flush(c);
+        return;
+    }
     /* A protocol switch inside the parser leaves the rest of the input to
      * the new mode. */
     if (!c->closing && c->mode != CONN_HTTP && c->in.len) {

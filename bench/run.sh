@@ -1,0 +1,8 @@
+#!/bin/bash
+# Benchmarks for execd on loopback (issue #2 goals in brackets). Figures are
+# printed, not asserted: these machines are noisy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export EXECD_BIN=$PWD/$BUILD/bin/execd
+/usr/bin/python3 bench/execd_bench.py "$@"

@@ -1,0 +1,120 @@
+/* src/common: buffers, errors, JSON helpers, time formatting. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/json.h"
+#include "common/timeutil.h"
+#include "tap.h"
+
+static void test_buf(void)
+{
+    struct osb_buf b;
+    osb_buf_init(&b, 10);
+    OK(osb_buf_adds(&b, "hello") == 0, "add within cap");
+    OK(osb_buf_addf(&b, "%d", 12345) == 0, "addf within cap");
+    IS_STR(b.data, "hello12345", "content");
+    OK(osb_buf_adds(&b, "x") < 0, "add past cap fails");
+    IS_STR(b.data, "hello12345", "failed add leaves the buffer unchanged");
+    osb_buf_consume(&b, 5);
+    IS_STR(b.data, "12345", "consume");
+    size_t n;
+    char *s = osb_buf_steal(&b, &n);
+    IS_INT(n, 5, "steal length");
+    free(s);
+    IS_INT(b.len, 0, "empty after steal");
+    osb_buf_init(&b, SIZE_MAX);
+    for (int i = 0; i < 1000; i++)
+        osb_buf_adds(&b, "0123456789");
+    IS_INT(b.len, 10000, "unbounded buffer grows");
+    osb_buf_free(&b);
+}
+
+static void test_err(void)
+{
+    struct osb_err e = {0};
+    IS_INT(osb_err_set(&e, OSB_E_NOTFOUND, "no %s", "thing"), -1, "set returns -1");
+    IS_INT(osb_err_http_status(&e), 404, "notfound -> 404");
+    osb_err_wrap(&e, "open %d", 7);
+    IS_STR(e.msg, "open 7: no thing", "wrap prepends context");
+    errno = ENOENT;
+    osb_err_sys(&e, "stat /x");
+    IS_STR(e.msg, "stat /x: No such file or directory", "sys appends strerror");
+    IS_INT(e.sys_errno, ENOENT, "sys keeps errno");
+    IS_INT(osb_err_set(NULL, OSB_E_INVALID, "x"), -1, "NULL err is allowed");
+}
+
+static void test_json(void)
+{
+    struct osb_err e = {0};
+    json_t *j = NULL;
+    OK(osb_json_parse_object("  ", 2, true, &j, &e) == 0 && json_is_object(j), "empty -> {}");
+    json_decref(j);
+    OK(osb_json_parse_object("[1]", 3, false, &j, &e) < 0, "array rejected");
+    IS_STR(e.msg, "request body must be a JSON object", "array message");
+    OK(osb_json_parse("{\"a\":", 5, false, &j, &e) < 0, "truncated JSON rejected");
+    OK(strstr(e.msg, "invalid JSON"), "names the problem");
+    char deep[300];
+    memset(deep, '[', 200);
+    memset(deep + 200, ']', 100);
+    OK(osb_json_parse(deep, 300, false, &j, &e) < 0, "deep nesting rejected");
+
+    const char *doc = "{\"s\":\"x\",\"i\":5,\"f\":2.5,\"b\":true,\"n\":null,\"m\":{\"k\":1}}";
+    osb_json_parse_object(doc, strlen(doc), false, &j, &e);
+    const char *s = NULL;
+    int64_t i = 0;
+    bool b = false;
+    json_t *m = NULL;
+    IS_INT(osb_json_str(j, "s", true, &s, &e), 1, "string present");
+    IS_INT(osb_json_str(j, "n", false, &s, &e), 0, "null is absent");
+    IS_INT(osb_json_str(j, "n", true, &s, &e), -1, "null required fails");
+    IS_STR(e.msg, "field 'n' is required", "required message");
+    IS_INT(osb_json_str(j, "i", true, &s, &e), -1, "int as string fails");
+    IS_STR(e.msg, "field 'i' must be a string", "type message names field");
+    IS_INT(osb_json_int(j, "i", true, &i, &e), 1, "int present");
+    IS_INT(i, 5, "int value");
+    IS_INT(osb_json_int(j, "f", true, &i, &e), -1, "fraction is not an int");
+    IS_INT(osb_json_bool(j, "b", true, &b, &e), 1, "bool present");
+    IS_INT(osb_json_strmap(j, "m", &m, &e), -1, "map with non-string value fails");
+    IS_STR(e.msg, "field 'm.k' must be a string", "map message");
+    json_decref(j);
+
+    j = json_pack("{s:s,s:i}", "t", "<a&b>", "n", 1);
+    size_t n;
+    char *out = osb_json_dump(j, &n);
+    IS_STR(out, "{\"t\":\"\\u003ca\\u0026b\\u003e\",\"n\":1}", "Go-style escaping, order kept");
+    IS_INT(n, strlen(out), "dump length");
+    free(out);
+    json_decref(j);
+}
+
+static void test_time(void)
+{
+    setenv("TZ", "UTC", 1);
+    struct timespec ts = {.tv_sec = 1700000000, .tv_nsec = 123000000};
+    char buf[64];
+    osb_time_rfc3339(&ts, buf, sizeof buf);
+    IS_STR(buf, "2023-11-14T22:13:20.123Z", "RFC3339Nano trims zeros");
+    ts.tv_nsec = 0;
+    osb_time_rfc3339(&ts, buf, sizeof buf);
+    IS_STR(buf, "2023-11-14T22:13:20Z", "no fraction when zero");
+    setenv("TZ", "UTC-8", 1);
+    tzset();
+    osb_time_rfc3339(&ts, buf, sizeof buf);
+    IS_STR(buf, "2023-11-15T06:13:20+08:00", "local offset");
+    osb_time_http(1700000000, buf, sizeof buf);
+    IS_STR(buf, "Tue, 14 Nov 2023 22:13:20 GMT", "HTTP date");
+    OK(osb_now_ms() > 1700000000000LL, "now in ms");
+}
+
+int main(void)
+{
+    test_buf();
+    test_err();
+    test_json();
+    test_time();
+    return tap_done();
+}
