@@ -29,5 +29,14 @@
 #define OSB_MAX_COMMAND_RECORDS 4096
 /* Live bash sessions: each is a shell process and three pipes. */
 #define OSB_MAX_SESSIONS 1024
+/* Live code contexts: each is an interpreter process (10-50 MB resident). */
+#define OSB_MAX_CODE_CONTEXTS 256
+/* Live PTY sessions: each is a shell on a pseudo-terminal plus its replay buffer. */
+#define OSB_MAX_PTY_SESSIONS 256
+/* PTY output kept per session for reconnects with ?since= (the tail). */
+#define OSB_PTY_REPLAY_BYTES (1024 * 1024)
+/* Files in one /files/upload request: each holds a temp file until the
+ * body is complete; SDKs send one or a few. */
+#define OSB_MAX_UPLOAD_FILES 1024
 /* Paths are bounded by the kernel, PATH_MAX. */
 #endif

@@ -15,6 +15,8 @@ struct osb_sse {
     uv_timer_t ping;
     void (*on_gone)(void *ud);
     void *ud;
+    void (*on_drain)(void *ud);
+    void *drain_ud;
 };
 
 char *osb_execd_event_json(const struct osb_execd_event *ev, int64_t now_ms, size_t *len)
@@ -113,12 +115,31 @@ size_t osb_sse_queued(const struct osb_sse *s)
     return s && s->req ? osb_http_write(s->req, NULL, 0) : 0;
 }
 
+static void drained(struct osb_http_req *req, void *ud)
+{
+    (void)req;
+    struct osb_sse *s = ud;
+    if (s->on_drain)
+        s->on_drain(s->drain_ud);
+}
+
+void osb_sse_on_drain(struct osb_sse *s, void (*fn)(void *ud), void *ud)
+{
+    if (!s)
+        return;
+    s->on_drain = fn;
+    s->drain_ud = ud;
+    if (s->req)
+        osb_http_req_on_drain(s->req, fn ? drained : NULL, fn ? s : NULL);
+}
+
 void osb_sse_close(struct osb_sse *s)
 {
     if (!s)
         return;
     if (s->req) {
         osb_http_req_on_close(s->req, NULL, NULL);
+        osb_http_req_on_drain(s->req, NULL, NULL);
         osb_http_end(s->req);
     }
     release(s);

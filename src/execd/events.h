@@ -32,6 +32,10 @@ void osb_sse_send(struct osb_sse *s, const struct osb_execd_event *ev);
 void osb_sse_send_raw(struct osb_sse *s, const char *data, size_t len);
 /* Bytes waiting on the socket: pause producers above OSB_WRITE_HIGH_WATER. */
 size_t osb_sse_queued(const struct osb_sse *s);
+/* Run fn once the socket queue falls below half of OSB_WRITE_HIGH_WATER
+ * (after a producer paused because osb_sse_queued() was above it). One hook
+ * per stream; fn NULL removes it. */
+void osb_sse_on_drain(struct osb_sse *s, void (*fn)(void *ud), void *ud);
 /* End the response and free the stream. */
 void osb_sse_close(struct osb_sse *s);
 

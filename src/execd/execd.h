@@ -28,4 +28,6 @@ void osb_execd_pty_routes(struct osb_execd *x);      /* pty.c: /pty* */
 typedef void (*osb_execd_exit_cb)(pid_t pid, int wstatus, void *ud);
 void osb_execd_watch_child(pid_t pid, osb_execd_exit_cb cb, void *ud);
 void osb_execd_unwatch_child(pid_t pid);
+/* Start reaping (SIGCHLD on the loop; children.c). */
+void osb_execd_reaper_start(uv_loop_t *loop);
 #endif

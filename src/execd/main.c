@@ -24,42 +24,7 @@
 #define DEFAULT_PORT 44772
 #define TOKEN_HEADER "X-EXECD-ACCESS-TOKEN"
 
-struct watch {
-    pid_t pid;
-    osb_execd_exit_cb cb;
-    void *ud;
-    struct watch *next;
-};
-
-/* TEMPORARY while feature modules land: a module not yet linked is skipped. */
-#pragma weak osb_execd_command_routes
-#pragma weak osb_execd_session_routes
-#pragma weak osb_execd_code_routes
-#pragma weak osb_execd_files_routes
-#pragma weak osb_execd_metrics_routes
-#pragma weak osb_execd_pty_routes
-
-static struct watch *watches;
 static struct osb_execd execd;
-
-void osb_execd_watch_child(pid_t pid, osb_execd_exit_cb cb, void *ud)
-{
-    struct watch *w = osb_xmalloc(sizeof *w);
-    *w = (struct watch){.pid = pid, .cb = cb, .ud = ud, .next = watches};
-    watches = w;
-}
-
-void osb_execd_unwatch_child(pid_t pid)
-{
-    for (struct watch **p = &watches; *p; p = &(*p)->next) {
-        if ((*p)->pid == pid) {
-            struct watch *w = *p;
-            *p = w->next;
-            free(w);
-            return;
-        }
-    }
-}
 
 static void on_entrypoint_exit(pid_t pid, int status, void *ud)
 {
@@ -70,25 +35,6 @@ static void on_entrypoint_exit(pid_t pid, int status, void *ud)
         osb_info("entrypoint exited with status %d", WEXITSTATUS(status));
     else
         osb_info("entrypoint killed by signal %d", WTERMSIG(status));
-}
-
-static void reap(uv_signal_t *h, int sig)
-{
-    (void)h;
-    (void)sig;
-    int status;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        for (struct watch **p = &watches; *p; p = &(*p)->next) {
-            if ((*p)->pid != pid)
-                continue;
-            struct watch *w = *p;
-            *p = w->next;
-            w->cb(pid, status, w->ud);
-            free(w);
-            break;
-        }
-    }
 }
 
 static void on_term(uv_signal_t *h, int sig)
@@ -241,28 +187,22 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) < 0)
         return 2;
     signal(SIGPIPE, SIG_IGN);
+    osb_execd_raise_nofile();
     execd.loop = uv_default_loop();
     execd.access_token = o.token;
     execd.http = osb_http_server_new(execd.loop);
     if (o.token)
         osb_http_server_set_auth(execd.http, check_token, (void *)o.token);
     osb_http_server_add_routes(execd.http, core_routes, OSB_ARRAY_LEN(core_routes));
-    if (osb_execd_command_routes)
-        osb_execd_command_routes(&execd);
-    if (osb_execd_session_routes)
-        osb_execd_session_routes(&execd);
-    if (osb_execd_code_routes)
-        osb_execd_code_routes(&execd);
-    if (osb_execd_files_routes)
-        osb_execd_files_routes(&execd);
-    if (osb_execd_metrics_routes)
-        osb_execd_metrics_routes(&execd);
-    if (osb_execd_pty_routes)
-        osb_execd_pty_routes(&execd);
+    osb_execd_command_routes(&execd);
+    osb_execd_session_routes(&execd);
+    osb_execd_code_routes(&execd);
+    osb_execd_files_routes(&execd);
+    osb_execd_metrics_routes(&execd);
+    osb_execd_pty_routes(&execd);
 
-    uv_signal_t sigchld, sigterm, sigint;
-    uv_signal_init(execd.loop, &sigchld);
-    uv_signal_start(&sigchld, reap, SIGCHLD);
+    uv_signal_t sigterm, sigint;
+    osb_execd_reaper_start(execd.loop);
     uv_signal_init(execd.loop, &sigterm);
     uv_signal_start(&sigterm, on_term, SIGTERM);
     uv_signal_init(execd.loop, &sigint);
@@ -274,8 +214,6 @@ int main(int argc, char **argv)
         start_entrypoint(o.entry);
     osb_info("listening on port %d%s%s (pid %d)", o.port, o.unix_path ? " and unix:" : "",
              o.unix_path ? o.unix_path : "", getpid());
-    /* Children may have exited before the signal handler was installed. */
-    reap(&sigchld, SIGCHLD);
     uv_run(execd.loop, UV_RUN_DEFAULT);
     return 0;
 }

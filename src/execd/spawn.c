@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -16,6 +17,20 @@
 #include "execd/users.h"
 
 extern char **environ;
+
+static struct rlimit orig_nofile;
+static bool nofile_raised;
+
+void osb_execd_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    orig_nofile = rl;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        nofile_raised = true;
+}
 
 #define ENV_FILE "/opt/opensandbox/.env"
 
@@ -50,6 +65,8 @@ static void child(const struct osb_spawn *sp, int errfd, gid_t *groups, int ngro
     } else if (setpgid(0, 0) < 0) {
         child_fail(errfd, errno);
     }
+    if (nofile_raised)
+        setrlimit(RLIMIT_NOFILE, &orig_nofile);
     int devnull = open("/dev/null", O_RDWR);
     int fds[3] = {sp->stdin_fd, sp->stdout_fd, sp->stderr_fd};
     for (int i = 0; i < 3; i++) {

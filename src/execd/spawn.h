@@ -29,6 +29,11 @@ struct osb_spawn {
  * cannot be missed: reaping happens on the loop, after this returns). */
 pid_t osb_execd_spawn(const struct osb_spawn *sp, struct osb_err *err);
 
+/* Raise execd's open-files soft limit to the hard limit (every command
+ * holds pipes, every stream a socket), as Go's runtime does; children get
+ * the original limit back. */
+void osb_execd_raise_nofile(void);
+
 /* Merge the environment: execd's own, then /opt/opensandbox/.env
  * (KEY=VALUE lines), then `extra` (a JSON object of strings, may be NULL).
  * Returns a NULL-terminated array; free with osb_execd_env_free. */

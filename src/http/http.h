@@ -147,6 +147,8 @@ struct osb_ws_cbs {
     void (*on_message)(struct osb_ws *ws, int opcode, const uint8_t *data, size_t len, void *ud);
     /* The connection is gone (close frame, error, or EOF); ws is freed after. */
     void (*on_close)(struct osb_ws *ws, int code, void *ud);
+    /* Optional: the send queue fell below half of OSB_WRITE_HIGH_WATER. */
+    void (*on_drain)(struct osb_ws *ws, void *ud);
 };
 /* Validates the upgrade request and answers 101; on failure answers 400 and
  * returns NULL. The request is consumed either way. */

@@ -397,6 +397,11 @@ static int on_headers_complete(http_parser *p)
     r->route = osb_http__route_match(c->srv, r);
     if (r->route && (r->route->flags & OSB_ROUTE_STREAM_BODY))
         dispatch(c);
+    /* Clients that sent "Expect: 100-continue" wait for this before the body
+     * (curl stalls 1 s otherwise). */
+    const char *expect = osb_http_req_header(r, "expect");
+    if (c->req == r && !r->started && expect && strcasecmp(expect, "100-continue") == 0)
+        osb_http__conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
     return 0;
 }
 

@@ -8,7 +8,6 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "http/conn.h"
-#if __has_include("http/ws.h") /* TEMPORARY until ws.c lands */
 #include "http/ws.h"
 
 struct osb_ws {
@@ -30,7 +29,7 @@ struct osb_ws *osb_http_ws_accept(struct osb_http_req *req, const struct osb_ws_
 {
     const char *key = osb_http_req_header(req, "sec-websocket-key");
     const char *ver = osb_http_req_header(req, "sec-websocket-version");
-    if (!req->c || !key || !header_has_token(osb_http_req_header(req, "upgrade"), "websocket") ||
+    if (!req->c || !key || !osb_ws_key_valid(key) || !header_has_token(osb_http_req_header(req, "upgrade"), "websocket") ||
         !header_has_token(osb_http_req_header(req, "connection"), "upgrade")) {
         osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY",
                                "expected a WebSocket upgrade request");
@@ -63,7 +62,7 @@ static int send_frame(struct osb_ws *ws, int opcode, const void *data, size_t le
 {
     if (!ws->c || ws->close_sent)
         return -1;
-    uint8_t h[14];
+    uint8_t h[OSB_WS_MAX_HEADER];
     size_t hl = osb_ws_frame_header(h, true, opcode, len, NULL);
     osb_http__conn_write(ws->c, h, hl);
     osb_http__conn_write(ws->c, data, len);
@@ -84,40 +83,44 @@ void osb_ws_close(struct osb_ws *ws, int code, const char *reason)
 {
     if (!ws->c || ws->close_sent)
         return;
-    uint8_t payload[125];
-    size_t rl = reason ? strlen(reason) : 0;
-    if (rl > sizeof payload - 2)
-        rl = sizeof payload - 2;
-    payload[0] = (uint8_t)(code >> 8);
-    payload[1] = (uint8_t)code;
-    memcpy(payload + 2, reason, rl);
-    send_frame(ws, 8, payload, rl + 2);
+    uint8_t payload[OSB_WS_MAX_CONTROL];
+    size_t n = osb_ws_close_payload(payload, code, reason ? reason : "");
+    send_frame(ws, OSB_WS_OP_CLOSE, payload, n);
     ws->close_sent = true;
     osb_http__conn_close_after_flush(ws->c);
 }
 
-static void on_message(void *ud, int opcode, const uint8_t *data, size_t len)
+static int on_message(void *ud, int opcode, const uint8_t *data, size_t len)
 {
     struct osb_ws *ws = ud;
     if (ws->c && !ws->close_sent && ws->cbs.on_message)
         ws->cbs.on_message(ws, opcode, data, len, ws->ud);
+    return ws->c ? 0 : 1;
 }
 
-static void on_control(void *ud, int opcode, const uint8_t *data, size_t len)
+static int on_control(void *ud, int opcode, const uint8_t *data, size_t len)
 {
     struct osb_ws *ws = ud;
-    if (opcode == 9) {
-        send_frame(ws, 10, data, len);
-    } else if (opcode == 8) {
-        int code = len >= 2 ? (data[0] << 8) | data[1] : 1000;
+    if (opcode == OSB_WS_OP_PING) {
+        send_frame(ws, OSB_WS_OP_PONG, data, len);
+    } else if (opcode == OSB_WS_OP_CLOSE) {
+        int code = OSB_WS_CLOSE_NO_STATUS;
+        const uint8_t *reason;
+        size_t rlen;
+        osb_ws_parse_close(data, len, &code, &reason, &rlen);
+        /* Echo the code, as RFC 6455 5.5.1 asks. */
         if (!ws->close_sent) {
-            send_frame(ws, 8, data, len >= 2 ? 2 : 0);
+            uint8_t p[2] = {(uint8_t)(code >> 8), (uint8_t)code};
+            send_frame(ws, OSB_WS_OP_CLOSE, p, code == OSB_WS_CLOSE_NO_STATUS ? 0 : 2);
             ws->close_sent = true;
         }
         ws->closed = true;
         ws->peer_code = code;
-        osb_http__conn_close_after_flush(ws->c);
+        if (ws->c)
+            osb_http__conn_close_after_flush(ws->c);
+        return 1;
     }
+    return 0;
 }
 
 void osb_http__ws_on_data(struct conn *c, const char *data, size_t len)
@@ -132,7 +135,7 @@ void osb_http__ws_on_data(struct conn *c, const char *data, size_t len)
     if (osb_ws_reader_feed(&ws->reader, (const uint8_t *)data, len, &cbs, ws, &close_code,
                            &err) < 0) {
         osb_debug("websocket from %s: %s", c->peer, err.msg);
-        osb_ws_close(ws, close_code ? close_code : 1002, err.msg);
+        osb_ws_close(ws, close_code ? close_code : OSB_WS_CLOSE_PROTOCOL, err.msg);
     }
 }
 
@@ -151,40 +154,7 @@ void osb_http__ws_on_close(struct conn *c)
 
 void osb_http__ws_on_drain(struct conn *c)
 {
-    (void)c;
+    struct osb_ws *ws = c->mode_ctx;
+    if (ws && ws->cbs.on_drain)
+        ws->cbs.on_drain(ws, ws->ud);
 }
-#else
-struct osb_ws *osb_http_ws_accept(struct osb_http_req *req, const struct osb_ws_cbs *cbs, void *ud)
-{
-    (void)cbs;
-    (void)ud;
-    osb_http_respond_error(req, 501, "NOT_SUPPORTED", "websocket not built yet");
-    return NULL;
-}
-int osb_ws_send(struct osb_ws *ws, int opcode, const void *data, size_t len)
-{
-    (void)ws, (void)opcode, (void)data, (void)len;
-    return -1;
-}
-size_t osb_ws_queued(const struct osb_ws *ws)
-{
-    (void)ws;
-    return 0;
-}
-void osb_ws_close(struct osb_ws *ws, int code, const char *reason)
-{
-    (void)ws, (void)code, (void)reason;
-}
-void osb_http__ws_on_data(struct conn *c, const char *data, size_t len)
-{
-    (void)c, (void)data, (void)len;
-}
-void osb_http__ws_on_close(struct conn *c)
-{
-    (void)c;
-}
-void osb_http__ws_on_drain(struct conn *c)
-{
-    (void)c;
-}
-#endif

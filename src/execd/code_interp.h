@@ -1,0 +1,65 @@
+/* One persistent interpreter process behind a code context: Python, Node or
+ * bash running an embedded driver (code_drivers.c). The driver takes code
+ * over a private socket and answers there; the program's own stdout and
+ * stderr are separate pipes, so user output can never forge a reply.
+ * docs/internals/code.md describes the protocol. */
+#ifndef OSB_EXECD_CODE_INTERP_H
+#define OSB_EXECD_CODE_INTERP_H
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+enum osb_code_lang {
+    OSB_CODE_PYTHON,
+    OSB_CODE_JAVASCRIPT,
+    OSB_CODE_BASH,
+};
+
+struct osb_interp;
+
+/* Every callback may call osb_interp_free on the interpreter it gets. */
+struct osb_interp_cbs {
+    /* The driver is ready (err NULL), or died / timed out first (err set;
+     * the interpreter is dead and only osb_interp_free remains). */
+    void (*on_ready)(struct osb_interp *ip, const struct osb_err *err, void *ud);
+    /* A chunk of program output: stream 1 stdout, 2 stderr. Valid UTF-8
+     * (invalid bytes become U+FFFD; a sequence split across reads is kept
+     * for the next chunk). Output arrives whether or not a run is active. */
+    void (*on_output)(struct osb_interp *ip, int stream, const char *data, size_t len, void *ud);
+    /* The run finished; all of its output was delivered before this. reply
+     * is the driver's JSON object (borrowed). */
+    void (*on_done)(struct osb_interp *ip, json_t *reply, void *ud);
+    /* The process exited after it was ready (wait status). Remaining output
+     * was delivered first. The interpreter is dead; free it. */
+    void (*on_exit)(struct osb_interp *ip, int wstatus, void *ud);
+};
+
+/* Language name ("python", "javascript", "bash") <-> enum; -1 if unknown. */
+int osb_code_lang_parse(const char *name);
+const char *osb_code_lang_name(enum osb_code_lang lang);
+
+/* Find the interpreter binary: $EXECD_PYTHON_BIN / $EXECD_NODE_BIN /
+ * $EXECD_BASH_BIN when set (from execd's environment merged with
+ * /opt/opensandbox/.env), else python3|python, node|nodejs, bash searched in
+ * PATH. Returns a malloc'd absolute path in *out, or fails with a message
+ * "python interpreter not found: ...". */
+int osb_interp_find(enum osb_code_lang lang, char **out, struct osb_err *err);
+
+/* Start the interpreter in cwd (NULL: execd's). The callbacks start after
+ * this returns; on_ready comes once. */
+int osb_interp_start(enum osb_code_lang lang, const char *cwd, const struct osb_interp_cbs *cbs,
+                     void *ud, struct osb_interp **out, struct osb_err *err);
+/* Send code to run; only after on_ready, one run at a time. */
+void osb_interp_run(struct osb_interp *ip, const char *code, size_t len);
+/* SIGINT to the interpreter's process group (KeyboardInterrupt). */
+void osb_interp_interrupt(struct osb_interp *ip);
+/* Stop/resume reading program output (backpressure from a slow client). */
+void osb_interp_pause_output(struct osb_interp *ip, bool paused);
+pid_t osb_interp_pid(const struct osb_interp *ip);
+/* Kill the process group (SIGKILL) and release everything. No callback runs
+ * after this; safe inside a callback. NULL is a no-op. */
+void osb_interp_free(struct osb_interp *ip);
+#endif
