@@ -430,7 +430,7 @@ static bool drain_now(struct osb_cmd_out *o, struct src *s)
         }
         o->budget -= (size_t)n;
         consume(s, o->rbuf, (size_t)n);
-        if (o->paused)
+        if (o->paused || o->freed) /* freed: the stream's owner went away */
             return false;
     }
     return true;

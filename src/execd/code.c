@@ -78,12 +78,104 @@ static void ctx_unlink(struct ctx *c)
     }
 }
 
-/* Start (or restart) the context's interpreter; readiness comes through
- * on_ready. */
+/* ---- warm spares ----
+ * Interpreter startup (Python ~30 ms, Node ~100 ms, more under load)
+ * dominates context creation, so after a language is first used one idle
+ * interpreter of it is kept started; the next context without a cwd adopts
+ * it at once. EXECD_CODE_SPARES=0 turns this off. */
+
+struct spare {
+    struct osb_interp *ip;
+    bool ready;
+};
+
+static struct spare spares[3];
+
+static void spare_drop(struct spare *sp)
+{
+    osb_interp_free(sp->ip);
+    sp->ip = NULL;
+    sp->ready = false;
+}
+
+static void spare_on_ready(struct osb_interp *ip, const struct osb_err *err, void *ud)
+{
+    (void)ip;
+    struct spare *sp = ud;
+    if (err)
+        spare_drop(sp);
+    else
+        sp->ready = true;
+}
+
+static void spare_on_output(struct osb_interp *ip, int stream, const char *data, size_t len,
+                            void *ud)
+{
+    (void)ip, (void)stream, (void)data, (void)len, (void)ud;
+}
+
+static void spare_on_done(struct osb_interp *ip, json_t *reply, void *ud)
+{
+    (void)ip, (void)reply, (void)ud;
+}
+
+static void spare_on_exit(struct osb_interp *ip, int wstatus, void *ud)
+{
+    (void)ip, (void)wstatus;
+    spare_drop(ud);
+}
+
+static const struct osb_interp_cbs spare_cbs = {
+    .on_ready = spare_on_ready,
+    .on_output = spare_on_output,
+    .on_done = spare_on_done,
+    .on_exit = spare_on_exit,
+};
+
+static bool spares_enabled(void)
+{
+    const char *v = getenv("EXECD_CODE_SPARES");
+    return !v || strcmp(v, "0") != 0;
+}
+
+static void spare_start(enum osb_code_lang lang)
+{
+    struct spare *sp = &spares[lang];
+    struct osb_err err = {0};
+    if (sp->ip || !spares_enabled())
+        return;
+    if (osb_interp_start(lang, NULL, &spare_cbs, sp, &sp->ip, &err) < 0)
+        sp->ip = NULL;
+}
+
+/* A ready spare for a context without its own cwd, else NULL. */
+static struct osb_interp *spare_take(enum osb_code_lang lang, const char *cwd)
+{
+    struct spare *sp = &spares[lang];
+    if (cwd || !sp->ip || !sp->ready)
+        return NULL;
+    struct osb_interp *ip = sp->ip;
+    sp->ip = NULL;
+    sp->ready = false;
+    return ip;
+}
+
+/* Start (or restart) the context's interpreter, adopting a warm spare when
+ * there is one (then the context is ready at once); otherwise readiness
+ * comes through on_ready. Either way a new spare is warmed up. */
 static int ctx_start(struct ctx *c, struct osb_err *err)
 {
     c->ready = false;
-    return osb_interp_start(c->lang, c->cwd, &interp_cbs, c, &c->ip, err);
+    c->ip = spare_take(c->lang, c->cwd);
+    if (c->ip) {
+        osb_interp_set_owner(c->ip, &interp_cbs, c);
+        c->ready = c->ever_ready = true;
+    } else if (osb_interp_start(c->lang, c->cwd, &interp_cbs, c, &c->ip, err) < 0) {
+        c->ip = NULL;
+        return -1;
+    }
+    spare_start(c->lang);
+    return 0;
 }
 
 static struct ctx *ctx_new(enum osb_code_lang lang, const char *cwd, bool is_default,
@@ -427,6 +519,8 @@ static void h_create(struct osb_http_req *req, void *ud)
         struct ctx *c = ctx_new((enum osb_code_lang)lg, cwd && *cwd ? cwd : NULL, false, &err);
         if (!c) {
             osb_http_respond_error(req, 500, "RUNTIME_ERROR", "%s", err.msg);
+        } else if (c->ready) {
+            respond_context(req, c);
         } else {
             c->create_req = req;
             osb_http_req_on_close(req, on_create_gone, c);

@@ -260,7 +260,7 @@ const char osb_code_driver_javascript[] =
 
 /* bash --norc --noprofile -c DRIVER bash FD */
 const char osb_code_driver_bash[] =
-    "__osb_fd=$1\n"
+    "readonly __osb_fd=$1\n"
     "set --\n"
     "# SIGINT aborts the running cell: \"return\" leaves the sourced cell below.\n"
     "trap 'return 130 2>/dev/null' INT\n"
@@ -270,7 +270,12 @@ const char osb_code_driver_bash[] =
     "    __osb_st=$?\n"
     "    [ \"$__osb_st\" -gt 128 ] && continue\n"
     "    [ \"$__osb_st\" -ne 0 ] && exit 0\n"
-    "    . <(printf '%s\\n' 'eval \"$__osb_code\"')\n"
+    "    # The cell is sourced (a top-level `declare` stays global and `return`\n"
+    "    # works) with the control fd closed for it and its children; the\n"
+    "    # one-pass loop keeps a stray `break`/`continue` inside the cell.\n"
+    "    for __osb_once in 1; do\n"
+    "        eval \". <(printf '%s\\n' 'eval \\\"\\$__osb_code\\\"') $__osb_fd>&-\"\n"
+    "    done\n"
     "    __osb_st=$?\n"
     "    printf '{\"done\":true,\"status\":%d}\\n' \"$__osb_st\" >&\"$__osb_fd\"\n"
     "done\n";

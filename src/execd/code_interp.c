@@ -246,7 +246,8 @@ static void emit(struct stream *s, const unsigned char *data, size_t n, bool fin
     unsigned char buf[READ_CHUNK + sizeof s->carry];
     size_t len = s->ncarry;
     memcpy(buf, s->carry, len);
-    memcpy(buf + len, data, n);
+    if (n)
+        memcpy(buf + len, data, n);
     len += n;
     s->ncarry = 0;
     if (ip->ready) {
@@ -372,7 +373,8 @@ static void ctl_lines(struct osb_interp *ip)
 {
     size_t off = 0;
     char *nl;
-    while (!ip->closing && (nl = memchr(ip->ctl_in.data + off, '\n', ip->ctl_in.len - off))) {
+    while (!ip->closing && off < ip->ctl_in.len &&
+           (nl = memchr(ip->ctl_in.data + off, '\n', ip->ctl_in.len - off))) {
         size_t len = (size_t)(nl - (ip->ctl_in.data + off));
         handle_reply(ip, ip->ctl_in.data + off, len);
         off += len + 1;
@@ -700,4 +702,10 @@ void osb_interp_pause_output(struct osb_interp *ip, bool paused)
 pid_t osb_interp_pid(const struct osb_interp *ip)
 {
     return ip->pid;
+}
+
+void osb_interp_set_owner(struct osb_interp *ip, const struct osb_interp_cbs *cbs, void *ud)
+{
+    ip->cbs = *cbs;
+    ip->ud = ud;
 }

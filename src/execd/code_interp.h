@@ -59,6 +59,8 @@ void osb_interp_interrupt(struct osb_interp *ip);
 /* Stop/resume reading program output (backpressure from a slow client). */
 void osb_interp_pause_output(struct osb_interp *ip, bool paused);
 pid_t osb_interp_pid(const struct osb_interp *ip);
+/* Hand the interpreter to a new owner (a warm spare adopted by a context). */
+void osb_interp_set_owner(struct osb_interp *ip, const struct osb_interp_cbs *cbs, void *ud);
 /* Kill the process group (SIGKILL) and release everything. No callback runs
  * after this; safe inside a callback. NULL is a no-op. */
 void osb_interp_free(struct osb_interp *ip);

@@ -62,10 +62,11 @@ int osb_fs_tmp_create(const char *target, mode_t mode, struct osb_fs_tmp *t,
     return create_named(dir, base, mode, t, err);
 }
 
-int osb_fs_tmp_create_in(const char *dir, struct osb_fs_tmp *t, struct osb_err *err)
+int osb_fs_tmp_create_in(const char *dir, mode_t mode, struct osb_fs_tmp *t,
+                         struct osb_err *err)
 {
     *t = (struct osb_fs_tmp){.fd = -1};
-    return create_named(dir, "upload", 0600, t, err);
+    return create_named(dir, "upload", mode, t, err);
 }
 
 int osb_fs_write_all(int fd, const void *data, size_t len)

@@ -30,7 +30,8 @@ struct osb_fs_tmp_attrs {
 int osb_fs_tmp_create(const char *target, mode_t mode, struct osb_fs_tmp *t,
                       struct osb_err *err);
 /* Temp file in dir (any name) for data whose target is not known yet. */
-int osb_fs_tmp_create_in(const char *dir, struct osb_fs_tmp *t, struct osb_err *err);
+int osb_fs_tmp_create_in(const char *dir, mode_t mode, struct osb_fs_tmp *t,
+                         struct osb_err *err);
 /* write(2) everything; -1 with errno on failure. */
 int osb_fs_write_all(int fd, const void *data, size_t len);
 /* Apply attrs, fsync, rename over target, fsync the directory. The temp

@@ -19,6 +19,7 @@
 #include "execd/fs_path.h"
 #include "execd/fs_perm.h"
 #include "execd/fs_tree.h"
+#include "execd/fs_writer.h"
 #include "http/multipart.h"
 
 /* An answer decided before the end of the body, sent once it has ended
@@ -31,7 +32,7 @@ struct verdict {
 };
 
 struct pair {
-    bool has_meta, has_file;
+    bool has_meta;
     struct verdict meta_err; /* bad metadata, reported after the count checks */
     char *target;            /* absolute */
     struct osb_fs_perm perm;
@@ -42,9 +43,14 @@ struct pair {
 
 enum part_kind { PART_SKIP, PART_META, PART_FILE };
 
+/* Bytes waiting for the disk before the request is paused. */
+#define WRITE_HIGH_WATER (4 * 1024 * 1024)
+
 struct upload {
     struct osb_http_req *req;
     struct osb_multipart *mp;
+    struct osb_fs_writer *w; /* file data goes to disk on the thread pool */
+    bool paused, body_done;
     struct pair *pairs;
     size_t npairs, nmeta, nfile;
     enum part_kind kind;
@@ -70,6 +76,11 @@ static void verdict_set(struct verdict *v, int status, const char *code, const c
 static void upload_free(void *ud)
 {
     struct upload *u = ud;
+    /* A descriptor still being written belongs to the writer from here on:
+     * closing it ourselves could hit a reused number under a running write. */
+    if (u->kind == PART_FILE && u->pairs[u->cur].tmp.fd >= 0)
+        osb_fs_writer_close(u->w, osb_steal_fd(&u->pairs[u->cur].tmp.fd));
+    osb_fs_writer_free(u->w);
     for (size_t i = 0; i < u->npairs; i++) {
         osb_fs_tmp_discard(&u->pairs[i].tmp);
         free(u->pairs[i].target);
@@ -148,17 +159,18 @@ static int open_beside(struct pair *pr, struct osb_err *err)
     bool created;
     if (osb_fs_tree_mkdirs(dir, &pr->perm, &created, err) < 0)
         return osb_err_wrap(err, "error creating target directory %s", dir);
-    /* 0777 less the umask: Go's os.OpenFile(..., os.ModePerm). */
+    /* 0777 less the umask: Go's os.OpenFile(..., os.ModePerm). Orphans
+     * are created the same way, as they become the file by rename. */
     return osb_fs_tmp_create(pr->target, 0777, &pr->tmp, err);
 }
 
 static int begin_file(struct upload *u, struct pair *pr)
 {
     struct osb_err err = {0};
-    pr->has_file = true;
     if (pr->has_meta && !pr->target)
         return 0; /* bad metadata: the data is not kept */
-    int rc = pr->has_meta ? open_beside(pr, &err) : osb_fs_tmp_create_in(temp_dir(), &pr->tmp, &err);
+    int rc = pr->has_meta ? open_beside(pr, &err)
+                          : osb_fs_tmp_create_in(temp_dir(), 0777, &pr->tmp, &err);
     if (rc < 0) {
         verdict_set(&u->fail, 500, "RUNTIME_ERROR", "%s", err.msg);
         return -1;
@@ -207,26 +219,23 @@ static int on_part_data(void *ud, const char *data, size_t len)
         verdict_set(&pr->meta_err, 400, "INVALID_FILE_METADATA",
                     "metadata part exceeds %d bytes", OSB_MAX_PART_METADATA);
         u->kind = PART_SKIP;
-    } else if (u->kind == PART_FILE && osb_fs_write_all(pr->tmp.fd, data, len) < 0) {
-        verdict_set(&u->fail, 500, "RUNTIME_ERROR", "error writing file %s: %s",
-                    pr->target ? pr->target : "(upload)", strerror(errno));
-        return -1;
+    } else if (u->kind == PART_FILE) {
+        osb_fs_writer_write(u->w, pr->tmp.fd, data, len);
     }
     return 0;
 }
 
-/* Metadata is parsed now; a file part's descriptor is closed (reopened at
- * commit) so a request with many files does not pile up descriptors. */
+/* Metadata is parsed now; a file part's descriptor goes to the writer to
+ * be closed after its data (reopened at commit), so a request with many
+ * files does not pile up descriptors. */
 static int on_part_end(void *ud)
 {
     struct upload *u = ud;
     struct pair *pr = u->kind == PART_SKIP ? NULL : &u->pairs[u->cur];
     if (u->kind == PART_META && !pr->meta_err.status)
         parse_meta(pr, u->meta.data, u->meta.len);
-    if (u->kind == PART_FILE && close(osb_steal_fd(&pr->tmp.fd)) < 0) {
-        verdict_set(&u->fail, 500, "RUNTIME_ERROR", "error writing file: %s", strerror(errno));
-        return -1;
-    }
+    if (u->kind == PART_FILE)
+        osb_fs_writer_close(u->w, osb_steal_fd(&pr->tmp.fd));
     u->kind = PART_SKIP;
     return 0;
 }
@@ -318,15 +327,56 @@ static const struct verdict *form_verdict(struct upload *u, struct verdict *v)
     return v->status ? v : NULL;
 }
 
+/* The body is over and the disk has caught up: answer, or commit. */
+static void finish(struct upload *u)
+{
+    struct osb_http_req *req = u->req;
+    struct verdict v = {0};
+    osb_http_req_on_close(req, NULL, NULL);
+    int werr = osb_fs_writer_error(u->w);
+    if (werr)
+        verdict_set(&u->fail, 500, "RUNTIME_ERROR", "error writing file: %s", strerror(werr));
+    const struct verdict *bad = form_verdict(u, &v);
+    if (bad) {
+        osb_http_respond_error(req, bad->status, bad->code, "%s", bad->msg);
+        upload_free(u);
+        return;
+    }
+    osb_fs_job_run(req, run_commit, u, upload_free);
+}
+
+/* After each write job: stop early on a write error, resume the paused
+ * body once the queue has drained to half, or finish. Resuming may run the
+ * whole rest of the request (even free u), so it comes last. */
+static void on_written(void *ud)
+{
+    struct upload *u = ud;
+    if (osb_fs_writer_error(u->w) && !u->fail.status)
+        verdict_set(&u->fail, 500, "RUNTIME_ERROR", "error writing file: %s",
+                    strerror(osb_fs_writer_error(u->w)));
+    if (u->body_done) {
+        if (u->fail.status || osb_fs_writer_idle(u->w))
+            finish(u);
+        return;
+    }
+    if (u->paused && osb_fs_writer_pending(u->w) < WRITE_HIGH_WATER / 2) {
+        u->paused = false;
+        osb_http_req_resume(u->req);
+    }
+}
+
 static void on_body(struct osb_http_req *req, const char *data, size_t len, void *ud)
 {
     struct upload *u = ud;
     struct osb_err err = {0};
-    (void)req;
     if (u->fail.status || !u->mp)
         return; /* the rest of the body is read and dropped */
     if (osb_multipart_feed(u->mp, data, len, &err) < 0)
         verdict_set(&u->fail, 400, "INVALID_FILE", "invalid multipart form: %s", err.msg);
+    if (!u->paused && osb_fs_writer_pending(u->w) >= WRITE_HIGH_WATER) {
+        u->paused = true;
+        osb_http_req_pause(req);
+    }
 }
 
 static void on_gone(struct osb_http_req *req, void *ud)
@@ -339,17 +389,14 @@ static void on_end(struct osb_http_req *req, void *ud)
 {
     struct upload *u = ud;
     struct osb_err err = {0};
-    struct verdict v = {0};
-    osb_http_req_on_close(req, NULL, NULL);
+    (void)req;
+    u->body_done = true;
     if (!u->fail.status && u->mp && osb_multipart_finish(u->mp, &err) < 0)
         verdict_set(&u->fail, 400, "INVALID_FILE", "invalid multipart form: %s", err.msg);
-    const struct verdict *bad = form_verdict(u, &v);
-    if (bad) {
-        osb_http_respond_error(req, bad->status, bad->code, "%s", bad->msg);
-        upload_free(u);
-        return;
-    }
-    osb_fs_job_run(req, run_commit, u, upload_free);
+    /* A failed upload is answered at once; a good one once its data is on
+     * disk (on_written calls finish). */
+    if (u->fail.status || osb_fs_writer_idle(u->w))
+        finish(u);
 }
 
 void osb_fs_upload(struct osb_http_req *req, void *ud)
@@ -357,6 +404,7 @@ void osb_fs_upload(struct osb_http_req *req, void *ud)
     (void)ud;
     struct upload *u = osb_xcalloc(1, sizeof *u);
     u->req = req;
+    u->w = osb_fs_writer_new(on_written, u);
     osb_buf_init(&u->meta, OSB_MAX_PART_METADATA);
     static const struct osb_multipart_cbs cbs = {on_part_begin, on_part_data, on_part_end};
     const char *ctype = osb_http_req_header(req, "Content-Type");

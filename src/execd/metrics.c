@@ -140,6 +140,10 @@ static char *cgroup_dir(const char *controller, bool *at_root)
     _cleanup_free_ char *path = self_cgroup(controller);
     if (!path || !cgroup_mount(controller, mnt, root, sizeof mnt))
         return NULL;
+    /* A mount made outside our cgroup namespace ("/../.."): our cgroup's
+     * place in it cannot be named from here. */
+    if (strncmp(root, "/..", 3) == 0)
+        return NULL;
     const char *rel = path;
     size_t rl = strlen(root);
     if (strcmp(root, "/") != 0 && strncmp(path, root, rl) == 0)
@@ -151,7 +155,9 @@ static char *cgroup_dir(const char *controller, bool *at_root)
         dir = osb_xstrdup(mnt);
         rel = "/";
     }
-    *at_root = strcmp(rel, "/") == 0 || *rel == '\0';
+    /* As the sandbox's PID 1 we are in a cgroup namespace whose root is the
+     * sandbox's own cgroup, not the host's. */
+    *at_root = (strcmp(rel, "/") == 0 || *rel == '\0') && getpid() != 1;
     return dir;
 }
 

@@ -594,7 +594,8 @@ static int script_file(struct run *r, const char *command, struct osb_err *err)
 static int build_wrapper(struct run *r, const char *command, const char *cwd,
                          struct osb_buf *b, struct osb_err *err)
 {
-    const char *bi = strcmp(osb_cmd_shell(), "bash") == 0 ? "\\builtin" : "\\command";
+    bool bash = strcmp(osb_cmd_shell(), "bash") == 0;
+    const char *bi = bash ? "\\builtin" : "\\command";
     osb_buf_adds(b, "{ ");
     if (cwd) {
         osb_buf_addf(b, "%s cd -- ", bi);
@@ -604,7 +605,8 @@ static int build_wrapper(struct run *r, const char *command, const char *cwd,
     if (strlen(command) > INLINE_COMMAND_MAX) {
         if (script_file(r, command, err) < 0)
             return -1;
-        osb_buf_addf(b, "%s eval \"$(< ", bi);
+        /* bash reads `$(< f)` without a cat process; POSIX sh needs cat. */
+        osb_buf_addf(b, "%s eval \"$(%s ", bi, bash ? "<" : "cat");
         add_quoted(b, r->script_path);
         osb_buf_adds(b, ")\"");
     } else {
@@ -804,6 +806,8 @@ static void h_create(struct osb_http_req *req, void *ud)
         }
     }
     if (!s) {
+        if (r < 0)
+            free(cwd);
         osb_http_respond_error(req, 500, "RUNTIME_ERROR", "error creating session. %s", err.msg);
         return;
     }

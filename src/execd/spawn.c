@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -34,11 +38,23 @@ void osb_execd_raise_nofile(void)
 
 #define ENV_FILE "/opt/opensandbox/.env"
 
-/* In the child: report errno through the pipe and exit. */
-static void child_fail(int fd, int e)
+/* The child runs with CLONE_VM|CLONE_VFORK, as posix_spawn does: the parent
+ * sleeps until exec (or _exit) without copying its page tables, and the
+ * child reports an exec failure through shared memory. The child makes only
+ * plain system calls (raw ones for the ids: glibc's setuid() would signal
+ * the parent's threads, its setxid broadcast) and never allocates. */
+struct child_args {
+    const struct osb_spawn *sp;
+    const char *path;
+    char *const *envp;
+    gid_t *groups;
+    int ngroups;
+    volatile int err;
+};
+
+static int child_fail(struct child_args *a, int e)
 {
-    ssize_t r = write(fd, &e, sizeof e);
-    (void)r;
+    a->err = e;
     _exit(127);
 }
 
@@ -49,70 +65,103 @@ static int dup_to(int from, int to)
     return dup2(from, to) < 0 ? -1 : 0;
 }
 
-static void child(const struct osb_spawn *sp, int errfd, gid_t *groups, int ngroups)
+static void child_signals(void)
 {
-    sigset_t all;
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
+    struct sigaction sa = {.sa_handler = SIG_DFL};
     for (int s = 1; s < NSIG; s++)
         if (s != SIGKILL && s != SIGSTOP)
-            signal(s, SIG_DFL);
+            sigaction(s, &sa, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static int child(void *arg)
+{
+    struct child_args *a = arg;
+    const struct osb_spawn *sp = a->sp;
+    child_signals();
     if (sp->new_session) {
         if (setsid() < 0)
-            child_fail(errfd, errno);
+            child_fail(a, errno);
         if (sp->ctty_fd >= 0 && ioctl(sp->ctty_fd, TIOCSCTTY, 0) < 0)
-            child_fail(errfd, errno);
+            child_fail(a, errno);
     } else if (setpgid(0, 0) < 0) {
-        child_fail(errfd, errno);
+        child_fail(a, errno);
     }
     if (nofile_raised)
         setrlimit(RLIMIT_NOFILE, &orig_nofile);
-    int devnull = open("/dev/null", O_RDWR);
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     int fds[3] = {sp->stdin_fd, sp->stdout_fd, sp->stderr_fd};
     for (int i = 0; i < 3; i++) {
         int f = fds[i] >= 0 ? fds[i] : devnull;
         if (f < 0 || dup_to(f, i) < 0)
-            child_fail(errfd, f < 0 ? ENOENT : errno);
+            child_fail(a, f < 0 ? ENOENT : errno);
     }
-    if (sp->set_ids) {
-        if (setgroups((size_t)ngroups, groups) < 0 || setgid(sp->gid) < 0 || setuid(sp->uid) < 0)
-            child_fail(errfd, errno);
-    }
+    if (sp->set_ids &&
+        (syscall(SYS_setgroups, (size_t)a->ngroups, a->groups) < 0 ||
+         syscall(SYS_setresgid, sp->gid, sp->gid, sp->gid) < 0 ||
+         syscall(SYS_setresuid, sp->uid, sp->uid, sp->uid) < 0))
+        child_fail(a, errno);
     if (sp->cwd && chdir(sp->cwd) < 0)
-        child_fail(errfd, errno);
-    char *const *envp = sp->envp ? (char *const *)sp->envp : environ;
-    execvpe(sp->argv[0], (char *const *)sp->argv, envp);
-    child_fail(errfd, errno);
+        child_fail(a, errno);
+    execve(a->path, (char *const *)sp->argv, a->envp);
+    return child_fail(a, errno);
 }
+
+/* argv[0] as a path: searched in execd's PATH, in the parent, so the child
+ * makes one execve instead of one per PATH entry. Caller frees. */
+static char *resolve(const char *name)
+{
+    if (strchr(name, '/'))
+        return osb_xstrdup(name);
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, ":");
+        char *cand = osb_xasprintf("%.*s%s%s", (int)n, p, n ? "/" : "", name);
+        struct stat st;
+        if (access(cand, X_OK) == 0 && stat(cand, &st) == 0 && S_ISREG(st.st_mode))
+            return cand;
+        free(cand);
+        p += n + (p[n] == ':');
+    }
+    return NULL;
+}
+
+#define CHILD_STACK (64 * 1024)
 
 pid_t osb_execd_spawn(const struct osb_spawn *sp, struct osb_err *err)
 {
     gid_t groups[256];
-    int ngroups = 0;
-    if (sp->set_ids) {
-        groups[0] = sp->gid;
-        ngroups = osb_users_groups_of(sp->uid, sp->gid, groups, OSB_ARRAY_LEN(groups));
+    struct child_args a = {.sp = sp, .groups = groups};
+    if (sp->set_ids)
+        a.ngroups = osb_users_groups_of(sp->uid, sp->gid, groups, OSB_ARRAY_LEN(groups));
+    _cleanup_free_ char *path = resolve(sp->argv[0]);
+    if (!path) {
+        errno = ENOENT;
+        return osb_err_sys(err, "exec %s", sp->argv[0]);
     }
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return osb_err_sys(err, "pipe");
-    pid_t pid = fork();
+    a.path = path;
+    a.envp = sp->envp ? (char *const *)sp->envp : environ;
+    static char *stack;
+    if (!stack)
+        stack = osb_xmalloc(CHILD_STACK);
+    /* No handler of ours may run in the child before it resets them. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pid_t pid = clone(child, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+    int e = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
-        close(p[0]);
-        close(p[1]);
-        return osb_err_sys(err, "fork");
-    }
-    if (pid == 0) {
-        close(p[0]);
-        child(sp, p[1], groups, ngroups);
-    }
-    close(p[1]);
-    int e = 0;
-    ssize_t n = OSB_RETRY(read(p[0], &e, sizeof e));
-    close(p[0]);
-    if (n == (ssize_t)sizeof e) {
         errno = e;
-        /* The child exits 127 right away; the reaper collects it. */
+        return osb_err_sys(err, "clone");
+    }
+    if (a.err) {
+        errno = a.err;
+        /* The child exited 127; the reaper collects it. */
         return osb_err_sys(err, "exec %s", sp->argv[0]);
     }
     return pid;

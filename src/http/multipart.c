@@ -302,8 +302,8 @@ static int decode_ext_value(const char *v, char **out, struct osb_err *err)
         int c = (unsigned char)*p;
         if (c == '%') {
             int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
-            c = hi << 4 | lo;
-            if (lo < 0 || c == 0) {
+            c = lo < 0 ? 0 : hi << 4 | lo;
+            if (c == 0) { /* a bad escape, or %00 (values are C strings) */
                 osb_buf_free(&b);
                 return osb_err_set(err, OSB_E_INVALID, "bad percent-escape in filename*");
             }

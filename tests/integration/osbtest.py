@@ -48,7 +48,7 @@ Client(host="127.0.0.1", port, token=None, keepalive=False)
     req(method, path, body=None, json=None, headers=None, timeout=30) -> Resp
         http.client based; a new connection per call unless keepalive=True.
     Resp: .status .reason .headers (dict, lower-case keys) .header_list [(k, v)]
-          .body (bytes) .text .json() .chunked (raw reader only)
+          .body (bytes) .text .json() .chunked (response used chunked framing)
     get(path, **kw) / post(path, json=..., **kw) / delete(path, **kw)
     qs(path, params) -> path?query  (module function; lists repeat keys: path=a&path=b)
     ping() -> bool

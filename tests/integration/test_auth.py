@@ -5,9 +5,11 @@ including /proxy and WebSocket upgrades; failures are 401 with an exact body;
 a rejected request has no side effect."""
 import http.server
 import os
+import shutil
 import sys
 import tempfile
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from osbtest import *  # noqa: E402,F403
@@ -80,9 +82,9 @@ def no_side_effect(x, headers, label):
     r3 = x.req("POST", "/files/upload", body=body, headers=dict(headers, **{"Content-Type": ctype}))
     t.ok(is_401(r) and is_401(r2) and is_401(r3), "%s: writes rejected with 401" % label,
          (r, r2, r3))
-    import time
     time.sleep(0.3)
     t.eq(sorted(os.listdir(d)), [], "%s: rejected requests had no side effect" % label)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_token(x, label):

@@ -371,6 +371,31 @@ def test_50mb():
         t.eq(last and last["type"], "execution_complete", "then execution_complete")
 
 
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+@t.test(timeout=90)
+def test_backpressure():
+    with Execd() as x:
+        base = rss_kb(x.proc.pid)
+        cmd = "yes %s | head -n 300000" % ("b" * 99)
+        with x.sse_stream("/command", json={"command": cmd}, timeout=60) as st:
+            it = iter(st)
+            cid = next(it)[1]["text"]
+            time.sleep(2)  # read nothing: socket buffers fill, execd must stop reading
+            running = x.get("/command/status/" + cid).json()["running"]
+            grown = rss_kb(x.proc.pid) - base
+            n = sum(1 for _, e in it if e["type"] == "stdout" and e["text"] == "b" * 99)
+        t.ok(running, "a client that does not read blocks the command (pipe not drained)")
+        t.ok(grown < 40000, "execd memory stays bounded (+%d KiB)" % grown)
+        t.eq(n, 300000, "all 300000 lines arrive once the client reads")
+
+
 @t.test
 def test_bad_input():
     with Execd() as x:

@@ -357,6 +357,10 @@ def test_upload_basic(x, d):
     t.is_empty_ok(r, "file before metadata")
     t.eq(read(d + "/early") if os.path.exists(d + "/early") else None, b"early",
          "placed once the metadata arrived")
+    t.is_empty_ok(upload(x, [({"path": d + "/nomode"}, b"n")]), "upload without mode")
+    t.eq(stat.S_IMODE(os.stat(d + "/early").st_mode), stat.S_IMODE(os.stat(d + "/nomode").st_mode),
+         "same default mode either way")
+    t.diag("default upload mode %o (execd umask)" % stat.S_IMODE(os.stat(d + "/nomode").st_mode))
     # Chunked request body, empty file, symlink target.
     ctype, body = multipart(upload_parts([({"path": d + "/empty"}, b"")]))
     r = x.upload_stream("/files/upload", ctype, [body[i:i + 7] for i in range(0, len(body), 7)])
@@ -408,7 +412,6 @@ def test_upload_errors(x, d):
     t.is_error(r, 400, "INVALID_FILE", "truncated multipart -> 400 INVALID_FILE")
     t.eq(read(d + "/keep"), b"original", "old content kept after every failure")
     t.eq(temps_left(d), [], "no temp files left behind")
-    t.eq(temps_left(tempfile.gettempdir() if False else d), [], "none in the target dir")
     t.ok(x.ping(), "execd alive")
 
 
@@ -439,22 +442,36 @@ def test_upload_parallel(x, d):
     parts = upload_parts([({"path": d + "/slow"}, (iter([b"s" * 1000]), 1000))])
     ctype, it, length = multipart_stream(parts)
     body = b"".join(it)
-    s = socket.create_connection(("127.0.0.1", x.port))
-    s.sendall(build_request("POST", "/files/upload", {"Content-Type": ctype,
-                                                      "Content-Length": str(length)},
-                            host="127.0.0.1"))
-    s.sendall(body[:length - 100])
-    t0 = time.monotonic()
-    r = upload(x, [({"path": d + "/fast"}, b"fast")])
-    t.ok(r.status == 200 and time.monotonic() - t0 < 2, "second upload done meanwhile")
-    s.sendall(body[length - 100:])
-    resp = RawConn.__new__(RawConn)
-    resp.sock = s
-    from osbtest import _Reader
-    resp.reader = _Reader(s)
-    r = resp.read_response("POST")
-    t.eq((r.status, read(d + "/slow")), (200, b"s" * 1000), "stalled upload completes")
-    s.close()
+    with x.rawconn() as c:
+        c.send_request("POST", "/files/upload", {"Content-Type": ctype,
+                                                 "Content-Length": str(length)})
+        c.send(body[:length - 100])
+        t0 = time.monotonic()
+        r = upload(x, [({"path": d + "/fast"}, b"fast")])
+        t.ok(r.status == 200 and time.monotonic() - t0 < 2, "second upload done meanwhile")
+        t.ok(not os.path.exists(d + "/slow"), "stalled upload not visible yet")
+        c.send(body[length - 100:])
+        r = c.read_response("POST")
+        t.eq((r.status, read(d + "/slow")), (200, b"s" * 1000), "stalled upload completes")
+
+
+def test_upload_many_and_atomic(x, d):
+    files = [({"path": "%s/many/f%02d" % (d, i), "mode": 644}, ("content %d" % i).encode() * i)
+             for i in range(50)]
+    t.is_empty_ok(upload(x, files), "50 files in one request")
+    t.ok(all(read(m["path"]) == data for m, data in files), "all 50 stored")
+    # A reader that started before an overwrite keeps reading the old bytes.
+    old = os.urandom(4 << 20)
+    write(d + "/snap", old)
+    with x.rawconn(timeout=30) as c:
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        c.send_request("GET", q("/files/download", path=d + "/snap"))
+        status, _, headers = c.reader.read_head()
+        time.sleep(0.2)
+        t.is_empty_ok(upload(x, [({"path": d + "/snap"}, b"new")]), "overwrite during download")
+        body = b"".join(c.reader.iter_body(status, headers))
+        t.ok(body == old, "the running download got the old content intact", len(body))
+    t.eq(read(d + "/snap"), b"new", "new readers see the new content")
 
 
 def test_upload_download_64m(x, d):
@@ -584,7 +601,8 @@ def test_download_backpressure(x, d):
 
 TESTS = [test_info, test_delete_files, test_mv, test_permissions, test_search, test_list,
          test_mkdir_rmdir, test_replace, test_upload_basic, test_upload_errors,
-         test_upload_interrupted, test_upload_parallel, test_upload_download_64m, test_download, test_download_lines,
+         test_upload_interrupted, test_upload_parallel, test_upload_many_and_atomic,
+         test_upload_download_64m, test_download, test_download_lines,
          test_download_backpressure]
 
 

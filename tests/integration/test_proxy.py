@@ -87,6 +87,7 @@ class Upstream(http.server.BaseHTTPRequestHandler):
 
 
 def start_upstream():
+    http.server.ThreadingHTTPServer.request_queue_size = 256  # default 5 drops SYNs
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()

@@ -230,6 +230,32 @@ def test_delete():
              "the running stream ends with signal: killed")
 
 
+@t.test(timeout=40)
+def test_without_bash():
+    """A busybox image has no bash: commands and sessions fall back to sh."""
+    bb = shutil.which("busybox")
+    if not bb:
+        t.skip("no bash", "busybox not installed")
+        return
+    d = os.path.join(TMP, "bin-nobash")
+    os.makedirs(d, exist_ok=True)
+    for tool in ("sh", "cat", "sleep", "pwd", "readlink"):
+        os.symlink(bb, os.path.join(d, tool))
+    with Execd(env={"PATH": d}) as x:
+        r = x.sse("/command", json={"command": "echo $0; exit 3"})
+        t.eq((stdout_lines(r.events), exit_code(r.events)), (["sh"], 3), "/command runs sh -c")
+        sid = new_session(x)
+        r = srun(x, sid, "f() { echo f$1; }; v=kept; cd %s" % TMP)
+        t.eq(exit_code(r.events), 0, "sh session setup")
+        r = srun(x, sid, "f 1; echo $v; pwd; readlink /proc/$$/exe")
+        t.eq(stdout_lines(r.events), ["f1", "kept", TMP, bb], "sh session keeps its state")
+        r = srun(x, sid, "x=" + "y" * 100000 + "; echo ${#x}")
+        t.eq(stdout_lines(r.events), ["100000"], "long command through a file with cat")
+        r = srun(x, sid, "sleep 5", timeout=300)
+        t.ok(b"timeout after 300ms" in r.raw, "sh session timeout")
+        t.eq(stdout_lines(srun(x, sid, "echo $v").events), ["kept"], "and it survives")
+
+
 @t.test
 def test_bad_input():
     with Execd() as x:

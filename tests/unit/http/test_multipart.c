@@ -283,6 +283,9 @@ static void test_bad_headers(void)
     SPLITS_FAIL("bad filename* escape",
                 PART_OPEN "Content-Disposition: form-data; name=a; filename*=utf-8''%4" PART_REST,
                 "bad percent-escape in filename*");
+    SPLITS_FAIL("bad filename* escape, first digit",
+                PART_OPEN "Content-Disposition: form-data; name=a; filename*=utf-8''%zz" PART_REST,
+                "bad percent-escape in filename*");
     SPLITS_FAIL("NUL via filename*",
                 PART_OPEN "Content-Disposition: form-data; name=a; filename*=utf-8''a%00" PART_REST,
                 "bad percent-escape in filename*");
