@@ -89,7 +89,7 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c | $(DEPS_STAMP)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $<
 
-test: all $(UNIT_BIN) $(HELPER_BIN)
+test: all $(UNIT_BIN) $(HELPER_BIN) fuzz
 	@BUILD=$(BUILD) ./tests/run.sh
 
 check:
@@ -103,7 +103,7 @@ FUZZ_LIB_SRC := $(COMMON_SRC) $(HTTP_SRC)
 fuzz: $(patsubst fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) -o $@ $^ $(TEST_LIBS)
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) -o $@ $^ $(TEST_LIBS)
 
 clean:
 	rm -rf build

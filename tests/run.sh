@@ -39,6 +39,17 @@ for t in "$BUILD"/tests/*/test_*; do
     [ -x "$t" ] || continue
     run_suite "unit/${t#"$BUILD"/tests/}" "$t"
 done
+# Fuzz smoke: each libFuzzer target replays its seed corpus and mutates for
+# a few seconds (new inputs go to a scratch directory, not the tree).
+for f in build/fuzz/fuzz_*; do
+    [ -x "$f" ] || continue
+    name=${f##*/fuzz_}
+    scratch=$(mktemp -d /tmp/osb-fuzz.XXXXXX)
+    run_suite "fuzz/$name" bash -c "'$f' -max_total_time=10 -rss_limit_mb=4096 '$scratch' \
+        'fuzz/corpus/$name' >'$log/fuzz_$name.out' 2>&1 && echo 'ok - $name: no crash' ||
+        { tail -30 '$log/fuzz_$name.out'; echo 'not ok - $name: fuzzer found a crash'; }"
+    rm -rf "$scratch"
+done
 for t in tests/integration/test_*.py; do
     [ -f "$t" ] || continue
     run_suite "integration/$(basename "$t" .py)" /usr/bin/python3 "$t"

@@ -21,7 +21,7 @@
 #include "execd/execd.h"
 #include "execd/spawn.h"
 
-/* One read of program output becomes one stdout/stderr event. */
+/* Program output is read in chunks of this size (and events stay below it). */
 #define READ_CHUNK (32 * 1024)
 /* A driver that has not said "ready" by then is stuck (Node starts in ~0.1 s). */
 #define READY_TIMEOUT_MS 30000

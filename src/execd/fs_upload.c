@@ -338,8 +338,11 @@ static void finish(struct upload *u)
         verdict_set(&u->fail, 500, "RUNTIME_ERROR", "error writing file: %s", strerror(werr));
     const struct verdict *bad = form_verdict(u, &v);
     if (bad) {
-        osb_http_respond_error(req, bad->status, bad->code, "%s", bad->msg);
+        /* Temp files go before the answer: a client that looks right after
+         * it must find none. */
+        v = *bad;
         upload_free(u);
+        osb_http_respond_error(req, v.status, v.code, "%s", v.msg);
         return;
     }
     osb_fs_job_run(req, run_commit, u, upload_free);

@@ -549,6 +549,19 @@ def test_download(x, d):
     t.is_error(x.get(q("/files/download", path=d + "/nope")), 404, "FILE_NOT_FOUND",
                "missing file -> 404")
     t.is_error(x.get(q("/files/download", path=d)), 400, None, "directory -> 400")
+    # Keep-alive: streamed answers end cleanly, the next request follows.
+    with x.rawconn() as c:
+        for rng in (None, "bytes=1-3", None):
+            c.send_request("GET", q("/files/download", path=d + "/f.bin"),
+                           {"Range": rng} if rng else {})
+        got = [c.read_response() for _ in range(3)]
+        t.eq([(r.status, len(r.body)) for r in got], [(200, 10240), (206, 3), (200, 10240)],
+             "pipelined downloads on one connection")
+        c.send_request("GET", q("/files/download", path=d + "/f.bin", offset=2, limit=1))
+        r = c.read_response()
+        c.send_request("GET", q("/files/info", path=d + "/f.bin"))
+        t.eq((r.status, r.chunked, c.read_response().status), (200, True, 200),
+             "line mode is chunked and keeps the connection")
 
 
 def test_download_lines(x, d):
