@@ -102,7 +102,8 @@ int osb_json_int(json_t *obj, const char *key, bool required, int64_t *out, stru
         return absent(key, required, err);
     if (json_is_real(v)) {
         double d = json_real_value(v);
-        if (d != (double)(int64_t)d)
+        /* Range first: casting an out-of-range double is undefined. */
+        if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != (double)(int64_t)d)
             return osb_err_set(err, OSB_E_INVALID, "field '%s' must be an integer", key);
         *out = (int64_t)d;
         return 1;

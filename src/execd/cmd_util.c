@@ -1,5 +1,6 @@
 #include "execd/cmd_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -284,11 +285,24 @@ gid_t osb_cmd_primary_gid(uid_t uid)
     return gid;
 }
 
+static char *tmpdir;
+
+/* At exit: remove the private directory and the logs in it (it holds
+ * nothing else; no subdirectories). */
+static void remove_tmpdir(void)
+{
+    _cleanup_closedir_ DIR *d = opendir(tmpdir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.')
+            unlinkat(dirfd(d), e->d_name, 0);
+    rmdir(tmpdir);
+}
+
 const char *osb_cmd_tmpdir(struct osb_err *err)
 {
-    static char *dir;
-    if (dir)
-        return dir;
+    if (tmpdir)
+        return tmpdir;
     const char *base = getenv("TMPDIR");
     if (!base || base[0] != '/')
         base = "/tmp";
@@ -307,6 +321,7 @@ const char *osb_cmd_tmpdir(struct osb_err *err)
         free(d);
         return NULL;
     }
-    dir = d;
-    return dir;
+    tmpdir = d;
+    atexit(remove_tmpdir);
+    return tmpdir;
 }

@@ -53,8 +53,9 @@ struct cmd_rec {
 /* A foreground command's open stream. */
 struct fg_run {
     struct cmd_rec *rec;
-    struct osb_sse *sse;
+    struct osb_sse *sse; /* NULL once the client is gone */
     struct osb_cmd_out *out;
+    bool starting, ending, gone;
 };
 
 static struct {
@@ -318,11 +319,11 @@ static void run_free(struct fg_run *run)
 static void fg_done(void *ud)
 {
     struct fg_run *run = ud;
-    struct osb_sse *sse = run->sse;
-    run->sse = NULL; /* from here on a disconnect is nothing to us */
+    run->ending = true; /* a disconnect while sending only clears run->sse */
     osb_cmd_out_set_sse(run->out, NULL);
-    send_terminal(sse, run->rec);
-    osb_sse_close(sse);
+    send_terminal(run->sse, run->rec);
+    if (run->sse)
+        osb_sse_close(run->sse);
     run_free(run);
 }
 
@@ -335,10 +336,8 @@ static void fg_exited(struct cmd_rec *r)
 
 /* The client went away: nobody can see the results, so stop the command
  * (as upstream's request-context cancel does) but keep its record. */
-static void fg_gone(void *ud)
+static void fg_abort(struct fg_run *run)
 {
-    struct fg_run *run = ud;
-    run->sse = NULL;
     struct cmd_rec *r = run->rec;
     if (r->running && r->pid > 0) {
         osb_info("command %s: client disconnected, killing process group %d", r->id,
@@ -346,6 +345,17 @@ static void fg_gone(void *ud)
         kill(-r->pid, SIGKILL);
     }
     run_free(run);
+}
+
+/* on_gone of the stream; while the run is being set up or ended, only noted
+ * (the stream is freed after this returns either way). */
+static void fg_gone(void *ud)
+{
+    struct fg_run *run = ud;
+    run->sse = NULL;
+    run->gone = true;
+    if (!run->ending && !run->starting)
+        fg_abort(run);
 }
 
 static int make_pipe(int p[2], struct osb_err *err)
@@ -365,15 +375,22 @@ static void close_pair(int p[2])
     p[0] = p[1] = -1;
 }
 
+static void note_gone(void *ud)
+{
+    *(bool *)ud = true;
+}
+
 /* Spawn failed after validation: the stream still starts (init), then the
  * error, as upstream does. */
 static void fail_stream(struct osb_http_req *req, struct cmd_rec *r, const char *msg)
 {
     rec_finish(r, 255, msg);
-    struct osb_sse *sse = osb_sse_open(req, NULL, NULL);
+    bool gone = false;
+    struct osb_sse *sse = osb_sse_open(req, note_gone, &gone);
     send_init(sse, r->id);
     send_error(sse, msg, msg);
-    osb_sse_close(sse);
+    if (!gone) /* a stream whose client vanished is already freed */
+        osb_sse_close(sse);
 }
 
 static void run_foreground(struct osb_http_req *req, const struct cmd_req *q,
@@ -406,12 +423,18 @@ static void run_foreground(struct osb_http_req *req, const struct cmd_req *q,
     run->rec = r;
     r->run = run;
     run->out = osb_cmd_out_new();
-    run->sse = osb_sse_open(req, fg_gone, run);
-    send_init(run->sse, r->id);
+    run->starting = true;
+    struct osb_sse *sse = osb_sse_open(req, fg_gone, run);
+    if (!run->gone)
+        run->sse = sse;
     osb_cmd_out_set_sse(run->out, run->sse);
     if (osb_cmd_out_add(run->out, out[0], "stdout", &err) < 0 ||
         osb_cmd_out_add(run->out, errp[0], "stderr", &err) < 0)
         osb_warn("command %s: %s", r->id, err.msg);
+    send_init(run->sse, r->id);
+    run->starting = false;
+    if (run->gone)
+        fg_abort(run);
 }
 
 /* ---- background ---- */
@@ -449,12 +472,14 @@ static void run_background(struct osb_http_req *req, const struct cmd_req *q,
     r->running = true;
     osb_execd_watch_child(pid, on_exit_status, r);
     rec_start_timer(r, q->timeout);
-    struct osb_sse *sse = osb_sse_open(req, NULL, NULL);
+    bool gone = false;
+    struct osb_sse *sse = osb_sse_open(req, note_gone, &gone);
     send_init(sse, r->id);
     struct osb_execd_event ev = {
         .type = "execution_complete", .execution_time = osb_mono_ms() - r->start_mono};
     osb_sse_send(sse, &ev);
-    osb_sse_close(sse);
+    if (!gone)
+        osb_sse_close(sse);
 }
 
 /* ---- handlers ---- */

@@ -180,6 +180,26 @@ static int listen_all(const struct opts *o)
     return 0;
 }
 
+static void nop_work(uv_work_t *w)
+{
+    (void)w;
+}
+
+/* File operations run on libuv's thread pool; 4 threads (the default) let
+ * one slow disk stall every other file call. The size is read from the
+ * environment once, when the pool starts: start it now and take the
+ * variable back out so commands do not inherit it. */
+static void start_threadpool(uv_loop_t *loop)
+{
+    static uv_work_t w;
+    bool had = getenv("UV_THREADPOOL_SIZE") != NULL;
+    if (!had)
+        setenv("UV_THREADPOOL_SIZE", "16", 1);
+    uv_queue_work(loop, &w, nop_work, NULL);
+    if (!had)
+        unsetenv("UV_THREADPOOL_SIZE");
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -190,6 +210,7 @@ int main(int argc, char **argv)
     osb_execd_raise_nofile();
     execd.loop = uv_default_loop();
     execd.access_token = o.token;
+    start_threadpool(execd.loop);
     execd.http = osb_http_server_new(execd.loop);
     if (o.token)
         osb_http_server_set_auth(execd.http, check_token, (void *)o.token);

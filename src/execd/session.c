@@ -77,7 +77,7 @@ struct run {
     int64_t start_mono, timeout_ms;
     uv_timer_t timeout, grace;
     int handles;
-    bool timed_out, ending, by_marker;
+    bool timed_out, ending, by_marker, gone;
     int rc;      /* marker exit code */
     int wstatus; /* shell exit status when !by_marker */
 };
@@ -495,11 +495,12 @@ static void send_result(struct run *r)
 static void run_done(void *ud)
 {
     struct run *r = ud;
-    struct osb_sse *sse = r->sse;
     if (r->sh->out)
         osb_cmd_out_set_sse(r->sh->out, NULL);
-    if (sse) {
+    if (r->sse)
         send_result(r);
+    if (r->sse) { /* run_gone clears it if the client vanished meanwhile */
+        struct osb_sse *sse = r->sse;
         r->sse = NULL;
         osb_sse_close(sse);
     }
@@ -557,6 +558,7 @@ static void run_gone(void *ud)
 {
     struct run *r = ud;
     r->sse = NULL;
+    r->gone = true;
     if (r->sh->out)
         osb_cmd_out_set_sse(r->sh->out, NULL);
     run_abort(r);
@@ -653,10 +655,12 @@ static int run_start(struct osb_http_req *req, struct sess *s, const struct run_
     r->handles = 2;
     uv_timer_start(&r->timeout, on_timeout, (uint64_t)r->timeout_ms, 0);
 
-    r->sse = osb_sse_open(req, run_gone, r);
+    struct osb_sse *sse = osb_sse_open(req, run_gone, r);
+    if (!r->gone) /* the client may vanish while the headers go out */
+        r->sse = sse;
+    osb_cmd_out_set_sse(sh->out, r->sse);
     struct osb_execd_event ev = {.type = "init", .text = s->id};
     osb_sse_send(r->sse, &ev);
-    osb_cmd_out_set_sse(sh->out, r->sse);
     size_t len;
     char *text = osb_buf_steal(&b, &len);
     shell_write(sh, text, len);

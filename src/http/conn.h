@@ -18,6 +18,8 @@ struct osb_http_server {
     uv_pipe_t unix_sock;
     bool tcp_on, unix_on, closing;
     int pending_handles; /* listeners not yet closed */
+    uv_prepare_t reaper; /* closes doomed connections before the loop polls */
+    size_t ndoomed;
     struct conn *conns;  /* doubly linked */
     size_t nconns;
 };
@@ -39,6 +41,7 @@ struct conn {
     size_t head_bytes;           /* of the request head being parsed */
     size_t queued;               /* bytes handed to uv_write, not yet written */
     bool reading, closing, close_after_flush, in_process, eof;
+    bool doomed; /* a write failed: closed by the reaper, outside any caller */
     enum conn_mode mode;
     void *mode_ctx;              /* struct osb_ws * or struct proxy * */
     char peer[64];

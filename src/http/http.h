@@ -134,6 +134,10 @@ typedef void (*osb_http_drain_cb)(struct osb_http_req *req, void *ud);
 void osb_http_req_on_drain(struct osb_http_req *req, osb_http_drain_cb fn, void *ud);
 /* Finish the response; the request is freed (on a later loop turn). */
 void osb_http_end(struct osb_http_req *req);
+/* Give up on a response that cannot be completed (e.g. a file shrank under
+ * a Content-Length): the connection is closed, the request freed; no close
+ * callback runs. */
+void osb_http_abort(struct osb_http_req *req);
 /* Whether headers were already sent. */
 bool osb_http_started(const struct osb_http_req *req);
 

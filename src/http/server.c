@@ -24,6 +24,7 @@
 
 static http_parser_settings settings;
 static void process(struct conn *c);
+static void reap_doomed(uv_prepare_t *h);
 
 /* ---------- writing ---------- */
 
@@ -61,9 +62,21 @@ static void on_written(uv_write_t *w, int status)
     }
 }
 
+/* Closing a connection frees its request, so a failure seen while a
+ * handler is writing must not close it on the spot: the connection is
+ * marked and closed by the server's prepare hook, outside any caller. */
+static void doom(struct conn *c)
+{
+    if (c->doomed || c->closing)
+        return;
+    c->doomed = true;
+    if (c->srv->ndoomed++ == 0)
+        uv_prepare_start(&c->srv->reaper, reap_doomed);
+}
+
 void osb_http__conn_write(struct conn *c, const void *data, size_t len)
 {
-    if (c->closing || len == 0)
+    if (c->closing || c->doomed || len == 0)
         return;
     if (c->queued == 0) {
         uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
@@ -84,7 +97,7 @@ void osb_http__conn_write(struct conn *c, const void *data, size_t len)
     if (uv_write(&r->w, &c->h.stream, &b, 1, on_written) < 0) {
         c->queued -= len;
         free(r);
-        osb_http__conn_close(c);
+        doom(c);
     }
 }
 
@@ -105,6 +118,8 @@ void osb_http__conn_close(struct conn *c)
         return;
     c->closing = true;
     struct osb_http_server *srv = c->srv;
+    if (c->doomed)
+        srv->ndoomed--;
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -127,12 +142,13 @@ void osb_http__conn_close(struct conn *c)
     uv_close(&c->h.handle, conn_freed);
 }
 
+/* Never closes on the spot (the caller may be deep inside a parser or a
+ * handler): with nothing queued the reaper closes it before the next poll. */
 void osb_http__conn_close_after_flush(struct conn *c)
 {
+    c->close_after_flush = true;
     if (c->queued == 0)
-        osb_http__conn_close(c);
-    else
-        c->close_after_flush = true;
+        doom(c);
 }
 
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -626,6 +642,25 @@ void osb_http_end(struct osb_http_req *req)
         process(c);
 }
 
+void osb_http_abort(struct osb_http_req *req)
+{
+    if (req->ended)
+        return;
+    req->on_close = NULL;
+    req->keep_alive = false;
+    if (!req->c) {
+        req->ended = true;
+        req_free(req);
+        return;
+    }
+    doom(req->c);
+    /* The request lives until the reaper closes the connection. */
+    req->ended = true;
+    req->on_body = NULL;
+    req->on_end = NULL;
+    req->on_drain = NULL;
+}
+
 bool osb_http_started(const struct osb_http_req *req)
 {
     return req->started;
@@ -717,10 +752,26 @@ void osb_http_req_on_drain(struct osb_http_req *req, osb_http_drain_cb fn, void 
 
 /* ---------- server ---------- */
 
+static void reap_doomed(uv_prepare_t *h)
+{
+    struct osb_http_server *srv = h->data;
+    struct conn *c = srv->conns;
+    while (c && srv->ndoomed) {
+        struct conn *next = c->next;
+        if (c->doomed)
+            osb_http__conn_close(c);
+        c = next;
+    }
+    srv->ndoomed = 0;
+    uv_prepare_stop(h);
+}
+
 struct osb_http_server *osb_http_server_new(uv_loop_t *loop)
 {
     struct osb_http_server *srv = osb_xcalloc(1, sizeof *srv);
     srv->loop = loop;
+    uv_prepare_init(loop, &srv->reaper);
+    srv->reaper.data = srv;
     settings.on_message_begin = on_message_begin;
     settings.on_url = on_url;
     settings.on_header_field = on_header_field;
@@ -802,7 +853,8 @@ void osb_http_server_close(struct osb_http_server *srv)
     srv->closing = true;
     while (srv->conns)
         osb_http__conn_close(srv->conns);
-    srv->pending_handles = 1;
+    srv->pending_handles = 2;
+    uv_close((uv_handle_t *)&srv->reaper, listener_closed);
     if (srv->tcp_on) {
         srv->pending_handles++;
         uv_close((uv_handle_t *)&srv->tcp, listener_closed);

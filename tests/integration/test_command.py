@@ -396,6 +396,41 @@ def test_backpressure():
         t.eq(n, 300000, "all 300000 lines arrive once the client reads")
 
 
+@t.test(timeout=90)
+def test_disconnect_storm():
+    """Clients that vanish at random points of busy streams (commands and
+    session runs) must never crash execd or leave it stuck."""
+    import random
+    rnd = random.Random(7)
+    with Execd() as x:
+        sid = x.post("/session", json={}).json()["session_id"]
+
+        def one(i):
+            if i % 3 == 2:
+                path, body = "/session/%s/run" % sid, {"command": "yes | head -c 2000000"}
+            else:
+                path, body = "/command", {"command": "yes | head -c 5000000; echo x >&2"}
+            try:
+                with x.sse_stream(path, json=body, timeout=20) as st:
+                    stop = rnd.randint(0, 3000)
+                    for k, _ in enumerate(st):
+                        if k >= stop:
+                            break
+            except Exception:  # noqa: BLE001 - the busy session answers 500; fine
+                pass
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(30)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        t.ok(x.alive(), "execd alive after 30 random disconnects")
+        r = run(x, "echo fine")
+        t.eq(stdout_lines(r.events), ["fine"], "commands still work")
+        ok = wait_for(lambda: exit_code(x.sse("/session/%s/run" % sid,
+                                               json={"command": "echo s"}).events) == 0, 5)
+        t.ok(ok, "the session is usable again")
+
+
 @t.test
 def test_bad_input():
     with Execd() as x:

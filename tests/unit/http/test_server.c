@@ -95,6 +95,15 @@ static void h_params(struct osb_http_req *req, void *ud)
     osb_http_respond(req, 200, "text/plain", out, (size_t)len);
 }
 
+static void h_abort(struct osb_http_req *req, void *ud)
+{
+    (void)ud;
+    osb_http_start(req, 200, "text/plain", 10);
+    osb_http_write(req, "abc", 3);
+    osb_http_abort(req);
+    osb_http_write(req, "late", 4); /* a no-op after abort */
+}
+
 static bool auth(struct osb_http_req *req, void *ud)
 {
     (void)ud;
@@ -112,6 +121,7 @@ static const struct osb_http_route routes[] = {
     {"GET", "/sse", h_sse, OSB_ROUTE_PUBLIC, NULL},
     {"GET", "/p/:id/*rest", h_params, OSB_ROUTE_PUBLIC, NULL},
     {"GET", "/secret", h_hello, 0, NULL},
+    {"GET", "/abort", h_abort, OSB_ROUTE_PUBLIC, NULL},
 };
 
 /* ---- client side ---- */
@@ -279,6 +289,14 @@ static void test_errors(void)
     IS_INT(count(r6, "HTTP/1.1 200"), 1, "truncated second request: first still answered");
 }
 
+static void test_abort(void)
+{
+    /* Keep-alive request: only the abort can end this exchange. */
+    _cleanup_free_ char *r = xs("GET /abort HTTP/1.1\r\nHost: x\r\n\r\n");
+    OK(strstr(r, "Content-Length: 10\r\n"), "aborted response started");
+    OK(strstr(r, "\r\n\r\nabc") && !strstr(r, "late"), "abort closes after the bytes sent");
+}
+
 static void test_head(void)
 {
     _cleanup_free_ char *r = xs("HEAD /hello HTTP/1.1\r\nConnection: close\r\n\r\n");
@@ -303,5 +321,6 @@ int main(void)
     test_params();
     test_errors();
     test_head();
+    test_abort();
     return tap_done();
 }
