@@ -103,7 +103,8 @@ FUZZ_LIB_SRC := $(COMMON_SRC) $(HTTP_SRC)
 fuzz: $(patsubst fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) -o $@ $^ $(TEST_LIBS)
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) -o $@ $^ $(TEST_LIBS)
 
 clean:
 	rm -rf build

@@ -144,6 +144,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
     }
     if (o->token && !*o->token)
         o->token = NULL;
+    /* The token guards the sandbox from outside; processes inside it must
+     * not inherit it. getenv's pointer dies with unsetenv: keep a copy. */
+    if (o->token)
+        o->token = osb_xstrdup(o->token);
+    unsetenv("EXECD_ACCESS_TOKEN");
     o->entry = optind < argc ? argv + optind : NULL;
     return 0;
 }

@@ -74,31 +74,47 @@ static void doom(struct conn *c)
         uv_prepare_start(&c->srv->reaper, reap_doomed);
 }
 
-void osb_http__conn_write(struct conn *c, const void *data, size_t len)
+/* Write several pieces: what the socket takes now is not copied; the rest
+ * is copied once into one write request. */
+static void conn_writev(struct conn *c, uv_buf_t *bufs, unsigned n)
 {
-    if (c->closing || c->doomed || len == 0)
+    if (c->closing || c->doomed)
         return;
+    size_t total = 0;
+    for (unsigned i = 0; i < n; i++)
+        total += bufs[i].len;
+    if (total == 0)
+        return;
+    size_t skip = 0;
     if (c->queued == 0) {
-        uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
-        int n = uv_try_write(&c->h.stream, &b, 1);
-        if (n > 0) {
-            data = (const char *)data + n;
-            len -= (size_t)n;
-        }
-        if (len == 0)
+        int w = uv_try_write(&c->h.stream, bufs, n);
+        if (w > 0)
+            skip = (size_t)w;
+        if (skip == total)
             return;
     }
-    struct wreq *r = osb_xmalloc(sizeof *r + len);
+    struct wreq *r = osb_xmalloc(sizeof *r + total - skip);
     r->c = c;
-    r->len = len;
-    memcpy(r->data, data, len);
-    uv_buf_t b = uv_buf_init(r->data, (unsigned)len);
-    c->queued += len;
+    r->len = 0;
+    for (unsigned i = 0; i < n; i++) {
+        size_t l = bufs[i].len, drop = skip < l ? skip : l;
+        skip -= drop;
+        memcpy(r->data + r->len, bufs[i].base + drop, l - drop);
+        r->len += l - drop;
+    }
+    uv_buf_t b = uv_buf_init(r->data, (unsigned)r->len);
+    c->queued += r->len;
     if (uv_write(&r->w, &c->h.stream, &b, 1, on_written) < 0) {
-        c->queued -= len;
+        c->queued -= r->len;
         free(r);
         doom(c);
     }
+}
+
+void osb_http__conn_write(struct conn *c, const void *data, size_t len)
+{
+    uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+    conn_writev(c, &b, 1);
 }
 
 /* ---------- connection lifetime ---------- */
@@ -611,12 +627,9 @@ size_t osb_http_write(struct osb_http_req *req, const void *data, size_t len)
     }
     char pre[24];
     int n = snprintf(pre, sizeof pre, "%zx\r\n", len);
-    char *buf = osb_xmalloc((size_t)n + len + 2);
-    memcpy(buf, pre, (size_t)n);
-    memcpy(buf + n, data, len);
-    memcpy(buf + n + len, "\r\n", 2);
-    osb_http__conn_write(c, buf, (size_t)n + len + 2);
-    free(buf);
+    uv_buf_t b[3] = {uv_buf_init(pre, (unsigned)n), uv_buf_init((char *)data, (unsigned)len),
+                     uv_buf_init("\r\n", 2)};
+    conn_writev(c, b, 3);
     return c->queued;
 }
 
