@@ -73,6 +73,8 @@ struct osb_http_req {
     void *drain_ud;
 };
 
+/* uv_alloc_cb handing out the shared read slab. */
+void osb_http__alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 /* Queue bytes on the connection (copied). */
 void osb_http__conn_write(struct conn *c, const void *data, size_t len);
 /* Close once everything queued is written. */

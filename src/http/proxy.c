@@ -119,14 +119,6 @@ static void proxy_close(struct proxy *p)
     uv_close(&p->up.handle, up_closed);
 }
 
-static void up_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
-{
-    (void)h;
-    (void)hint;
-    static char slab[256 * 1024];
-    *buf = uv_buf_init(slab, sizeof slab);
-}
-
 static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct proxy *p = s->data;
@@ -149,7 +141,7 @@ static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 static void client_drained(struct proxy *p)
 {
     if (p && !p->closing && p->connected)
-        uv_read_start(&p->up.stream, up_alloc, up_read);
+        uv_read_start(&p->up.stream, osb_http__alloc_slab, up_read);
 }
 
 static void on_connect(uv_connect_t *cr, int status)
@@ -166,7 +158,7 @@ static void on_connect(uv_connect_t *cr, int status)
     osb_buf_init(&p->pending, SIZE_MAX);
     up_send(p, pend.data, pend.len);
     osb_buf_free(&pend);
-    uv_read_start(&p->up.stream, up_alloc, up_read);
+    uv_read_start(&p->up.stream, osb_http__alloc_slab, up_read);
 }
 
 /* ---- request side ---- */

@@ -167,7 +167,9 @@ void osb_http__conn_close_after_flush(struct conn *c)
         doom(c);
 }
 
-static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+/* Reads are consumed before the next one is allocated (the loop is single
+ * threaded), so every socket shares one slab. */
+void osb_http__alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
     (void)h;
     (void)hint;
@@ -220,7 +222,7 @@ void osb_http__conn_update_read(struct conn *c)
             want = false;
     }
     if (want && !c->reading)
-        uv_read_start(&c->h.stream, alloc_cb, on_read);
+        uv_read_start(&c->h.stream, osb_http__alloc_slab, on_read);
     else if (!want && c->reading)
         uv_read_stop(&c->h.stream);
     c->reading = want;
