@@ -33,15 +33,25 @@ ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SANFLAGS) $(CPPFLAGS)
 # execd must run in any image: link the Debian static archives.
 EXECD_LIBS := -l:libuv_a.a -l:libhttp_parser.a -l:libjansson.a -lutil -lpthread -ldl -lm
 TEST_LIBS := $(EXECD_LIBS)
+INIT_LIBS := -l:libseccomp.a -l:libcap.a -l:libjansson.a
+SERVER_LIBS := -luv -lhttp_parser -ljansson -lsqlite3 -larchive -lseccomp -lcap -lcurl -lpthread -ldl -lm
 
 COMMON_SRC := $(wildcard src/common/*.c)
 HTTP_SRC := $(wildcard src/http/*.c)
 EXECD_SRC := $(filter-out src/execd/main.c,$(wildcard src/execd/*.c))
+# The runtime library (linked into the server) and the sandbox init helper
+# (a small static program that builds one sandbox and execs execd in it).
+RUNTIME_SRC := $(wildcard src/runtime/*.c src/runtime/native/*.c)
+INIT_SRC := $(wildcard src/runtime/init/*.c)
+SERVER_SRC := $(filter-out src/server/main.c,$(wildcard src/server/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ := $(call obj,$(COMMON_SRC))
 HTTP_OBJ := $(call obj,$(HTTP_SRC))
 EXECD_OBJ := $(call obj,$(EXECD_SRC))
+RUNTIME_OBJ := $(call obj,$(RUNTIME_SRC))
+INIT_OBJ := $(call obj,$(INIT_SRC))
+SERVER_OBJ := $(call obj,$(SERVER_SRC))
 
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -50,7 +60,14 @@ HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard t
 DEPS_STAMP := build/.deps-ok
 
 .PHONY: all test check bench fuzz clean deps
-all: $(BUILD)/bin/execd
+BINS := $(BUILD)/bin/execd
+ifneq ($(wildcard src/runtime/init/main.c),)
+BINS += $(BUILD)/bin/osb-sandbox-init
+endif
+ifneq ($(wildcard src/server/main.c),)
+BINS += $(BUILD)/bin/opensandbox-server
+endif
+all: $(BINS)
 
 $(DEPS_STAMP): scripts/install-deps.sh
 	@./scripts/install-deps.sh
@@ -67,6 +84,16 @@ $(BUILD)/bin/execd: $(BUILD)/obj/src/execd/main.o $(EXECD_OBJ) $(HTTP_OBJ) $(COM
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $^ $(EXECD_LIBS)
 
+$(BUILD)/bin/osb-sandbox-init: $(INIT_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $^ $(INIT_LIBS)
+
+$(BUILD)/bin/opensandbox-server: $(BUILD)/obj/src/server/main.o $(SERVER_OBJ) $(RUNTIME_OBJ) $(HTTP_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(SERVER_LIBS)
+
 # Unit tests: one binary per tests/unit/<module>/test_*.c, linked with the
 # objects of its module and the modules below it, so a test may call any
 # exported function.
@@ -79,6 +106,14 @@ $(BUILD)/tests/http/%: tests/unit/http/%.c $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_ST
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(UNIT_LINK)
+$(BUILD)/tests/runtime/%: tests/unit/runtime/%.c $(RUNTIME_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(SERVER_LIBS)
+$(BUILD)/tests/server/%: tests/unit/server/%.c $(SERVER_OBJ) $(RUNTIME_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(SERVER_LIBS)
 $(BUILD)/tests/execd/%: tests/unit/execd/%.c $(EXECD_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
