@@ -6,3 +6,5 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export EXECD_BIN=$PWD/$BUILD/bin/execd
 /usr/bin/python3 bench/execd_bench.py "$@"
+# opensandbox-server with the host image (issue #3 goals in brackets).
+/usr/bin/python3 bench/server_bench.py

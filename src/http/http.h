@@ -169,6 +169,9 @@ struct osb_http_upstream {
     const char *unix_path; /* either a unix socket path */
     const char *host;      /* or host + port */
     int port;
+    /* NULL-terminated header names not forwarded (case-insensitive), on
+     * top of the hop-by-hop ones; e.g. the lifecycle server's API key. */
+    const char *const *drop_headers;
 };
 /* Forward the request (method, target, headers, body) to the upstream and
  * stream the answer back; WebSocket upgrades are spliced both ways. The

@@ -218,14 +218,22 @@ static bool hop_by_hop(const char *name)
     return false;
 }
 
+static bool listed(const char *name, const char *const *list)
+{
+    for (; list && *list; list++)
+        if (strcasecmp(name, *list) == 0)
+            return true;
+    return false;
+}
+
 static void build_head(struct proxy *p, struct osb_http_req *req, const char *target,
-                       const char *const *extra)
+                       const char *const *extra, const char *const *drop)
 {
     struct osb_buf *h = &p->pending;
     osb_buf_addf(h, "%s %s HTTP/1.1\r\n", req->method, target);
     const char *name, *value;
     for (size_t i = 0; osb_http_req_header_at(req, i, &name, &value); i++)
-        if (!hop_by_hop(name))
+        if (!hop_by_hop(name) && !listed(name, drop))
             osb_buf_addf(h, "%s: %s\r\n", name, value);
     for (; extra && extra[0] && extra[1]; extra += 2)
         osb_buf_addf(h, "%s: %s\r\n", extra[0], extra[1]);
@@ -274,7 +282,7 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
     p->upgrade = c->parser.upgrade || (osb_http_req_header(req, "upgrade") &&
                                        strcasestr(osb_http_req_header(req, "connection") ?: "",
                                                   "upgrade"));
-    build_head(p, req, target, extra_headers);
+    build_head(p, req, target, extra_headers, up->drop_headers);
     osb_http_req_on_body(req, body_chunk, body_end, p);
     osb_http_req_on_close(req, client_gone, p);
     osb_http_req_on_drain(req, client_drain, p);

@@ -5,7 +5,19 @@
  *
  * All calls happen on the server's loop thread. Create is asynchronous (a
  * helper process builds the sandbox); the other calls are quick enough to
- * run inline (a few ms at most). */
+ * run inline (a few ms at most), except the image calls, which are
+ * blocking and meant for the CLI (`opensandbox-server image ...`).
+ *
+ * Processes: osb_rt_open makes the server a child subreaper
+ * (PR_SET_CHILD_SUBREAPER), so each sandbox's PID 1 becomes the server's
+ * child once the helper that built it exits. The runtime owns a SIGCHLD
+ * uv_signal that reaps only the pids it started (helpers, sandbox PID 1s),
+ * with waitpid(pid) and never waitpid(-1): children the server starts
+ * with uv_spawn are left to libuv. Anything else the server forks must be
+ * reaped by whoever forked it.
+ *
+ * The native runtime needs root. See docs/runtime.md for the on-disk
+ * layout and docs/security.md for the isolation it provides. */
 #ifndef OSB_RUNTIME_H
 #define OSB_RUNTIME_H
 #include <limits.h>
@@ -19,22 +31,35 @@
 
 struct osb_rt;
 
+/* Sandbox ids: [a-zA-Z0-9-]{1,OSB_RT_ID_MAX}. */
+#define OSB_RT_ID_MAX 64
+/* The per-sandbox log (execd's and the entrypoint's stdout+stderr) is
+ * trimmed to its last OSB_RT_LOG_KEEP_BYTES once it exceeds
+ * OSB_RT_LOG_MAX_BYTES; the runtime checks every second (a timer on the
+ * loop), so a sandbox can overshoot by one second of output. */
+#define OSB_RT_LOG_MAX_BYTES (8u << 20)
+#define OSB_RT_LOG_KEEP_BYTES (4u << 20)
+
 struct osb_rt_config {
     const char *state_dir;   /* e.g. ~/.opensandbox: sandboxes/, images/ live here */
-    const char *execd_path;  /* static execd binary, bind-mounted into every sandbox */
-    const char *init_path;   /* the osb-sandbox-init helper binary */
+    const char *execd_path;  /* static execd binary, bind-mounted into every sandbox;
+                                NULL: "execd" next to the running program */
+    const char *init_path;   /* the osb-sandbox-init helper binary; NULL: next to the
+                                running program */
 };
 
 /* A validated sandbox spec. Strings are borrowed for the duration of the
  * call. Zero limits mean "no limit" except where noted. */
 struct osb_rt_spec {
     const char *id;                 /* [a-zA-Z0-9-]{1,64} */
-    const char *image;              /* "host" or an imported image name */
+    const char *image;              /* "host" (also NULL) or an imported image name */
     const char *const *entrypoint;  /* NULL-terminated, at least one element */
     const char *const *env;         /* NULL-terminated "KEY=VALUE", may be NULL */
     int64_t cpu_millicores;         /* 1000 = one CPU */
-    int64_t memory_bytes;
-    int64_t pids_max;               /* 0: the runtime default (4096) */
+    int64_t memory_bytes;           /* >= 4 MiB; no swap on top (the writable layer's
+                                       tmpfs pages count here too) */
+    int64_t pids_max;               /* 0: the runtime default (4096); >= 24 (execd's
+                                       threads count) */
     int64_t disk_bytes;             /* writable layer size; 0: the runtime default (1 GiB) */
     const char *hostname;           /* NULL: the first 12 chars of id */
     const char *execd_token;        /* required: execd's access token */
@@ -45,8 +70,14 @@ struct osb_rt_spec {
 struct osb_rt_handle {
     pid_t pid;                      /* host pid of the sandbox's PID 1 (execd) */
     uint64_t start_time;            /* /proc/<pid>/stat field 22, guards against pid reuse */
-    char sock_path[PATH_MAX];       /* host path of execd's unix socket */
-    char log_path[PATH_MAX];        /* host path of the sandbox's bounded log */
+    char sock_path[PATH_MAX];       /* host path of execd's unix socket:
+                                       /proc/<pid>/root/run/opensandbox/execd.sock.
+                                       Resolved through the sandbox's own root, so a
+                                       symlink planted there by the sandbox cannot point
+                                       the server at a host socket; short enough for
+                                       sun_path whatever the state dir. */
+    char log_path[PATH_MAX];        /* host path of the sandbox's bounded log
+                                       (<state>/sandboxes/<id>/log) */
 };
 
 int osb_rt_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_rt **out,
@@ -59,7 +90,10 @@ const char *osb_rt_describe(const struct osb_rt *rt);
  * execd has been exec'd as the sandbox's PID 1 (its socket may need a few
  * more ms to appear). On failure every trace (cgroups, state dir,
  * processes) is gone before the callback runs. Returns -1 only for errors
- * found before anything was started. */
+ * found before anything was started: invalid spec (OSB_E_INVALID), unknown
+ * image (OSB_E_NOTFOUND), id in use (OSB_E_EXISTS). The callback never
+ * runs after osb_rt_close (a helper whose result nobody reads tears its
+ * sandbox down itself). */
 typedef void (*osb_rt_create_cb)(void *ud, const struct osb_rt_handle *h,
                                  const struct osb_err *err /* NULL on success */);
 int osb_rt_create(struct osb_rt *rt, const struct osb_rt_spec *spec, osb_rt_create_cb cb,
@@ -68,18 +102,23 @@ int osb_rt_create(struct osb_rt *rt, const struct osb_rt_spec *spec, osb_rt_crea
 int osb_rt_pause(struct osb_rt *rt, const char *id, struct osb_err *err);
 int osb_rt_resume(struct osb_rt *rt, const char *id, struct osb_err *err);
 /* Kill every process, remove cgroups and the state dir. Works in every
- * state (running, paused, half-created, already dead) and is idempotent. */
+ * state (running, paused, half-created, already dead) and is idempotent.
+ * Cancels watches on id (their callbacks do not run); a create still in
+ * progress is stopped and its callback gets an error. Mounts need no
+ * cleanup: they exist only in the sandbox's mount namespace. */
 int osb_rt_destroy(struct osb_rt *rt, const char *id, struct osb_err *err);
 
 /* Whether the sandbox's PID 1 is still the process the handle names. */
 bool osb_rt_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
 /* Watch a sandbox's PID 1 (child or not, via pidfd): cb runs once when it
- * exits. Used for new sandboxes and for those re-adopted after a restart. */
+ * exits. Used for new sandboxes and for those re-adopted after a restart.
+ * OSB_E_NOTFOUND if it is not running (any more) when called. */
 typedef void (*osb_rt_exit_cb)(void *ud, const char *id);
 int osb_rt_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
                  osb_rt_exit_cb cb, void *ud, struct osb_err *err);
 /* Remove everything of sandboxes the server does not know (after a crash):
- * cgroups, state dirs, processes. known: NULL-terminated ids. */
+ * cgroups, state dirs, processes. known: NULL-terminated ids. Creates in
+ * progress in this process are spared. */
 int osb_rt_cleanup_orphans(struct osb_rt *rt, const char *const *known, struct osb_err *err);
 
 struct osb_rt_stats {
@@ -89,7 +128,16 @@ struct osb_rt_stats {
 };
 int osb_rt_stats(struct osb_rt *rt, const char *id, struct osb_rt_stats *out, struct osb_err *err);
 
-/* Images: "host" is built in; others are imported root filesystems. */
+/* Trim the sandbox's log now if it is over OSB_RT_LOG_MAX_BYTES (the
+ * runtime's timer also does this every second). */
+int osb_rt_log_trim(struct osb_rt *rt, const char *id, struct osb_err *err);
+
+/* Images: "host" is built in; others are imported root filesystems.
+ * Names: [a-z0-9][a-z0-9._:/-]*, at most 200 characters, no "..", no empty
+ * path component. Import unpacks a tar (gzip/xz/zstd/bzip2 too) safely
+ * (see docs/security.md); a failed import leaves nothing behind. Remove
+ * refuses with OSB_E_EXISTS while a sandbox uses the image; removing
+ * "host" is OSB_E_INVALID. */
 int osb_rt_image_import(struct osb_rt *rt, const char *name, const char *tar_path,
                         struct osb_err *err);
 int osb_rt_image_remove(struct osb_rt *rt, const char *name, struct osb_err *err);

@@ -1,0 +1,327 @@
+"""opensandbox-server benchmarks with the `host` image (issue #3 goals in
+brackets; printed, not asserted):
+
+  create    create-to-ready, serially: POST /v1/sandboxes until 202, the two
+            endpoint lookups the SDKs make (44772 and 18080, server proxy
+            form), then GET {endpoint}/ping through the server proxy until
+            200 -- what an SDK's create waits for. p50/p99, plus delete p50.
+  burst     N concurrent creates (each on its own connection): all must
+            succeed; failures counted.
+  density   N idle sandboxes alive at once: the server's RSS, each sandbox's
+            execd (its PID 1) RSS sum/avg, then cleanup.
+  sdk       the JS SDK's Sandbox.create end to end (tests/sdk/bench_create.mjs).
+
+Usage: server_bench.py [create|burst|density|sdk ...] [--n-create 100]
+       [--n-burst 50] [--n-density 200] [--n-sdk 30]
+Starts its own server (build/bin/opensandbox-server, or $OSB_SERVER_BIN) on a
+free loopback port with a temporary state dir."""
+import argparse, concurrent.futures, http.client, json, os, secrets, shutil, socket
+import statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("BUILD", "build")
+SERVER = os.environ.get("OSB_SERVER_BIN", os.path.join(ROOT, BUILD, "bin", "opensandbox-server"))
+IMAGE = os.environ.get("OSB_BENCH_IMAGE", "host")
+CREATE_BODY = {"image": {"uri": IMAGE}, "entrypoint": ["tail", "-f", "/dev/null"],
+               "resourceLimits": {"cpu": "1", "memory": "2Gi"}, "timeout": 600,
+               "env": {}, "metadata": {}, "extensions": {}, "secureAccess": False}
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else float("nan")
+
+
+class Server:
+    """A private opensandbox-server: temp state dir, API key, free port."""
+
+    def __init__(self):
+        if not os.access(SERVER, os.X_OK):
+            raise SystemExit(f"{SERVER} does not exist: run make first")
+        self.tmp = tempfile.mkdtemp(prefix="osb-bench.")
+        self.state = os.path.join(self.tmp, "state")
+        os.mkdir(self.state)
+        self.port = free_port()
+        self.key = "bench-" + secrets.token_hex(8)
+        cfg = os.path.join(self.tmp, "sandbox.toml")
+        with open(cfg, "w") as f:
+            f.write(f'[server]\nhost = "127.0.0.1"\nport = {self.port}\napi_key = "{self.key}"\n\n'
+                    f'[runtime]\ntype = "native"\n\n[native]\nstate_dir = "{self.state}"\n')
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("OPENSANDBOX_SERVER_API_KEY", "OPENSANDBOX_INSECURE_SERVER")}
+        self.log = open(os.path.join(self.tmp, "server.log"), "wb")
+        self.proc = subprocess.Popen([SERVER, "--config", cfg], stdout=self.log, stderr=self.log, env=env)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1)
+                c.request("GET", "/health")
+                if c.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise SystemExit("opensandbox-server did not start; log:\n" + self.log_tail())
+
+    def log_tail(self, n=20):
+        with open(os.path.join(self.tmp, "server.log"), errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        # Never delete through a mount that outlived the server.
+        with open("/proc/self/mountinfo") as f:
+            mounts = [l.split()[4] for l in f if l.split()[4].startswith(self.tmp + "/")]
+        for m in sorted(mounts, reverse=True):
+            subprocess.run(["umount", "-l", m], stderr=subprocess.DEVNULL)
+        if mounts:
+            print(f"# warning: {len(mounts)} mounts were left under {self.tmp} after the server stopped")
+        subprocess.run(["rm", "-rf", "--one-file-system", self.tmp])
+
+    def rss_kib(self):
+        return status_kib(self.proc.pid, "VmRSS")
+
+
+class Client:
+    """Keep-alive HTTP/1.1 client to the server, like the SDKs' pooled agents."""
+
+    def __init__(self, srv):
+        self.srv = srv
+        self.conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+
+    def req(self, method, path, body=None, auth=True):
+        headers = {"OPEN-SANDBOX-API-KEY": self.srv.key} if auth else {}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        for attempt in (0, 1):
+            try:
+                self.conn.request(method, path, body=data, headers=headers)
+                r = self.conn.getresponse()
+                return r.status, r.read()
+            except (http.client.HTTPException, OSError):
+                self.conn.close()  # the server closed an idle connection: retry once
+                if attempt:
+                    raise
+
+    def create_ready(self):
+        """The SDK's create sequence; returns (id, seconds) or raises."""
+        t0 = time.perf_counter()
+        st, body = self.req("POST", "/v1/sandboxes", CREATE_BODY)
+        if st != 202:
+            raise RuntimeError(f"create: {st} {body[:200]!r}")
+        sid = json.loads(body)["id"]
+        st, body = self.req("GET", f"/v1/sandboxes/{sid}/endpoints/44772?use_server_proxy=true")
+        if st != 200:
+            raise RuntimeError(f"endpoint 44772: {st} {body[:200]!r}")
+        ep = json.loads(body)["endpoint"]
+        st, _ = self.req("GET", f"/v1/sandboxes/{sid}/endpoints/18080?use_server_proxy=true")
+        if st != 200:
+            raise RuntimeError(f"endpoint 18080: {st}")
+        path = "/" + ep.split("/", 1)[1] + "/ping" if "/" in ep else "/ping"
+        deadline = time.time() + 30
+        while True:
+            st, _ = self.req("GET", path, auth=False)
+            if st == 200:
+                return sid, time.perf_counter() - t0
+            if time.time() > deadline:
+                raise RuntimeError(f"ping never answered 200 (last {st})")
+            time.sleep(0.001)
+
+    def delete(self, sid):
+        t0 = time.perf_counter()
+        st, body = self.req("DELETE", f"/v1/sandboxes/{sid}")
+        if st != 204:
+            raise RuntimeError(f"delete: {st} {body[:200]!r}")
+        return time.perf_counter() - t0
+
+    def list_ids(self):
+        ids, page = [], 1
+        while True:
+            st, body = self.req("GET", f"/v1/sandboxes?pageSize=200&page={page}")
+            d = json.loads(body)
+            ids += [s["id"] for s in d["items"]]
+            if not d["pagination"]["hasNextPage"]:
+                return ids
+            page += 1
+
+
+def status_kib(pid, field):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def sandbox_pid1s(state_dir):
+    """Host pids of processes that are PID 1 of their pid namespace and whose
+    root lies in the state dir: each sandbox's execd."""
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            if not os.readlink(f"/proc/{p}/root").startswith(state_dir + "/"):
+                continue
+            with open(f"/proc/{p}/status") as f:
+                nspid = next((l.split()[1:] for l in f if l.startswith("NSpid:")), [])
+        except OSError:
+            continue
+        if len(nspid) > 1 and nspid[-1] == "1":
+            out.append(int(p))
+    return out
+
+
+def bench_create(srv, n):
+    c = Client(srv)
+    for _ in range(5):  # warm-up
+        sid, _ = c.create_ready()
+        c.delete(sid)
+    ready, dels, fails = [], [], 0
+    for _ in range(n):
+        try:
+            sid, t = c.create_ready()
+            ready.append(t)
+            dels.append(c.delete(sid))
+        except Exception as e:
+            fails += 1
+            print(f"# create failed: {e}")
+    ms = [x * 1000 for x in ready]
+    print(f"create-to-ready ({len(ms)} serial creates, ping through the server proxy): "
+          f"p50 {pct(ms, .5):.1f} ms, p99 {pct(ms, .99):.1f} ms, max {max(ms, default=0):.1f} ms"
+          f"{f', {fails} FAILED' if fails else ''}  [goal p50 <= 15 ms, p99 <= 40 ms]")
+    dms = [x * 1000 for x in dels]
+    print(f"delete: p50 {pct(dms, .5):.1f} ms, p99 {pct(dms, .99):.1f} ms  [goal p50 <= 10 ms]")
+
+
+def bench_burst(srv, n):
+    def one(_):
+        c = Client(srv)
+        try:
+            return c.create_ready()
+        except Exception as e:
+            return e
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(n) as ex:
+        results = list(ex.map(one, range(n)))
+    wall = time.perf_counter() - t0
+    good = [r for r in results if isinstance(r, tuple)]
+    bad = [r for r in results if not isinstance(r, tuple)]
+    ms = [t * 1000 for _, t in good]
+    print(f"{n} concurrent creates: {len(good)} succeeded, {len(bad)} failed, all ready in {wall:.2f} s "
+          f"(each: p50 {pct(ms, .5):.0f} ms, max {max(ms, default=0):.0f} ms)  [goal: all succeed]")
+    for e in bad[:3]:
+        print(f"# failure: {e}")
+    c = Client(srv)
+    t0 = time.perf_counter()
+    for sid in c.list_ids():
+        c.delete(sid)
+    print(f"  deleted them serially in {time.perf_counter() - t0:.2f} s")
+
+
+def bench_density(srv, n):
+    c = Client(srv)
+    rss0 = srv.rss_kib()
+    ids, fails = [], 0
+    t0 = time.perf_counter()
+    for _ in range(n):
+        try:
+            ids.append(c.create_ready()[0])
+        except Exception as e:
+            fails += 1
+            if fails <= 3:
+                print(f"# create failed: {e}")
+    took = time.perf_counter() - t0
+    time.sleep(1)  # let every execd settle into idle
+    pids = sandbox_pid1s(srv.state)
+    rss = [status_kib(p, "VmRSS") for p in pids]
+    anon = [status_kib(p, "RssAnon") for p in pids]
+    live = len(c.list_ids())
+    print(f"{n} idle sandboxes: {len(ids)} created in {took:.1f} s ({fails} failed), {live} listed, "
+          f"{len(pids)} sandbox PID 1 (execd) processes found  [goal: {n} alive at once]")
+    print(f"  server RSS: {srv.rss_kib() / 1024:.1f} MiB with {len(ids)} sandboxes (idle before: {rss0 / 1024:.1f} MiB)")
+    if rss:
+        print(f"  execd RSS: sum {sum(rss) / 1024:.1f} MiB, avg {statistics.mean(rss) / 1024:.2f} MiB, "
+              f"max {max(rss) / 1024:.2f} MiB (anonymous: avg {statistics.mean(anon) / 1024:.2f} MiB, "
+              f"sum {sum(anon) / 1024:.1f} MiB)")
+    t0 = time.perf_counter()
+    for sid in c.list_ids():
+        c.delete(sid)
+    left = sandbox_pid1s(srv.state)
+    print(f"  deleted all in {time.perf_counter() - t0:.2f} s; {len(left)} sandbox processes left")
+
+
+def bench_sdk(srv, n):
+    sdk = os.path.join(ROOT, "tests", "sdk")
+    if not os.path.isdir(os.path.join(sdk, "node_modules", "@alibaba-group", "opensandbox")):
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=sdk, check=True)
+    env = dict(os.environ, OPEN_SANDBOX_DOMAIN=f"127.0.0.1:{srv.port}", OPEN_SANDBOX_API_KEY=srv.key)
+    r = subprocess.run(["node", os.path.join(sdk, "bench_create.mjs"), str(n), IMAGE],
+                       env=env, capture_output=True, text=True, timeout=600)
+    try:
+        d = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        print(f"JS SDK Sandbox.create: bench script failed: {r.stderr[-500:]}")
+        return
+    ms, fails = d["create_ms"], d["failures"]
+    failed = f"; {fails} FAILED" if fails else ""
+    print(f"JS SDK 0.1.11 Sandbox.create end to end ({len(ms)} serial): p50 {pct(ms, .5):.1f} ms, "
+          f"p99 {pct(ms, .99):.1f} ms; sandbox.kill p50 {pct(d['kill_ms'], .5):.1f} ms{failed}"
+          f"  [goal p50 <= 15 ms]")
+    for e in d["errors"]:
+        print(f"# sdk failure: {e}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("which", nargs="*", default=["create", "burst", "density", "sdk"])
+    ap.add_argument("--n-create", type=int, default=100)
+    ap.add_argument("--n-burst", type=int, default=50)
+    ap.add_argument("--n-density", type=int, default=200)
+    ap.add_argument("--n-sdk", type=int, default=30)
+    a = ap.parse_args()
+    srv = Server()
+    print(f"# opensandbox-server on 127.0.0.1:{srv.port}, image {IMAGE!r}, {os.cpu_count()} CPUs; "
+          f"server RSS at start {srv.rss_kib() / 1024:.1f} MiB")
+    try:
+        for w in a.which:
+            {"create": lambda: bench_create(srv, a.n_create),
+             "burst": lambda: bench_burst(srv, a.n_burst),
+             "density": lambda: bench_density(srv, a.n_density),
+             "sdk": lambda: bench_sdk(srv, a.n_sdk)}[w]()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        try:
+            c = Client(srv)
+            for sid in c.list_ids():
+                c.delete(sid)
+        except Exception:
+            pass
+        srv.stop()
+
+
+if __name__ == "__main__":
+    main()

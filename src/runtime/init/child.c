@@ -1,0 +1,150 @@
+/* The sandbox's PID 1 before it becomes execd: a checklist of steps, each
+ * a call and an early exit that names the step on the error pipe. */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/xalloc.h"
+#include "runtime/init/init.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+static __attribute__((noreturn)) void fail(int errfd, const struct osb_err *err)
+{
+    char line[sizeof err->msg + 32];
+    int n = snprintf(line, sizeof line, "%d|%s", err->sys_errno, err->msg);
+    if (n > 0) {
+        ssize_t w = write(errfd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        (void)w;
+    }
+    _exit(127);
+}
+
+static void reset_signals(void)
+{
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+}
+
+/* The new network namespace has only lo, and it starts down. */
+static int loopback_up(struct osb_err *err)
+{
+    _cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return osb_err_sys(err, "socket for lo");
+    struct ifreq ifr = {0};
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+        return osb_err_sys(err, "read lo flags");
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+        return osb_err_sys(err, "bring lo up");
+    return 0;
+}
+
+/* stdin from /dev/null, stdout and stderr to the bounded sandbox log. */
+static int setup_stdio(int logfd, struct osb_err *err)
+{
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (nul < 0)
+        return osb_err_sys(err, "open /dev/null");
+    if (dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+        return osb_err_sys(err, "set up stdio");
+    close(nul);
+    return 0;
+}
+
+static bool has_key(char **env, const char *key)
+{
+    size_t k = strlen(key);
+    for (size_t i = 0; env && env[i]; i++)
+        if (strncmp(env[i], key, k) == 0 && env[i][k] == '=')
+            return true;
+    return false;
+}
+
+/* The spec's env, then defaults the entrypoint expects (as Docker sets
+ * them), then the token execd takes out of its own environment. */
+static char **build_env(const struct osb_init_spec *s)
+{
+    size_t n = 0;
+    while (s->env[n])
+        n++;
+    char **env = osb_xcalloc(n + 5, sizeof *env);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(s->env[i], "EXECD_ACCESS_TOKEN=", 19) != 0)
+            env[j++] = s->env[i];
+    if (!has_key(env, "PATH"))
+        env[j++] = "PATH=" DEFAULT_PATH;
+    if (!has_key(env, "HOSTNAME"))
+        env[j++] = osb_xasprintf("HOSTNAME=%s", s->hostname);
+    if (!has_key(env, "HOME"))
+        env[j++] = "HOME=/root";
+    env[j++] = osb_xasprintf("EXECD_ACCESS_TOKEN=%s", s->token);
+    return env;
+}
+
+static char **build_argv(const struct osb_init_spec *s)
+{
+    size_t n = 0;
+    while (s->entrypoint[n])
+        n++;
+    char **argv = osb_xcalloc(n + 7, sizeof *argv);
+    size_t j = 0;
+    argv[j++] = OSB_SANDBOX_EXECD;
+    argv[j++] = "--port";
+    argv[j++] = OSB_EXECD_PORT;
+    argv[j++] = "--unix";
+    argv[j++] = OSB_SANDBOX_SOCK;
+    argv[j++] = "--";
+    for (size_t i = 0; i < n; i++)
+        argv[j++] = s->entrypoint[i];
+    return argv;
+}
+
+void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd)
+{
+    struct osb_err err = {0};
+    int rootfd = -1;
+    reset_signals();
+    if (setsid() < 0)
+        osb_err_sys(&err, "setsid"), fail(errfd, &err);
+    /* Rooted at the sandbox's own cgroups: /proc/self/cgroup shows "/". */
+    if (unshare(CLONE_NEWCGROUP) < 0)
+        osb_err_sys(&err, "new cgroup namespace"), fail(errfd, &err);
+    if (osb_init_rootfs_prepare(s, &rootfd, &err) < 0)
+        fail(errfd, &err);
+    osb_init_trace("child: root prepared");
+    if (osb_init_rootfs_pivot(rootfd, &err) < 0)
+        fail(errfd, &err);
+    close(rootfd);
+    osb_init_trace("child: pivoted");
+    if (osb_init_rootfs_finish(s, &err) < 0 || loopback_up(&err) < 0)
+        fail(errfd, &err);
+    osb_init_trace("child: mounts done");
+    if (sethostname(s->hostname, strlen(s->hostname)) < 0)
+        osb_err_sys(&err, "sethostname"), fail(errfd, &err);
+    if (setup_stdio(logfd, &err) < 0)
+        fail(errfd, &err);
+    char **env = build_env(s), **argv = build_argv(s);
+    if (osb_init_secure(&err) < 0)
+        fail(errfd, &err);
+    osb_init_trace("child: secured");
+    execve(argv[0], argv, env);
+    osb_err_sys(&err, "exec %s", argv[0]);
+    fail(errfd, &err);
+}

@@ -1,0 +1,44 @@
+/* osb-sandbox-init: builds one sandbox and execs execd as its PID 1.
+ * Parent side (main.c): state dir, cgroups, clone, result record.
+ * Child side (child.c, rootfs.c, secure.c): namespaces' contents, the root
+ * filesystem, privileges, exec. Single-threaded, static, short-lived: it
+ * may allocate freely and the child may exit on the first error. */
+#ifndef OSB_INIT_H
+#define OSB_INIT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "runtime/init/spec.h"
+
+/* cgroup.c: create every cgroup of the spec, apply the limits, move the
+ * calling process into the v1 ones; *v2fd gets the v2 directory (or -1)
+ * for clone3(CLONE_INTO_CGROUP). On failure whatever was created is
+ * removed. */
+int osb_init_cgroups_enter(const struct osb_init_spec *s, int *v2fd, struct osb_err *err);
+/* Move the calling process back to where it was, then remove the sandbox's
+ * cgroups (after a failed create). */
+void osb_init_cgroups_leave(const struct osb_init_spec *s, bool remove);
+
+/* child.c: runs as the new PID 1; never returns. Reports a failing step
+ * on errfd ("step: reason") and exits 127. */
+__attribute__((noreturn)) void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd);
+
+/* rootfs.c: the pieces of the child's root filesystem. Each returns -1 with
+ * err naming the step. */
+int osb_init_rootfs_prepare(const struct osb_init_spec *s, int *rootfd, struct osb_err *err);
+int osb_init_rootfs_pivot(int rootfd, struct osb_err *err);
+int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err);
+
+/* secure.c: capabilities, no_new_privs, seccomp, rlimits. */
+int osb_init_secure(struct osb_err *err);
+
+/* With OSB_INIT_TRACE set in the environment, prints "step +ms" lines to
+ * stderr (the server's): where the milliseconds of a create go. */
+void osb_init_trace(const char *step);
+
+/* Small file helpers (util.c). */
+int osb_init_write_file(const char *path, const char *data, struct osb_err *err);
+int osb_init_write_fileat(int dirfd, const char *name, const char *data, struct osb_err *err);
+#endif

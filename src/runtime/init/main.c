@@ -1,0 +1,293 @@
+/* osb-sandbox-init: builds one sandbox and execs execd as its PID 1.
+ *
+ * Started by the runtime (src/runtime/runtime.c) with
+ *   fd 0: the spec (compact JSON, see spec.h), fd 1: the result pipe,
+ *   fd 2: the server's stderr; every other fd is closed here.
+ * Writes exactly one result line to fd 1 and exits:
+ *   "ok <host pid of PID 1> <its start time (/proc/pid/stat field 22)>\n"
+ *   "error <osb_errc> <errno> <message naming the failed step>\n"
+ * On error nothing is left behind (cgroups, state dir, processes). If the
+ * result cannot be delivered (the server died), the sandbox is torn down
+ * too: nobody would know it exists.
+ *
+ * Steps: read spec -> state dir (log, record) -> cgroups (limits,
+ * join) -> clone3(new mount/pid/uts/ipc/net namespaces, into the v2 cgroup) -> the child
+ * builds the root and execs execd (child.c) -> report. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/cleanup.h"
+#include "runtime/init/init.h"
+
+/* The spec is a few KiB; env and entrypoint are bounded by the server. */
+#define MAX_SPEC (8 * 1024 * 1024)
+
+/* The cgroup namespace is made by the child (child.c) once it sits in its
+ * cgroups: clone3 creates namespaces before CLONE_INTO_CGROUP applies, so
+ * a namespace made here would be rooted at the server's v2 cgroup. */
+#define NS_FLAGS (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET)
+
+static int read_spec(struct osb_init_spec *s, struct osb_err *err)
+{
+    struct osb_buf b;
+    osb_buf_init(&b, MAX_SPEC);
+    char chunk[16384];
+    for (;;) {
+        ssize_t n = OSB_RETRY(read(0, chunk, sizeof chunk));
+        if (n < 0) {
+            osb_buf_free(&b);
+            return osb_err_sys(err, "read the spec");
+        }
+        if (n == 0)
+            break;
+        if (osb_buf_add(&b, chunk, (size_t)n) < 0) {
+            osb_buf_free(&b);
+            return osb_err_set(err, OSB_E_TOOBIG, "spec larger than %d bytes", MAX_SPEC);
+        }
+    }
+    int r = osb_init_spec_decode(b.data, b.len, s, err);
+    osb_buf_free(&b);
+    return r;
+}
+
+static int write_record(int dirfd, const char *name, const char *data, struct osb_err *err)
+{
+    _cleanup_close_ int fd =
+        openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return osb_err_sys(err, "create `%s`", name);
+    size_t n = strlen(data);
+    if (OSB_RETRY(write(fd, data, n)) != (ssize_t)n)
+        return osb_err_sys(err, "write `%s`", name);
+    return 0;
+}
+
+/* The sandbox dir records what the runtime needs later even after a
+ * server restart: which cgroups to kill and which image is in use. */
+static int make_state_dir(const struct osb_init_spec *s, int *logfd, struct osb_err *err)
+{
+    if (mkdir(s->dir, 0700) < 0) {
+        if (errno == EEXIST)
+            return osb_err_set(err, OSB_E_EXISTS, "sandbox `%s` already exists", s->id);
+        return osb_err_sys(err, "create state dir `%s`", s->dir);
+    }
+    _cleanup_close_ int d = open(s->dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (d < 0)
+        return osb_err_sys(err, "open state dir `%s`", s->dir);
+    struct osb_buf rec;
+    osb_buf_init(&rec, 1 << 20);
+    osb_buf_addf(&rec, "image %s\n", s->image);
+    for (size_t i = 0; i < s->n_cgroups; i++)
+        osb_buf_addf(&rec, "%s %s\n", osb_cg_role_name(s->cgroups[i].role), s->cgroups[i].dir);
+    int r = write_record(d, OSB_SANDBOX_RECORD, rec.data, err);
+    osb_buf_free(&rec);
+    if (r < 0)
+        return -1;
+    *logfd = openat(d, OSB_SANDBOX_LOG, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+                    0600);
+    if (*logfd < 0)
+        return osb_err_sys(err, "create log `%s/%s`", s->dir, OSB_SANDBOX_LOG);
+    return 0;
+}
+
+static void remove_state_dir(const struct osb_init_spec *s)
+{
+    _cleanup_close_ int d = open(s->dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (d < 0)
+        return;
+    unlinkat(d, OSB_SANDBOX_LOG, 0);
+    unlinkat(d, OSB_SANDBOX_RECORD, 0);
+    rmdir(s->dir);
+}
+
+/* Field 22 of /proc/<pid>/stat; the comm field (2) may hold spaces and
+ * parentheses, so parse after the last ')'. */
+static uint64_t start_time_of(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    p++;
+    for (int field = 3; field < 22 && p; field++)
+        p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* Reads the child's error report; EOF without data means execve worked
+ * (the pipe is close-on-exec). */
+static int wait_exec(int rfd, struct osb_err *err)
+{
+    char msg[sizeof err->msg];
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = OSB_RETRY(read(rfd, msg + len, sizeof msg - 1 - len));
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        if (len == sizeof msg - 1)
+            break;
+    }
+    if (len == 0)
+        return 0;
+    msg[len] = '\0';
+    /* "errno|message" */
+    char *bar = strchr(msg, '|');
+    int e = bar ? atoi(msg) : 0;
+    osb_err_set(err, OSB_E_SYS, "%s", bar ? bar + 1 : msg);
+    err->sys_errno = e;
+    return -1;
+}
+
+/* fork-like clone3 (no new stack): the child continues in a copy of this
+ * single-threaded process, born in the v2 cgroup if there is one. */
+static pid_t clone_ns(int v2fd)
+{
+    struct clone_args a = {.flags = NS_FLAGS, .exit_signal = SIGCHLD};
+    if (v2fd >= 0) {
+        a.flags |= CLONE_INTO_CGROUP;
+        a.cgroup = (uint64_t)v2fd;
+    }
+    pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
+    if (pid < 0 && errno == ENOSYS && v2fd < 0)
+        pid = (pid_t)syscall(SYS_clone, NS_FLAGS | SIGCHLD, NULL, NULL, NULL, 0);
+    return pid;
+}
+
+static pid_t start_child(const struct osb_init_spec *s, int logfd, int v2fd,
+                         struct osb_err *err)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return osb_err_sys(err, "create the error pipe");
+    pid_t pid = clone_ns(v2fd);
+    osb_init_trace(pid == 0 ? "child: cloned" : "parent: cloned");
+    if (pid < 0) {
+        osb_err_sys(err, "clone new namespaces");
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(p[0]);
+        if (v2fd >= 0)
+            close(v2fd);
+        osb_init_child(s, logfd, p[1]);
+    }
+    close(p[1]);
+    int r = wait_exec(p[0], err);
+    close(p[0]);
+    if (r < 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    return pid;
+}
+
+static int report(const char *line)
+{
+    size_t n = strlen(line);
+    return OSB_RETRY(write(1, line, n)) == (ssize_t)n ? 0 : -1;
+}
+
+static void report_error(const struct osb_err *err)
+{
+    char line[sizeof err->msg + 64];
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    for (char *c = msg; *c; c++)
+        if (*c == '\n')
+            *c = ' ';
+    snprintf(line, sizeof line, "error %d %d %s\n", (int)err->code, err->sys_errno, msg);
+    report(line);
+}
+
+/* Only fds 0-2 survive: the server's other descriptors must never reach
+ * a sandbox. */
+static void close_extra_fds(void)
+{
+    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0)
+        return;
+    for (int fd = 3; fd < 1024; fd++)
+        close(fd);
+}
+
+static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
+{
+    _cleanup_close_ int logfd = -1;
+    if (make_state_dir(s, &logfd, err) < 0) {
+        if (err->code != OSB_E_EXISTS)
+            remove_state_dir(s);
+        return -1;
+    }
+    osb_init_trace("state dir");
+    _cleanup_close_ int v2fd = -1;
+    if (osb_init_cgroups_enter(s, &v2fd, err) < 0) {
+        remove_state_dir(s);
+        return -1;
+    }
+    osb_init_trace("cgroups");
+    *pid = start_child(s, logfd, v2fd, err);
+    osb_init_trace("child exec'd");
+    if (*pid < 0) {
+        osb_init_cgroups_leave(s, true);
+        remove_state_dir(s);
+        return -1;
+    }
+    osb_init_cgroups_leave(s, false);
+    osb_init_trace("left cgroups");
+    return 0;
+}
+
+int main(void)
+{
+    struct osb_err err = {0};
+    struct osb_init_spec s;
+    osb_init_trace("start");
+    signal(SIGPIPE, SIG_IGN);
+    close_extra_fds();
+    if (read_spec(&s, &err) < 0) {
+        report_error(&err);
+        return 1;
+    }
+    pid_t pid;
+    if (create(&s, &pid, &err) < 0) {
+        report_error(&err);
+        osb_init_spec_free(&s);
+        return 1;
+    }
+    char line[128];
+    snprintf(line, sizeof line, "ok %d %" PRIu64 "\n", (int)pid, start_time_of(pid));
+    if (report(line) < 0) {
+        /* Nobody will ever learn about this sandbox: take it down. */
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        osb_init_cgroups_leave(&s, true);
+        remove_state_dir(&s);
+        osb_init_spec_free(&s);
+        return 1;
+    }
+    osb_init_spec_free(&s);
+    return 0;
+}

@@ -1,0 +1,419 @@
+/* The sandbox's root filesystem, built by the child inside its own (private)
+ * mount namespace, so every mount vanishes with the sandbox and none is
+ * ever visible on the host:
+ *
+ *   <sandbox dir>             tmpfs (size = disk limit): upper/ work/ rootfs/
+ *   <sandbox dir>/rootfs      overlay(lower = image, upper, work)
+ *   + read-only binds from the host (execd; the host image's /usr, /lib...)
+ *   + /dev: tmpfs (nodev) with the host's null zero full random urandom tty
+ *     bound in, so device nodes a sandbox makes with CAP_MKNOD are inert
+ *   pivot_root, then /proc, /dev/pts, /dev/shm, /dev/mqueue, /sys (ro),
+ *   Docker's masked and read-only paths, /etc/hosts|hostname|resolv.conf.
+ *
+ * Before pivot_root the image's own paths are untrusted: an image may hold
+ * a symlink such as /opt -> /etc aimed at the host. Every path inside the
+ * new root is therefore resolved with openat2(RESOLVE_IN_ROOT), which keeps
+ * symlinks and ".." inside it; mounts go onto the resulting fds (new mount
+ * API, no /proc magic links). After pivot_root the host is unreachable and
+ * plain paths are safe. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "runtime/init/init.h"
+
+/* Devices bound from the host into /dev. */
+static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+/* Docker's masked paths (moby oci/defaults.go) and read-only paths. */
+static const char *const masked[] = {
+    "/proc/asound",        "/proc/acpi",          "/proc/interrupts", "/proc/kcore",
+    "/proc/keys",          "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+    "/proc/sched_debug",   "/proc/scsi",          "/sys/firmware",    "/sys/devices/virtual/powercap",
+};
+static const char *const readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                                       "/proc/sysrq-trigger"};
+
+/* openat2 confined to rootfd; sets errno. */
+static int open_in_root(int rootfd, const char *path, int flags)
+{
+    while (*path == '/')
+        path++;
+    if (!*path)
+        path = ".";
+    struct open_how how = {.flags = (unsigned)(flags | O_CLOEXEC),
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    return (int)OSB_RETRY(syscall(SYS_openat2, rootfd, path, &how, sizeof how));
+}
+
+/* mkdir -p inside the root; returns an O_PATH fd of the directory. Each
+ * missing component is made with mkdirat() on its parent's resolved fd, so
+ * nothing is created outside the root. */
+static int ensure_dir(int rootfd, const char *path, mode_t mode, struct osb_err *err)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s", path);
+    int parent = -1;
+    for (char *c = p;; c++) {
+        if (*c != '/' && *c != '\0')
+            continue;
+        char save = *c;
+        *c = '\0';
+        if (c != p) {
+            int fd = open_in_root(rootfd, p, O_PATH | O_DIRECTORY);
+            if (fd < 0 && errno == ENOENT) {
+                const char *name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+                if (mkdirat(parent >= 0 ? parent : rootfd, name, mode) < 0 && errno != EEXIST) {
+                    osb_err_sys(err, "create directory `%s`", p);
+                    goto fail;
+                }
+                fd = open_in_root(rootfd, p, O_PATH | O_DIRECTORY);
+            }
+            if (fd < 0) {
+                osb_err_sys(err, "open directory `%s`", p);
+                goto fail;
+            }
+            if (parent >= 0)
+                close(parent);
+            parent = fd;
+        }
+        *c = save;
+        if (!save)
+            break;
+    }
+    return parent >= 0 ? parent : open_in_root(rootfd, ".", O_PATH | O_DIRECTORY);
+fail:
+    if (parent >= 0)
+        close(parent);
+    return -1;
+}
+
+/* An O_PATH fd of a regular file inside the root, created if missing. */
+static int ensure_file(int rootfd, const char *path, struct osb_err *err)
+{
+    int fd = open_in_root(rootfd, path, O_PATH);
+    if (fd >= 0 || errno != ENOENT)
+        return fd >= 0 ? fd : osb_err_sys(err, "open `%s`", path);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *name = slash ? slash + 1 : dir;
+    if (slash)
+        *slash = '\0';
+    _cleanup_close_ int d = ensure_dir(rootfd, slash ? dir : "", 0755, err);
+    if (d < 0)
+        return -1;
+    _cleanup_close_ int f =
+        openat(d, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (f < 0 && errno != EEXIST)
+        return osb_err_sys(err, "create `%s`", path);
+    fd = open_in_root(rootfd, path, O_PATH);
+    return fd >= 0 ? fd : osb_err_sys(err, "open `%s`", path);
+}
+
+/* Attach a clone of host path src onto target fd with the given mount
+ * attributes (MOUNT_ATTR_*). */
+static int bind_fd(const char *src, int target, unsigned attrs, struct osb_err *err)
+{
+    _cleanup_close_ int t = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (t < 0)
+        return osb_err_sys(err, "clone mount of `%s`", src);
+    struct mount_attr a = {.attr_set = attrs};
+    if (attrs && mount_setattr(t, "", AT_EMPTY_PATH, &a, sizeof a) < 0)
+        return osb_err_sys(err, "set attributes of the bind of `%s`", src);
+    if (move_mount(t, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return osb_err_sys(err, "attach the bind of `%s`", src);
+    return 0;
+}
+
+static int bind_ro(int rootfd, const char *src, const char *dst, struct osb_err *err)
+{
+    struct stat st;
+    if (stat(src, &st) < 0)
+        return osb_err_sys(err, "bind source `%s`", src);
+    _cleanup_close_ int t = S_ISDIR(st.st_mode) ? ensure_dir(rootfd, dst, 0755, err)
+                                                : ensure_file(rootfd, dst, err);
+    if (t < 0)
+        return osb_err_wrap(err, "bind `%s`", src);
+    return bind_fd(src, t, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+}
+
+/* A detached tmpfs mount with the given options; attach with move_mount. */
+static int new_tmpfs(const char *size, const char *mode, unsigned attrs, struct osb_err *err)
+{
+    _cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return osb_err_sys(err, "open tmpfs");
+    if (fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "mode", mode, 0) < 0 ||
+        fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        return osb_err_sys(err, "configure tmpfs");
+    int m = fsmount(fs, FSMOUNT_CLOEXEC, attrs);
+    return m >= 0 ? m : osb_err_sys(err, "mount tmpfs");
+}
+
+static int bind_device(int devfd, const char *name, struct osb_err *err)
+{
+    char src[64];
+    snprintf(src, sizeof src, "/dev/%s", name);
+    _cleanup_close_ int f =
+        openat(devfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (f < 0)
+        return osb_err_sys(err, "create /dev/%s", name);
+    _cleanup_close_ int t = openat(devfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (t < 0)
+        return osb_err_sys(err, "open /dev/%s", name);
+    return bind_fd(src, t, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+}
+
+/* /dev: a small tmpfs mounted nodev, so only the bound host devices work. */
+static int setup_dev(int rootfd, struct osb_err *err)
+{
+    _cleanup_close_ int target = ensure_dir(rootfd, "/dev", 0755, err);
+    if (target < 0)
+        return -1;
+    _cleanup_close_ int dev = new_tmpfs("4m", "755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+    if (dev < 0)
+        return -1;
+    if (move_mount(dev, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return osb_err_sys(err, "attach /dev");
+    for (size_t i = 0; i < OSB_ARRAY_LEN(devices); i++)
+        if (bind_device(dev, devices[i], err) < 0)
+            return -1;
+    static const char *const dirs[] = {"pts", "shm", "mqueue"};
+    for (size_t i = 0; i < OSB_ARRAY_LEN(dirs); i++)
+        if (mkdirat(dev, dirs[i], 0755) < 0)
+            return osb_err_sys(err, "create /dev/%s", dirs[i]);
+    static const char *const links[][2] = {{"ptmx", "pts/ptmx"},
+                                           {"fd", "/proc/self/fd"},
+                                           {"stdin", "/proc/self/fd/0"},
+                                           {"stdout", "/proc/self/fd/1"},
+                                           {"stderr", "/proc/self/fd/2"},
+                                           {"core", "/proc/kcore"}};
+    for (size_t i = 0; i < OSB_ARRAY_LEN(links); i++)
+        if (symlinkat(links[i][1], dev, links[i][0]) < 0)
+            return osb_err_sys(err, "create /dev/%s", links[i][0]);
+    return 0;
+}
+
+static int mount_overlay(const struct osb_init_spec *s, const char *top, struct osb_err *err)
+{
+    char opts[3 * PATH_MAX + 64], root[PATH_MAX];
+    snprintf(root, sizeof root, "%s/rootfs", top);
+    snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", s->lower, top,
+             top);
+    if (mount("overlay", root, "overlay", MS_NODEV, opts) < 0)
+        return osb_err_sys(err, "mount the overlay root (%s)", opts);
+    return 0;
+}
+
+int osb_init_rootfs_prepare(const struct osb_init_spec *s, int *rootfd, struct osb_err *err)
+{
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return osb_err_sys(err, "make mounts private");
+    char top[PATH_MAX], opts[64];
+    /* Over the sandbox dir itself: the log is already open. */
+    snprintf(top, sizeof top, "%s", s->dir);
+    snprintf(opts, sizeof opts, "size=%lld,mode=0755", (long long)s->disk_bytes);
+    if (mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+        return osb_err_sys(err, "mount the writable layer tmpfs (%s)", opts);
+    static const char *const sub[] = {"upper", "work", "rootfs"};
+    _cleanup_close_ int t = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    for (size_t i = 0; i < OSB_ARRAY_LEN(sub); i++)
+        if (mkdirat(t, sub[i], 0755) < 0)
+            return osb_err_sys(err, "create %s/%s", top, sub[i]);
+    if (mount_overlay(s, top, err) < 0)
+        return -1;
+    char root[PATH_MAX];
+    snprintf(root, sizeof root, "%s/rootfs", top);
+    *rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (*rootfd < 0)
+        return osb_err_sys(err, "open the new root");
+    for (size_t i = 0; i < s->n_binds; i++)
+        if (bind_ro(*rootfd, s->binds[i].src, s->binds[i].dst, err) < 0)
+            return -1;
+    if (bind_ro(*rootfd, s->execd, OSB_SANDBOX_EXECD, err) < 0)
+        return -1;
+    return setup_dev(*rootfd, err);
+}
+
+/* pivot_root(".", "."): the old root ends up stacked on the new one and is
+ * detached right away (runc's trick; needs no put_old directory). */
+int osb_init_rootfs_pivot(int rootfd, struct osb_err *err)
+{
+    if (fchdir(rootfd) < 0)
+        return osb_err_sys(err, "enter the new root");
+    if (syscall(SYS_pivot_root, ".", ".") < 0)
+        return osb_err_sys(err, "pivot_root");
+    if (umount2(".", MNT_DETACH) < 0)
+        return osb_err_sys(err, "detach the old root");
+    if (chdir("/") < 0)
+        return osb_err_sys(err, "chdir /");
+    return 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode, struct osb_err *err)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *c = p + 1;; c++) {
+        if (*c != '/' && *c != '\0')
+            continue;
+        char save = *c;
+        *c = '\0';
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+            return osb_err_sys(err, "create `%s`", p);
+        *c = save;
+        if (!save)
+            return 0;
+    }
+}
+
+static int mnt(const char *src, const char *dst, const char *type, unsigned long flags,
+               const char *data, struct osb_err *err)
+{
+    if (mount(src, dst, type, flags, data) < 0)
+        return osb_err_sys(err, "mount %s on `%s`", type ? type : src ? src : "(remount)", dst);
+    return 0;
+}
+
+static int mask_paths(struct osb_err *err)
+{
+    for (size_t i = 0; i < OSB_ARRAY_LEN(masked); i++) {
+        struct stat st;
+        if (lstat(masked[i], &st) < 0)
+            continue;
+        int r = S_ISDIR(st.st_mode)
+                    ? mnt("tmpfs", masked[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                          "size=0", err)
+                    : mnt("/dev/null", masked[i], NULL, MS_BIND, NULL, err);
+        if (r < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < OSB_ARRAY_LEN(readonly); i++) {
+        if (access(readonly[i], F_OK) < 0)
+            continue;
+        if (mnt(readonly[i], readonly[i], NULL, MS_BIND | MS_REC, NULL, err) < 0 ||
+            mnt(NULL, readonly[i], NULL,
+                MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
+                err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Replaces whatever the image has at /etc/<name> (a symlink into /run,
+ * say) with a plain file. Safe after pivot_root: nothing outside exists. */
+static int write_etc(const char *name, const char *data, struct osb_err *err)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/etc/%s", name);
+    struct stat st;
+    if (lstat(p, &st) == 0 && !S_ISREG(st.st_mode) && unlink(p) < 0)
+        return osb_err_sys(err, "replace `%s`", p);
+    _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return osb_err_sys(err, "create `%s`", p);
+    size_t n = strlen(data);
+    if (OSB_RETRY(write(fd, data, n)) != (ssize_t)n)
+        return osb_err_sys(err, "write `%s`", p);
+    return 0;
+}
+
+static int write_etc_files(const struct osb_init_spec *s, struct osb_err *err)
+{
+    char hosts[512], hostname[128];
+    snprintf(hosts, sizeof hosts,
+             "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+             s->hostname);
+    snprintf(hostname, sizeof hostname, "%s\n", s->hostname);
+    if (mkdir_p("/etc", 0755, err) < 0)
+        return -1;
+    /* Loopback only: no resolver answers, so lookups fail fast instead of
+     * waiting for timeouts. */
+    return write_etc("hosts", hosts, err) < 0 || write_etc("hostname", hostname, err) < 0 ||
+                   write_etc("resolv.conf",
+                             "# OpenSandbox: this sandbox has a loopback-only network\n"
+                             "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+                             err) < 0
+               ? -1
+               : 0;
+}
+
+/* Read-only cgroup filesystems at /sys/fs/cgroup, as Docker does: with the
+ * cgroup namespace their root is the sandbox's own cgroup, so tools inside
+ * (execd's /metrics among them) see the sandbox's limits and usage. The
+ * layout mirrors the host's: every hierarchy in /proc/self/cgroup ("N:ctrl:/"
+ * lines for v1, "0::/" for v2). Best effort: a hierarchy that cannot be
+ * mounted is left out, and readers fall back to /proc. */
+static void mount_cgroups(void)
+{
+    const unsigned long ro = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
+    _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+    if (!f)
+        return;
+    char line[512], ctrls[16][128];
+    int n = 0;
+    bool v2 = false;
+    while (n < 16 && fgets(line, sizeof line, f)) {
+        char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+        if (!b)
+            continue;
+        *b = '\0';
+        if (a[1] == '\0')
+            v2 = true;
+        else if (strncmp(a + 1, "name=", 5) != 0)
+            snprintf(ctrls[n++], sizeof ctrls[0], "%s", a + 1);
+    }
+    if (n == 0) {
+        if (v2)
+            mount("cgroup2", "/sys/fs/cgroup", "cgroup2", ro, NULL);
+        return;
+    }
+    if (mount("cgroup", "/sys/fs/cgroup", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "mode=755,size=64k") < 0)
+        return;
+    for (int i = 0; i < n; i++) {
+        char dir[160];
+        snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s", ctrls[i]);
+        if (mkdir(dir, 0555) == 0 && mount("cgroup", dir, "cgroup", ro, ctrls[i]) < 0)
+            rmdir(dir);
+    }
+    if (v2 && mkdir("/sys/fs/cgroup/unified", 0555) == 0 &&
+        mount("cgroup2", "/sys/fs/cgroup/unified", "cgroup2", ro, NULL) < 0)
+        rmdir("/sys/fs/cgroup/unified");
+    mount(NULL, "/sys/fs/cgroup", NULL, MS_REMOUNT | MS_BIND | ro, NULL);
+}
+
+int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err)
+{
+    const unsigned long nsd = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+    if (mkdir_p("/proc", 0555, err) < 0 || mnt("proc", "/proc", "proc", nsd, NULL, err) < 0)
+        return -1;
+    if (mnt("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+            "newinstance,ptmxmode=0666,mode=0620,gid=5", err) < 0 ||
+        mnt("shm", "/dev/shm", "tmpfs", nsd, "mode=1777,size=65536k", err) < 0 ||
+        mnt("mqueue", "/dev/mqueue", "mqueue", nsd, NULL, err) < 0)
+        return -1;
+    if (mkdir_p("/sys", 0555, err) < 0 ||
+        mnt("sysfs", "/sys", "sysfs", nsd | MS_RDONLY, NULL, err) < 0)
+        return -1;
+    mount_cgroups();
+    if (mask_paths(err) < 0 || write_etc_files(s, err) < 0)
+        return -1;
+    if (mkdir_p(OSB_SANDBOX_RUNDIR, 0755, err) < 0)
+        return -1;
+    struct stat st;
+    if (lstat("/tmp", &st) < 0 && (mkdir("/tmp", 01777) < 0 || chmod("/tmp", 01777) < 0))
+        return osb_err_sys(err, "create /tmp");
+    return 0;
+}

@@ -1,0 +1,92 @@
+/* The sandbox spec handed from the runtime (server side) to the
+ * osb-sandbox-init helper: compact JSON on the helper's stdin (a memfd, so
+ * the server never blocks writing it). The runtime encodes it
+ * (native/initspec.c), the helper decodes it (init/spec.c); both share this
+ * struct, and a unit test round-trips it. Everything in it is already
+ * validated by the runtime; the helper trusts it. */
+#ifndef OSB_INIT_SPEC_H
+#define OSB_INIT_SPEC_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/err.h"
+
+/* One cgroup directory the sandbox lives in and what it is for. */
+enum osb_cg_role {
+    OSB_CG_V2,       /* cgroup v2 with controllers: every limit, freeze, kill */
+    OSB_CG_UNIFIED,  /* v2 without controllers (hybrid): freeze, kill, events */
+    OSB_CG_MEMORY,   /* v1 hierarchies */
+    OSB_CG_CPU,
+    OSB_CG_CPUACCT,
+    OSB_CG_PIDS,
+    OSB_CG_FREEZER,
+    OSB_CG_NROLES
+};
+static const char *const osb_cg_role_names[OSB_CG_NROLES] = {
+    "v2", "unified", "memory", "cpu", "cpuacct", "pids", "freezer"};
+static inline const char *osb_cg_role_name(enum osb_cg_role r)
+{
+    return (unsigned)r < OSB_CG_NROLES ? osb_cg_role_names[r] : "?";
+}
+/* -1 if unknown */
+static inline int osb_cg_role_parse(const char *s)
+{
+    for (int i = 0; i < OSB_CG_NROLES; i++)
+        if (strcmp(s, osb_cg_role_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+struct osb_init_cgroup {
+    enum osb_cg_role role;
+    char *dir;               /* absolute path, e.g. /sys/fs/cgroup/memory/x/opensandbox/<id> */
+    char *home;              /* where the helper starts (and returns to before exiting) */
+};
+
+struct osb_init_bind {
+    char *src;               /* host path */
+    char *dst;               /* path inside the sandbox root */
+};
+
+struct osb_init_spec {
+    char *id;
+    char *dir;               /* <state>/sandboxes/<id>: created by the helper */
+    char *image;             /* image name, recorded for `image rm` checks */
+    char *lower;             /* overlay lower dir: the image's rootfs */
+    char *execd;             /* host path of the static execd */
+    char *hostname;
+    char *token;             /* EXECD_ACCESS_TOKEN */
+    char **entrypoint;       /* NULL-terminated */
+    char **env;              /* NULL-terminated "K=V" */
+    struct osb_init_bind *binds; /* read-only host binds (the host image's /usr...) */
+    size_t n_binds;
+    struct osb_init_cgroup *cgroups;
+    size_t n_cgroups;
+    int64_t memory_bytes;    /* 0: no limit */
+    int64_t cpu_millicores;  /* 0: no limit */
+    int64_t pids_max;        /* > 0 */
+    int64_t disk_bytes;      /* > 0: size of the writable layer's tmpfs */
+};
+
+/* Decode; on success *out owns its strings (free with osb_init_spec_free). */
+int osb_init_spec_decode(const char *data, size_t len, struct osb_init_spec *out,
+                         struct osb_err *err);
+/* Encode to compact JSON; caller frees. Defined in native/initspec.c (the
+ * runtime side), declared here so both sides see one format. */
+char *osb_init_spec_encode(const struct osb_init_spec *s, size_t *len);
+void osb_init_spec_free(struct osb_init_spec *s);
+
+/* Files the helper leaves in the sandbox dir (it is also where the child
+ * mounts its writable layer's tmpfs, inside its own mount namespace). */
+#define OSB_SANDBOX_LOG "log"
+/* "image <name>\n" then one "<role> <dir>\n" per cgroup: what `image rm`
+ * checks and what destroy kills and removes, even after a restart. */
+#define OSB_SANDBOX_RECORD "sandbox"
+/* Inside the sandbox. */
+#define OSB_SANDBOX_EXECD "/opt/opensandbox/execd"
+#define OSB_SANDBOX_RUNDIR "/run/opensandbox"
+#define OSB_SANDBOX_SOCK "/run/opensandbox/execd.sock"
+#define OSB_EXECD_PORT "44772"
+#endif

@@ -1,0 +1,277 @@
+/* HTTP plumbing shared by every lifecycle route: registration at /v1 and at
+ * /, the pre-handler hook (X-Request-ID, CORS, API-key auth), the fallback
+ * 404, and the JSON shapes several routes return. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+#include "common/json.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "server/server.h"
+#include "server/timefmt.h"
+
+#define API_KEY_HEADER "OPEN-SANDBOX-API-KEY"
+
+/* ------------------------------------------------------------- random */
+
+static void random_bytes(unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r < 0) {
+            /* getrandom cannot fail for small sizes once the pool is up; a
+             * predictable token would be worse than stopping. */
+            osb_err_log("getrandom failed; cannot make tokens");
+            abort();
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+}
+
+void osb_api_random_hex(char *out, size_t nbytes)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char buf[64];
+    if (nbytes > sizeof buf)
+        nbytes = sizeof buf;
+    random_bytes(buf, nbytes);
+    for (size_t i = 0; i < nbytes; i++) {
+        out[2 * i] = hex[buf[i] >> 4];
+        out[2 * i + 1] = hex[buf[i] & 15];
+    }
+    out[2 * nbytes] = '\0';
+}
+
+void osb_api_uuid4(char out[37])
+{
+    unsigned char b[16];
+    random_bytes(b, sizeof b);
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
+/* ------------------------------------------------------------ helpers */
+
+json_t *osb_api_sandbox_json(const struct osb_sbx *s, bool full)
+{
+    char created[OSB_TIMEFMT_LEN], trans[OSB_TIMEFMT_LEN];
+    osb_timefmt_us(s->created_us, created);
+    osb_timefmt_us(s->transition_us, trans);
+    json_t *j = json_pack("{s:s}", "id", s->id);
+    json_t *img = json_object_get(s->spec, "image");
+    if (full && img)
+        json_object_set(j, "image", img);
+    json_t *st = json_pack("{s:s}", "state", osb_state_name(s->state));
+    if (s->reason)
+        json_object_set_new(st, "reason", json_string(s->reason));
+    if (s->message)
+        json_object_set_new(st, "message", json_string(s->message));
+    json_object_set_new(st, "lastTransitionAt", json_string(trans));
+    json_object_set_new(j, "status", st);
+    json_object_set(j, "metadata", s->metadata);
+    json_t *ep = json_object_get(s->spec, "entrypoint");
+    json_object_set_new(j, "entrypoint", ep ? json_incref(ep) : json_array());
+    json_t *plat = json_object_get(s->spec, "platform");
+    if (plat)
+        json_object_set(j, "platform", plat);
+    if (s->expires_us) {
+        char exp[OSB_TIMEFMT_LEN];
+        osb_timefmt_us(s->expires_us, exp);
+        json_object_set_new(j, "expiresAt", json_string(exp));
+    }
+    json_object_set_new(j, "createdAt", json_string(created));
+    return j;
+}
+
+struct osb_sbx *osb_api_find(struct osb_server *srv, struct osb_http_req *req)
+{
+    const char *id = osb_http_req_param(req, "id");
+    struct osb_sbx *s = id ? osb_reg_get(srv->reg, id) : NULL;
+    if (!s)
+        osb_http_respond_error(req, 404, "SANDBOX::NOT_FOUND", "Sandbox %s not found.",
+                               id ? id : "");
+    return s;
+}
+
+json_t *osb_api_body(struct osb_http_req *req, bool allow_empty)
+{
+    size_t len = 0;
+    const char *body = osb_http_req_body(req, &len);
+    json_t *j;
+    struct osb_err err = {0};
+    if (osb_json_parse(body, len, allow_empty, &j, &err) < 0) {
+        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PARAMETER", "request body: %s", err.msg);
+        return NULL;
+    }
+    return j ? j : json_object();
+}
+
+/* ---------------------------------------------------------------- hook */
+
+/* Equal-time comparison: the API key guards every sandbox. The loop runs
+ * over the longer input so neither the position of the first difference
+ * nor the key's length shows in the timing beyond "longer than the key". */
+static bool key_eq(const char *got, const char *want)
+{
+    size_t lg = strlen(got), lw = strlen(want), n = lg > lw ? lg : lw;
+    unsigned char diff = lg != lw;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char a = i < lg ? (unsigned char)got[i] : 0;
+        unsigned char b = i < lw ? (unsigned char)want[i] : 0;
+        diff |= a ^ b;
+    }
+    return diff == 0;
+}
+
+static bool prefix(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* protocol.md 1.1: /health, /docs, /redoc, /openapi.json and the server
+ * proxy ^(/v1)?/sandboxes/[^/]+/proxy/\d+(/|$) need no key; the proxy
+ * path must not contain "..". */
+static bool auth_exempt(const char *target)
+{
+    size_t n = strcspn(target, "?");
+    char *path = osb_xstrndup(target, n);
+    bool ok = false;
+    const char *p = path;
+    if (prefix(p, "/health") || prefix(p, "/docs") || prefix(p, "/redoc") ||
+        prefix(p, "/openapi.json")) {
+        ok = true;
+    } else if (!strstr(p, "..")) {
+        if (prefix(p, "/v1/"))
+            p += 3;
+        if (prefix(p, "/sandboxes/")) {
+            p += 11;
+            size_t id = strcspn(p, "/");
+            p += id;
+            if (id > 0 && prefix(p, "/proxy/")) {
+                p += 7;
+                size_t d = strspn(p, "0123456789");
+                ok = d > 0 && (p[d] == '\0' || p[d] == '/');
+            }
+        }
+    }
+    free(path);
+    return ok;
+}
+
+static bool request_id_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 200)
+        return false;
+    for (; *s; s++)
+        if (*s < 0x21 || *s > 0x7e)
+            return false;
+    return true;
+}
+
+static void add_request_id(struct osb_http_req *req)
+{
+    const char *rid = osb_http_req_header(req, "X-Request-ID");
+    char gen[33];
+    if (!rid || !request_id_ok(rid)) {
+        osb_api_random_hex(gen, 16);
+        rid = gen;
+    }
+    osb_http_add_header(req, "X-Request-ID", rid);
+}
+
+/* CORS as upstream configures it (allow_origins=*, credentials, every
+ * method and header): with credentials the origin is echoed, not '*'. */
+static bool cors(struct osb_http_req *req)
+{
+    const char *origin = osb_http_req_header(req, "Origin");
+    if (!origin)
+        return false;
+    osb_http_add_header(req, "Access-Control-Allow-Origin", origin);
+    osb_http_add_header(req, "Access-Control-Allow-Credentials", "true");
+    osb_http_add_header(req, "Vary", "Origin");
+    const char *want = osb_http_req_header(req, "Access-Control-Request-Method");
+    if (strcmp(osb_http_req_method(req), "OPTIONS") != 0 || !want)
+        return false;
+    osb_http_add_header(req, "Access-Control-Allow-Methods",
+                        "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT");
+    const char *hdrs = osb_http_req_header(req, "Access-Control-Request-Headers");
+    if (hdrs)
+        osb_http_add_header(req, "Access-Control-Allow-Headers", hdrs);
+    osb_http_add_header(req, "Access-Control-Max-Age", "600");
+    osb_http_respond(req, 200, "text/plain; charset=utf-8", "OK", 2);
+    return true;
+}
+
+static bool hook(struct osb_http_req *req, void *ud)
+{
+    struct osb_server *srv = ud;
+    add_request_id(req);
+    if (cors(req))
+        return false; /* preflight answered */
+    if (!srv->api_key || auth_exempt(osb_http_req_target(req)))
+        return true;
+    const char *key = osb_http_req_header(req, API_KEY_HEADER);
+    if (!key || !*key) {
+        osb_http_respond_error(req, 401, "MISSING_API_KEY",
+                               "Authentication credentials are missing. Provide API key via "
+                               "OPEN-SANDBOX-API-KEY header.");
+        return false;
+    }
+    if (!key_eq(key, srv->api_key)) {
+        osb_http_respond_error(req, 401, "INVALID_API_KEY",
+                               "Authentication credentials are invalid. Check your API key and "
+                               "try again.");
+        return false;
+    }
+    return true;
+}
+
+static void h_fallback(struct osb_http_req *req, void *ud)
+{
+    (void)ud;
+    osb_http_respond_error(req, 404, "GENERAL::NOT_FOUND", "No route for %s %s.",
+                           osb_http_req_method(req), osb_http_req_path(req));
+}
+
+/* ------------------------------------------------------- registration */
+
+/* Patterns built for the /v1 copies; they live as long as the process. */
+static char **v1_patterns;
+static size_t n_v1_patterns;
+
+static void add_table(struct osb_server *srv, const struct osb_http_route *t, size_t n)
+{
+    struct osb_http_route *r = osb_xcalloc(2 * n, sizeof *r);
+    v1_patterns = osb_xrealloc(v1_patterns, (n_v1_patterns + n) * sizeof *v1_patterns);
+    for (size_t i = 0; i < n; i++) {
+        char *p = osb_xasprintf("/v1%s", t[i].pattern);
+        v1_patterns[n_v1_patterns++] = p;
+        r[2 * i] = t[i];
+        r[2 * i].pattern = p;
+        r[2 * i].ud = srv;
+        r[2 * i + 1] = t[i];
+        r[2 * i + 1].ud = srv;
+    }
+    osb_http_server_add_routes(srv->http, r, 2 * n);
+    free(r);
+}
+
+void osb_api_register(struct osb_server *srv)
+{
+    osb_http_server_set_auth(srv->http, hook, srv);
+    add_table(srv, osb_api_sandbox_routes, osb_api_sandbox_nroutes);
+    add_table(srv, osb_api_diag_routes, osb_api_diag_nroutes);
+    add_table(srv, osb_api_proxy_routes, osb_api_proxy_nroutes);
+    add_table(srv, osb_api_misc_routes, osb_api_misc_nroutes);
+    static const struct osb_http_route fallback = {NULL, "*rest", h_fallback, 0, NULL};
+    osb_http_server_add_routes(srv->http, &fallback, 1);
+}

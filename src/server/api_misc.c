@@ -1,0 +1,43 @@
+/* Server-only routes (protocol.md 1.11) and the features of later issues:
+ * /health, the JS SDK's fire-and-forget metrics POST, pools (Kubernetes
+ * only upstream) and snapshots (issue #4). */
+#include "server/server.h"
+
+static void h_health(struct osb_http_req *req, void *ud)
+{
+    (void)ud;
+    osb_http_respond_json(req, 200, json_pack("{s:s}", "status", "healthy"));
+}
+
+/* JS SDK 0.1.11 posts {"eventType":"sandbox.create",...} after every
+ * create and ignores the answer; accept it without storing anything. */
+static void h_metrics_event(struct osb_http_req *req, void *ud)
+{
+    (void)ud;
+    osb_http_respond_empty(req, 204);
+}
+
+static void h_pools(struct osb_http_req *req, void *ud)
+{
+    (void)ud;
+    osb_http_respond_error(req, 501, "KUBERNETES::POOL_NOT_SUPPORTED",
+                           "Pool management is only available when runtime.type is 'kubernetes'.");
+}
+
+static void h_snapshots(struct osb_http_req *req, void *ud)
+{
+    (void)ud;
+    osb_http_respond_error(req, 501, "SNAPSHOT::NOT_IMPLEMENTED",
+                           "Snapshots are not implemented by this server yet.");
+}
+
+const struct osb_http_route osb_api_misc_routes[] = {
+    {"GET", "/health", h_health, 0, NULL},
+    {"POST", "/metrics/events", h_metrics_event, 0, NULL},
+    {NULL, "/pools", h_pools, 0, NULL},
+    {NULL, "/pools/:name", h_pools, 0, NULL},
+    {NULL, "/sandboxes/:id/snapshots", h_snapshots, 0, NULL},
+    {NULL, "/snapshots", h_snapshots, 0, NULL},
+    {NULL, "/snapshots/:id", h_snapshots, 0, NULL},
+};
+const size_t osb_api_misc_nroutes = sizeof osb_api_misc_routes / sizeof osb_api_misc_routes[0];

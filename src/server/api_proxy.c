@@ -1,0 +1,157 @@
+/* Endpoints and the server proxy (DESIGN.md section 7, protocol.md 1.10
+ * and 1.11). Every endpoint is the server-proxy form
+ * "{host}:{port}/sandboxes/{id}/proxy/{p}": sandboxes have loopback-only
+ * networks until the networking issue, so the server is the only way in.
+ * The proxy reaches execd over its unix socket: port 44772 is execd itself,
+ * any other port goes through execd's own /proxy/{port} to 127.0.0.1:port
+ * inside the sandbox. The proxy needs no API key (as upstream); execd
+ * checks the per-sandbox token the endpoint's headers carry. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "server/server.h"
+
+#define EXECD_PORT 44772
+
+/* A decimal port 1..65535, or -1. */
+static long parse_port(const char *s)
+{
+    if (!s || !*s || strlen(s) > 5 || strspn(s, "0123456789") != strlen(s))
+        return -1;
+    long p = strtol(s, NULL, 10);
+    return p >= 1 && p <= 65535 ? p : -1;
+}
+
+static bool host_ok(const char *h)
+{
+    if (!*h || strlen(h) > 255)
+        return false;
+    for (; *h; h++)
+        if (!isalnum((unsigned char)*h) && !strchr(".-:[]_", *h))
+            return false;
+    return true;
+}
+
+/* server.eip if set (a port is added unless it has one), else the Host the
+ * client used to reach us, else the listen address (a wildcard becomes
+ * 127.0.0.1). No scheme, no trailing slash. */
+static char *endpoint_host(struct osb_server *srv, struct osb_http_req *req)
+{
+    const char *eip = srv->cfg->server.eip;
+    if (eip && *eip) {
+        const char *h = strstr(eip, "://") ? strstr(eip, "://") + 3 : eip;
+        size_t n = strlen(h);
+        while (n && h[n - 1] == '/')
+            n--;
+        char *host = osb_xstrndup(h, n);
+        const char *br = strrchr(host, ']');
+        if (strchr(br ? br : host, ':'))
+            return host;
+        char *with_port = osb_xasprintf("%s:%d", host, srv->port);
+        free(host);
+        return with_port;
+    }
+    const char *hh = osb_http_req_header(req, "Host");
+    if (hh && host_ok(hh))
+        return osb_xstrdup(hh);
+    const char *lh = srv->cfg->server.host;
+    if (!lh || !*lh || strcmp(lh, "0.0.0.0") == 0 || strcmp(lh, "::") == 0)
+        lh = "127.0.0.1";
+    return strchr(lh, ':') ? osb_xasprintf("[%s]:%d", lh, srv->port)
+                           : osb_xasprintf("%s:%d", lh, srv->port);
+}
+
+static void h_endpoint(struct osb_http_req *req, void *ud)
+{
+    struct osb_server *srv = ud;
+    struct osb_sbx *s = osb_api_find(srv, req);
+    if (!s)
+        return;
+    const char *ps = osb_http_req_param(req, "port");
+    long port = parse_port(ps);
+    if (port < 0) {
+        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PORT",
+                               "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
+        return;
+    }
+    if (osb_http_req_query(req, "expires")) {
+        osb_http_respond_error(req, 400, "SANDBOX::API_NOT_SUPPORTED",
+                               "Signed endpoint routes ('expires') are not supported by this server.");
+        return;
+    }
+    char *host = endpoint_host(srv, req);
+    char *ep = osb_xasprintf("%s/sandboxes/%s/proxy/%ld", host, s->id, port);
+    json_t *j = json_pack("{s:s,s:{s:s}}", "endpoint", ep, "headers", "X-EXECD-ACCESS-TOKEN",
+                          s->token);
+    free(host);
+    free(ep);
+    osb_http_respond_json(req, 200, j);
+}
+
+/* A ".." path segment (raw or percent-encoded) must not walk out of the
+ * sandbox's route on a server behind us. */
+static bool dotdot(const char *rest)
+{
+    char *d = osb_xstrdup(rest);
+    osb_http_url_decode(d, false);
+    bool bad = false;
+    for (char *seg = d; seg && !bad; seg = strchr(seg, '/') ? strchr(seg, '/') + 1 : NULL)
+        bad = strncmp(seg, "..", 2) == 0 && (seg[2] == '/' || seg[2] == '\0');
+    free(d);
+    return bad;
+}
+
+static void h_proxy(struct osb_http_req *req, void *ud)
+{
+    struct osb_server *srv = ud;
+    const char *ps = osb_http_req_param(req, "port"), *rest = osb_http_req_param(req, "rest");
+    long port = parse_port(ps);
+    if (port < 0) {
+        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PORT",
+                               "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
+        return;
+    }
+    struct osb_sbx *s = osb_api_find(srv, req);
+    if (!s)
+        return;
+    if (rest && dotdot(rest)) {
+        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PARAMETER",
+                               "proxy path must not contain '..' segments");
+        return;
+    }
+    if (s->state != OSB_ST_RUNNING || s->op || !s->has_handle) {
+        osb_http_respond_error(req, 409, "SANDBOX::NOT_RUNNING",
+                               "Sandbox %s is %s; the proxy reaches running sandboxes only.", s->id,
+                               osb_state_name(s->state));
+        return;
+    }
+    const char *t = osb_http_req_target(req), *q = strchr(t, '?');
+    char *target = port == EXECD_PORT
+                       ? osb_xasprintf("/%s%s", rest ? rest : "", q ? q : "")
+                       : osb_xasprintf("/proxy/%ld/%s%s", port, rest ? rest : "", q ? q : "");
+    static const char *const drop[] = {"OPEN-SANDBOX-API-KEY", NULL};
+    struct osb_http_upstream up = {.unix_path = s->handle.sock_path, .drop_headers = drop};
+    const char *host = osb_http_req_header(req, "Host");
+    const char *extra[7] = {NULL};
+    size_t n = 0;
+    if (!osb_http_req_header(req, "X-Forwarded-Proto")) {
+        extra[n++] = "X-Forwarded-Proto";
+        extra[n++] = "http";
+    }
+    if (host && !osb_http_req_header(req, "X-Forwarded-Host")) {
+        extra[n++] = "X-Forwarded-Host";
+        extra[n++] = host;
+    }
+    osb_http_proxy(req, &up, target, extra);
+    free(target);
+}
+
+const struct osb_http_route osb_api_proxy_routes[] = {
+    {"GET", "/sandboxes/:id/endpoints/:port", h_endpoint, 0, NULL},
+    {NULL, "/sandboxes/:id/proxy/:port/*rest", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
+    {NULL, "/sandboxes/:id/proxy/:port", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
+};
+const size_t osb_api_proxy_nroutes = sizeof osb_api_proxy_routes / sizeof osb_api_proxy_routes[0];

@@ -1,0 +1,633 @@
+/* Server configuration (config.h). One declarative table lists every key
+ * with its type, range, default as written in the example file, and the
+ * comment shown there; the loader validates the parsed TOML against it and
+ * the example writer prints it, so the two cannot drift apart. */
+#include "server/config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/cleanup.h"
+#include "common/quantity.h"
+#include "common/toml.h"
+#include "common/xalloc.h"
+
+/* A config file is a few kilobytes; anything this large is a mistake. */
+#define MAX_CONFIG_BYTES (1024 * 1024)
+
+enum kind {
+    K_STR,      /* string, may be empty (empty = unset) */
+    K_HOST,     /* non-empty string */
+    K_PATH,     /* non-empty string; "~" expanded, made absolute */
+    K_INT,      /* integer into an int */
+    K_I64,      /* integer into an int64_t */
+    K_SIZE,     /* bytes: an integer or a quantity string ("1Gi") */
+    K_LOGLEVEL, /* error | warn | info | debug */
+    K_RUNTIME,  /* native (docker, kubernetes: not yet) */
+    K_IGNORED,  /* an upstream key with no meaning here: accepted, ignored */
+};
+
+struct option {
+    const char *table, *key;
+    enum kind kind;
+    size_t off; /* into struct osb_config */
+    int64_t min, max;
+    const char *example; /* value text in the example; NULL = computed default */
+    bool commented;      /* shown commented out in the example */
+    const char *doc;     /* example comment; '\n' separates lines */
+};
+
+#define OFF(f) offsetof(struct osb_config, f)
+#define KiB 1024LL
+#define MiB (1024 * KiB)
+#define GiB (1024 * MiB)
+#define PiB (1024 * 1024 * GiB)
+#define TEN_YEARS (10LL * 366 * 24 * 3600)
+
+static const struct option options[] = {
+    {"server", "host", K_HOST, OFF(server.host), 0, 0, "\"127.0.0.1\"", false,
+     "Address to listen on. \"0.0.0.0\" accepts connections from other machines."},
+    {"server", "port", K_INT, OFF(server.port), 1, 65535, "8080", false, "TCP port of the API."},
+    {"server", "api_key", K_STR, OFF(server.api_key), 0, 0, "\"change-me\"", true,
+     "Clients must send this in the OPEN-SANDBOX-API-KEY header.\n"
+     "The environment variable OPENSANDBOX_SERVER_API_KEY overrides it. With no key\n"
+     "the server refuses to start unless OPENSANDBOX_INSECURE_SERVER=YES is set."},
+    {"server", "eip", K_STR, OFF(server.eip), 0, 0, "\"sandbox.example.com:8080\"", true,
+     "Public host[:port] used in endpoint URLs returned to clients.\n"
+     "Unset: the host and port the request came to."},
+    {"server", "max_sandbox_timeout_seconds", K_I64, OFF(server.max_sandbox_timeout_seconds), 0,
+     TEN_YEARS, "0", false,
+     "Largest sandbox timeout a client may ask for; 0 = no cap.\n"
+     "Otherwise it must be at least min_sandbox_timeout_seconds."},
+    {"server", "min_sandbox_timeout_seconds", K_I64, OFF(server.min_sandbox_timeout_seconds), 1,
+     TEN_YEARS, "60", false, "Smallest sandbox timeout a client may ask for."},
+    {"server", "log_level", K_LOGLEVEL, OFF(server.log_level), 0, 0, "\"info\"", false,
+     "One of \"error\", \"warn\", \"info\", \"debug\"."},
+    /* upstream (uvicorn) knobs: accepted so upstream files load */
+    {"server", "timeout_keep_alive", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"server", "limit_concurrency", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"server", "backlog", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"server", "thread_pool_size", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"server", "loop", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"server", "http", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"runtime", "type", K_RUNTIME, OFF(runtime.type), 0, 0, "\"native\"", false,
+     "Sandbox runtime. \"native\" (Linux namespaces, overlayfs, cgroups, seccomp;\n"
+     "no Docker needed) is the only one today; \"docker\" and \"kubernetes\" will follow."},
+    {"runtime", "execd_path", K_PATH, OFF(runtime.execd_path), 0, 0, NULL, true,
+     "The execd binary run as PID 1 in every sandbox (static).\n"
+     "Default: execd next to the opensandbox-server binary."},
+    {"runtime", "init_path", K_PATH, OFF(runtime.init_path), 0, 0, NULL, true,
+     "The helper that builds a sandbox and execs execd in it.\n"
+     "Default: osb-sandbox-init next to the opensandbox-server binary."},
+    {"runtime", "execd_image", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"native", "state_dir", K_PATH, OFF(native.state_dir), 0, 0, "\"~/.opensandbox\"", false,
+     "Where sandbox records (SQLite), images and per-sandbox state live."},
+    {"native", "default_disk", K_SIZE, OFF(native.default_disk_bytes), MiB, PiB, "\"1Gi\"", false,
+     "Size of a sandbox's writable layer when the request sets no limit.\n"
+     "Sizes are bytes (an integer) or Kubernetes quantities: \"512Mi\", \"1Gi\", \"2G\"."},
+    {"native", "default_pids_max", K_I64, OFF(native.default_pids_max), 16, 4194304, "4096",
+     false, "Most processes and threads a sandbox may run at once."},
+    {"native", "log_max_bytes", K_SIZE, OFF(native.log_max_bytes), 4 * KiB, GiB, "\"1Mi\"", false,
+     "Output of the entrypoint and execd kept per sandbox (oldest dropped first)."},
+};
+
+static const char *const our_tables[] = {"server", "runtime", "native"};
+
+/* ---- small helpers ---- */
+
+static const char *home_dir(void)
+{
+    const char *h = getenv("HOME");
+    if (h && *h)
+        return h;
+    struct passwd *pw = getpwuid(getuid());
+    return pw && pw->pw_dir ? pw->pw_dir : "/";
+}
+
+/* "~" and "~/x" expand to the home directory; relative paths become
+ * absolute against the working directory, so a daemon that changes
+ * directory later still finds them. Caller frees. */
+static char *expand_path(const char *p)
+{
+    if (p[0] == '~' && (p[1] == 0 || p[1] == '/'))
+        return osb_xasprintf("%s%s", home_dir(), p + 1);
+    if (p[0] == '/')
+        return osb_xstrdup(p);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return osb_xstrdup(p);
+    return osb_xasprintf("%s/%s", cwd, p);
+}
+
+/* The directory holding the running binary (/proc/self/exe). */
+static char *self_dir(void)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        return osb_xstrdup(".");
+    buf[n] = 0;
+    char *slash = strrchr(buf, '/');
+    if (slash)
+        *slash = 0;
+    return osb_xstrdup(*buf ? buf : "/");
+}
+
+static char *default_exe(const char *name)
+{
+    _cleanup_free_ char *dir = self_dir();
+    return osb_xasprintf("%s/%s", dir, name);
+}
+
+static void *field(struct osb_config *cfg, const struct option *o)
+{
+    return (char *)cfg + o->off;
+}
+
+static void set_str(struct osb_config *cfg, const struct option *o, char *v)
+{
+    char **slot = field(cfg, o);
+    free(*slot);
+    *slot = v;
+}
+
+static void set_defaults(struct osb_config *cfg)
+{
+    cfg->server.host = osb_xstrdup("127.0.0.1");
+    cfg->server.port = 8080;
+    cfg->server.min_sandbox_timeout_seconds = 60;
+    cfg->server.log_level = osb_xstrdup("info");
+    cfg->runtime.type = osb_xstrdup("native");
+    cfg->runtime.execd_path = default_exe("execd");
+    cfg->runtime.init_path = default_exe("osb-sandbox-init");
+    cfg->native.state_dir = expand_path("~/.opensandbox");
+    cfg->native.default_disk_bytes = GiB;
+    cfg->native.default_pids_max = 4096;
+    cfg->native.log_max_bytes = MiB;
+}
+
+/* Edit distance, for "did you mean" on unknown keys. */
+static size_t distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    size_t row[65];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* ---- validation ---- */
+
+struct ctx {
+    const char *file;
+    json_t *lines;
+    struct osb_err *err;
+};
+
+static int bad(struct ctx *c, const char *table, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* "file:line: [table] key: problem" */
+static int bad(struct ctx *c, const char *table, const char *key, const char *fmt, ...)
+{
+    char path[256], what[300];
+    snprintf(path, sizeof path, "%s.%s", table, key);
+    int line = osb_toml_line(c->lines, key ? path : table);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    char where[32] = "";
+    if (line > 0)
+        snprintf(where, sizeof where, ":%d", line);
+    if (!key)
+        return osb_err_set(c->err, OSB_E_INVALID, "%s%s: [%s]: %s", c->file, where, table, what);
+    return osb_err_set(c->err, OSB_E_INVALID, "%s%s: [%s] %s: %s", c->file, where, table, key,
+                       what);
+}
+
+static int check_int(struct ctx *c, const struct option *o, json_t *v, int64_t *out)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < o->min || json_integer_value(v) > o->max)
+        return bad(c, o->table, o->key, "must be an integer in %lld..%lld", (long long)o->min,
+                   (long long)o->max);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+static int check_size(struct ctx *c, const struct option *o, json_t *v, int64_t *out)
+{
+    int64_t n = 0;
+    if (json_is_integer(v)) {
+        n = json_integer_value(v);
+    } else if (!json_is_string(v) || osb_quantity_bytes(json_string_value(v), &n) < 0) {
+        return bad(c, o->table, o->key,
+                   "must be a size: bytes as an integer, or a string like \"512Mi\" or \"1Gi\"");
+    }
+    if (n < o->min || n > o->max)
+        return bad(c, o->table, o->key, "must be between %lld and %lld bytes", (long long)o->min,
+                   (long long)o->max);
+    *out = n;
+    return 0;
+}
+
+static int check_string(struct ctx *c, const struct option *o, json_t *v, const char **out)
+{
+    if (!json_is_string(v))
+        return bad(c, o->table, o->key, "must be a string");
+    *out = json_string_value(v);
+    if (o->kind != K_STR && !**out)
+        return bad(c, o->table, o->key, "must not be empty");
+    return 0;
+}
+
+static int check_log_level(struct ctx *c, const struct option *o, const char *s, char **out)
+{
+    static const char *const levels[] = {"error", "warn", "info", "debug"};
+    for (size_t i = 0; i < OSB_ARRAY_LEN(levels); i++)
+        if (!strcasecmp(s, levels[i])) {
+            *out = osb_xstrdup(levels[i]);
+            return 0;
+        }
+    if (!strcasecmp(s, "warning")) {
+        *out = osb_xstrdup("warn");
+        return 0;
+    }
+    return bad(c, o->table, o->key, "unknown level '%s' (expected error, warn, info or debug)", s);
+}
+
+static int check_runtime(struct ctx *c, const struct option *o, const char *s)
+{
+    if (!strcmp(s, "native"))
+        return 0;
+    if (!strcmp(s, "docker") || !strcmp(s, "kubernetes"))
+        return bad(c, o->table, o->key, "runtime type '%s' is not supported yet (use \"native\")", s);
+    return bad(c, o->table, o->key, "unknown runtime type '%s' (expected \"native\")", s);
+}
+
+/* Validate one value and store it. */
+static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, json_t *v)
+{
+    int64_t n;
+    const char *s = NULL;
+    char *norm = NULL;
+    switch (o->kind) {
+    case K_IGNORED:
+        return 0;
+    case K_INT:
+        if (check_int(c, o, v, &n) < 0)
+            return -1;
+        *(int *)field(cfg, o) = (int)n;
+        return 0;
+    case K_I64:
+        return check_int(c, o, v, field(cfg, o));
+    case K_SIZE:
+        return check_size(c, o, v, field(cfg, o));
+    case K_STR:
+    case K_HOST:
+    case K_PATH:
+    case K_LOGLEVEL:
+    case K_RUNTIME:
+        break;
+    }
+    if (check_string(c, o, v, &s) < 0)
+        return -1;
+    if (o->kind == K_LOGLEVEL) {
+        if (check_log_level(c, o, s, &norm) < 0)
+            return -1;
+    } else if (o->kind == K_RUNTIME && check_runtime(c, o, s) < 0) {
+        return -1;
+    } else {
+        norm = o->kind == K_PATH ? expand_path(s) : osb_xstrdup(s);
+    }
+    set_str(cfg, o, norm);
+    return 0;
+}
+
+static const struct option *find_option(const char *table, const char *key)
+{
+    for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++)
+        if (!strcmp(options[i].table, table) && !strcmp(options[i].key, key))
+            return &options[i];
+    return NULL;
+}
+
+static int unknown_key(struct ctx *c, const char *table, const char *key)
+{
+    const char *best = NULL;
+    size_t bestd = 3;
+    for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {
+        if (strcmp(options[i].table, table) || options[i].kind == K_IGNORED)
+            continue;
+        size_t d = distance(key, options[i].key);
+        if (d < bestd)
+            bestd = d, best = options[i].key;
+    }
+    if (best)
+        return bad(c, table, key, "unknown key (did you mean '%s'?)", best);
+    return bad(c, table, key, "unknown key");
+}
+
+static int apply_table(struct ctx *c, struct osb_config *cfg, const char *table, json_t *t)
+{
+    if (!json_is_object(t))
+        return bad(c, table, NULL, "must be a table");
+    const char *key;
+    json_t *v;
+    json_object_foreach(t, key, v)
+    {
+        const struct option *o = find_option(table, key);
+        if (!o)
+            return unknown_key(c, table, key);
+        if (apply(c, cfg, o, v) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static bool is_our_table(const char *name)
+{
+    for (size_t i = 0; i < OSB_ARRAY_LEN(our_tables); i++)
+        if (!strcmp(our_tables[i], name))
+            return true;
+    return false;
+}
+
+static int cross_checks(struct ctx *c, struct osb_config *cfg)
+{
+    int64_t max = cfg->server.max_sandbox_timeout_seconds, min = cfg->server.min_sandbox_timeout_seconds;
+    if (max != 0 && max < min)
+        return bad(c, "server", "max_sandbox_timeout_seconds",
+                   "must be 0 (no cap) or at least min_sandbox_timeout_seconds (%lld)",
+                   (long long)min);
+    return 0;
+}
+
+/* Upstream keeps the level in [log] level = "INFO"; honour it unless
+ * [server] log_level is set. The rest of [log] is upstream's and ignored. */
+static int upstream_log_level(struct ctx *c, struct osb_config *cfg, json_t *doc)
+{
+    static const struct option log_level = {"log", "level", K_LOGLEVEL, OFF(server.log_level),
+                                            0, 0, NULL, false, NULL};
+    json_t *v = json_object_get(json_object_get(doc, "log"), "level");
+    if (!v || json_object_get(json_object_get(doc, "server"), "log_level"))
+        return 0;
+    return apply(c, cfg, &log_level, v);
+}
+
+/* Apply a parsed document: our tables are validated key by key; other
+ * tables (upstream's [docker], [egress], [storage], ...) are ignored so
+ * upstream files load; top-level keys outside any table are errors. */
+static int apply_doc(struct ctx *c, struct osb_config *cfg, json_t *doc)
+{
+    const char *name;
+    json_t *v;
+    json_object_foreach(doc, name, v)
+    {
+        if (is_our_table(name)) {
+            if (apply_table(c, cfg, name, v) < 0)
+                return -1;
+        } else if (!json_is_object(v) && !json_is_array(v)) {
+            int line = osb_toml_line(c->lines, name);
+            return osb_err_set(c->err, OSB_E_INVALID,
+                               "%s:%d: '%s': keys must be inside a table such as [server]",
+                               c->file, line, name);
+        }
+    }
+    if (upstream_log_level(c, cfg, doc) < 0)
+        return -1;
+    return cross_checks(c, cfg);
+}
+
+/* ---- loading ---- */
+
+/* Read a whole file. 1 = read, 0 = does not exist, -1 = error. */
+static int read_file(const char *path, char **out, size_t *len, struct osb_err *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return osb_err_sys(err, "config file %s", path);
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return osb_err_sys(err, "config file %s", path);
+    if (!S_ISREG(st.st_mode))
+        return osb_err_set(err, OSB_E_INVALID, "config file %s: not a regular file", path);
+    if (st.st_size > MAX_CONFIG_BYTES)
+        return osb_err_set(err, OSB_E_TOOBIG, "config file %s: larger than %d bytes", path,
+                           MAX_CONFIG_BYTES);
+    char *buf = osb_xmalloc((size_t)st.st_size + 1);
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = OSB_RETRY(read(fd, buf + n, (size_t)st.st_size + 1 - n));
+        if (r < 0) {
+            free(buf);
+            return osb_err_sys(err, "config file %s", path);
+        }
+        if (r == 0 || n + (size_t)r > (size_t)st.st_size)
+            break;
+        n += (size_t)r;
+    }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return 1;
+}
+
+static int load_text(const char *file, const char *text, size_t len, struct osb_config *cfg,
+                     struct osb_err *err)
+{
+    json_t *doc = NULL, *lines = NULL;
+    if (osb_toml_parse(text, len, &doc, &lines, err) < 0)
+        return osb_err_wrap(err, "%s", file);
+    struct ctx c = {file, lines, err};
+    int rc = apply_doc(&c, cfg, doc);
+    json_decref(doc);
+    json_decref(lines);
+    return rc;
+}
+
+static void apply_env(struct osb_config *cfg)
+{
+    const char *key = getenv("OPENSANDBOX_SERVER_API_KEY");
+    if (key && *key) {
+        free(cfg->server.api_key);
+        cfg->server.api_key = osb_xstrdup(key);
+    }
+    const char *insecure = getenv("OPENSANDBOX_INSECURE_SERVER");
+    cfg->insecure = insecure && !strcmp(insecure, "YES");
+}
+
+/* Which file to read: the argument, else $SANDBOX_CONFIG_PATH, else
+ * ~/.sandbox.toml. Only the last may be missing. Caller frees. */
+static char *resolve(const char *path, bool *explicit_path)
+{
+    const char *env = getenv("SANDBOX_CONFIG_PATH");
+    *explicit_path = true;
+    if (path && *path)
+        return expand_path(path);
+    if (env && *env)
+        return expand_path(env);
+    *explicit_path = false;
+    return expand_path("~/.sandbox.toml");
+}
+
+int osb_config_load(const char *path, struct osb_config *out, struct osb_err *err)
+{
+    struct osb_config cfg = {0};
+    set_defaults(&cfg);
+    bool explicit_path;
+    _cleanup_free_ char *file = resolve(path, &explicit_path);
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    int rc = read_file(file, &text, &len, err);
+    if (rc == 0 && explicit_path)
+        rc = osb_err_set(err, OSB_E_NOTFOUND, "config file %s does not exist", file);
+    if (rc > 0) {
+        rc = load_text(file, text, len, &cfg, err);
+        cfg.path = osb_steal_ptr(&file);
+    }
+    if (rc < 0) {
+        osb_config_free(&cfg);
+        return -1;
+    }
+    apply_env(&cfg);
+    *out = cfg;
+    return 0;
+}
+
+void osb_config_free(struct osb_config *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->path);
+    for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {
+        const struct option *o = &options[i];
+        if (o->kind != K_IGNORED && o->kind != K_INT && o->kind != K_I64 && o->kind != K_SIZE)
+            free(*(char **)field(cfg, o));
+    }
+    memset(cfg, 0, sizeof *cfg);
+}
+
+/* ---- the example file ---- */
+
+static void example_row(struct osb_buf *b, const struct option *o, bool first)
+{
+    osb_buf_adds(b, first ? "# " : "\n# ");
+    for (const char *d = o->doc; *d; d++)
+        osb_buf_adds(b, *d == '\n' ? "\n# " : (char[]){*d, 0});
+    _cleanup_free_ char *computed = NULL;
+    const char *value = o->example;
+    if (!value) {
+        _cleanup_free_ char *exe =
+            default_exe(!strcmp(o->key, "execd_path") ? "execd" : "osb-sandbox-init");
+        json_t *js = json_string(exe);
+        value = computed = json_dumps(js, JSON_ENCODE_ANY);
+        json_decref(js);
+    }
+    osb_buf_addf(b, "\n%s%s = %s\n", o->commented ? "# " : "", o->key, value);
+}
+
+static char *example_text(void)
+{
+    struct osb_buf b;
+    osb_buf_init(&b, SIZE_MAX);
+    osb_buf_adds(&b,
+                 "# opensandbox-server configuration (native runtime).\n"
+                 "# Every key is shown with its default; commented-out keys are unset.\n"
+                 "# Upstream OpenSandbox tables such as [docker], [egress], [storage] or\n"
+                 "# [ingress] are accepted and ignored. See docs/configuration.md.\n");
+    const char *table = "";
+    for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {
+        const struct option *o = &options[i];
+        if (o->kind == K_IGNORED)
+            continue;
+        bool first = strcmp(table, o->table) != 0;
+        if (first)
+            osb_buf_addf(&b, "\n[%s]\n", table = o->table);
+        example_row(&b, o, first);
+    }
+    return osb_buf_steal(&b, NULL);
+}
+
+/* mkdir -p for the parent directories of path. */
+static int make_parents(const char *path, struct osb_err *err)
+{
+    _cleanup_free_ char *dir = osb_xstrdup(path);
+    for (char *p = dir + 1; (p = strchr(p, '/')); p++) {
+        *p = 0;
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+            return osb_err_sys(err, "create directory %s", dir);
+        *p = '/';
+    }
+    return 0;
+}
+
+static int write_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = OSB_RETRY(write(fd, s, n));
+        if (w < 0)
+            return -1;
+        s += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
+int osb_config_write_example(const char *path, const char *example, struct osb_err *err)
+{
+    if (example && strcmp(example, "native")) {
+        if (!strcmp(example, "docker") || !strcmp(example, "k8s") || !strcmp(example, "kubernetes"))
+            return osb_err_set(err, OSB_E_UNSUPPORTED,
+                               "example '%s' is not available: runtime '%s' is not supported yet "
+                               "(use --example native)", example, example);
+        return osb_err_set(err, OSB_E_INVALID, "unknown example '%s' (expected native)", example);
+    }
+    if (!path || !*path)
+        return osb_err_set(err, OSB_E_INVALID, "init-config needs a file path");
+    _cleanup_free_ char *file = expand_path(path);
+    if (make_parents(file, err) < 0)
+        return -1;
+    /* 0600: the file is where an API key goes */
+    _cleanup_close_ int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST)
+        return osb_err_set(err, OSB_E_EXISTS, "%s already exists; not overwriting it", file);
+    if (fd < 0)
+        return osb_err_sys(err, "create %s", file);
+    _cleanup_free_ char *text = example_text();
+    if (write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0) {
+        int e = osb_err_sys(err, "write %s", file);
+        unlink(file);
+        return e;
+    }
+    return 0;
+}

@@ -1,0 +1,53 @@
+/* Server configuration: TOML in the upstream style (protocol.md section 5).
+ * Resolution: --config FILE, else $SANDBOX_CONFIG_PATH, else
+ * ~/.sandbox.toml; a missing default file means built-in defaults.
+ * OPENSANDBOX_SERVER_API_KEY overrides [server] api_key. Errors name the
+ * file, the key and the problem ("~/.sandbox.toml:12: [server] port: must
+ * be an integer in 1..65535"). */
+#ifndef OSB_SERVER_CONFIG_H
+#define OSB_SERVER_CONFIG_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+struct osb_config {
+    char *path;                          /* the file read, or NULL for defaults */
+    struct {
+        char *host;                      /* default "127.0.0.1" */
+        int port;                        /* default 8080 */
+        char *api_key;                   /* NULL or "" = none */
+        char *eip;                       /* public host[:port] for endpoints; NULL = derive */
+        int64_t max_sandbox_timeout_seconds; /* 0 = no cap */
+        int64_t min_sandbox_timeout_seconds; /* create timeout below it -> 400; default 60 */
+        char *log_level;                 /* "error" | "warn" | "info" (default) | "debug" */
+    } server;
+    struct {
+        char *type;                      /* "native" (the only one today) */
+        char *execd_path;                /* default: execd next to the server binary */
+        char *init_path;                 /* default: osb-sandbox-init next to the server binary */
+    } runtime;
+    struct {
+        char *state_dir;                 /* default ~/.opensandbox */
+        int64_t default_disk_bytes;      /* writable layer when no limit is asked: 1 GiB */
+        int64_t default_pids_max;        /* 4096 */
+        int64_t log_max_bytes;           /* bounded per-sandbox log: 1 MiB */
+    } native;
+    bool insecure;                       /* OPENSANDBOX_INSECURE_SERVER=YES */
+};
+
+/* path NULL: resolve as above. Unknown keys in known tables are errors
+ * (typos must not pass silently); unknown tables (upstream's [docker],
+ * [egress], ...) are accepted and ignored. */
+/* On failure *out is untouched (nothing to free) and err says what is
+ * wrong: OSB_E_NOTFOUND for a missing --config/$SANDBOX_CONFIG_PATH file,
+ * OSB_E_INVALID for bad content ("FILE:LINE: [table] key: problem", or
+ * "FILE: line L, column C: ..." for TOML syntax). docs/configuration.md
+ * lists every key. */
+int osb_config_load(const char *path, struct osb_config *out, struct osb_err *err);
+void osb_config_free(struct osb_config *cfg);
+/* Write a commented example ("native"; NULL = native) to path, mode 0600,
+ * creating parent directories; refuses to overwrite (OSB_E_EXISTS);
+ * "docker"/"k8s" -> OSB_E_UNSUPPORTED. The file loads back as the defaults. */
+int osb_config_write_example(const char *path, const char *example, struct osb_err *err);
+#endif

@@ -1,0 +1,461 @@
+/* The sandbox state machine (protocol.md 1.8) on top of the runtime:
+ *
+ *   create:  validate -> Pending (stored) -> osb_rt_create -> /ping over
+ *            execd's socket -> Running (stored) -> 202
+ *   delete:  any state; a create in flight is cancelled and destroyed when
+ *            the runtime reports back; then the record is gone (404)
+ *   TTL:     one timer for the nearest expiresAt; expiry is a delete
+ *   exit:    PID 1 dying on its own -> Failed, kept until deleted/expired
+ *   restart: re-adopt live sandboxes, fail or destroy the rest, clean orphans
+ *
+ * Every change is committed to the store before it is acknowledged. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "server/ping.h"
+#include "server/server.h"
+#include "server/timefmt.h"
+
+struct osb_create_op {
+    struct osb_server *srv;
+    struct osb_sbx *s;
+    struct osb_http_req *req;      /* the POST; NULL once its client left */
+    struct osb_http_req **waiters; /* DELETEs waiting for the cancel to finish */
+    size_t nwaiters;
+    struct osb_ping *ping;
+    bool cancelled;
+};
+
+static void on_exit_cb(void *ud, const char *id);
+
+int osb_lc_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type, const char *ev_msg,
+                struct osb_apierr *e)
+{
+    struct osb_err err = {0};
+    if (osb_store_put(srv->store, s, ev_type, ev_msg, &err) == 0)
+        return 0;
+    osb_err_log("store sandbox %s: %s", s->id, err.msg);
+    if (e)
+        osb_apierr_set(e, 500, "SANDBOX::STORE_FAILED", "Could not record sandbox %s: %s", s->id,
+                       err.msg);
+    return -1;
+}
+
+/* Forget a record: store row, registry entry, memory. */
+static void forget(struct osb_server *srv, struct osb_sbx *s)
+{
+    struct osb_err err = {0};
+    if (osb_store_delete(srv->store, s->id, &err) < 0)
+        osb_err_log("delete sandbox %s from the store: %s", s->id, err.msg);
+    osb_reg_remove(srv->reg, s->id);
+    osb_sbx_free(s);
+}
+
+static void destroy_rt(struct osb_server *srv, const char *id)
+{
+    struct osb_err err = {0};
+    if (osb_rt_destroy(srv->rt, id, &err) < 0)
+        osb_err_log("destroy sandbox %s: %s", id, err.msg);
+}
+
+static void watch(struct osb_server *srv, struct osb_sbx *s)
+{
+    struct osb_err err = {0};
+    if (osb_rt_watch(srv->rt, s->id, &s->handle, on_exit_cb, srv, &err) < 0)
+        osb_warn("watch sandbox %s: %s", s->id, err.msg);
+}
+
+/* ------------------------------------------------------------- create */
+
+static void op_close_cb(struct osb_http_req *req, void *ud)
+{
+    (void)req;
+    struct osb_create_op *op = ud;
+    op->req = NULL;
+}
+
+static void op_take_req(struct osb_create_op *op, struct osb_http_req **out)
+{
+    *out = op->req;
+    op->req = NULL;
+    if (*out)
+        osb_http_req_on_close(*out, NULL, NULL);
+}
+
+static void op_free(struct osb_create_op *op)
+{
+    if (op->s)
+        op->s->op = NULL;
+    free(op->waiters);
+    free(op);
+}
+
+/* The create ended without a sandbox: answer everybody, drop the record. */
+static void op_fail(struct osb_create_op *op, int status, const char *code, const char *msg)
+{
+    struct osb_server *srv = op->srv;
+    struct osb_http_req *req;
+    op_take_req(op, &req);
+    if (req)
+        osb_http_respond_error(req, status, code, "%s", msg);
+    for (size_t i = 0; i < op->nwaiters; i++)
+        osb_http_respond_empty(op->waiters[i], 204);
+    struct osb_sbx *s = op->s;
+    op->s = NULL;
+    s->op = NULL;
+    op_free(op);
+    forget(srv, s);
+    osb_lc_ttl_rearm(srv);
+}
+
+static void op_cancelled(struct osb_create_op *op)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "Sandbox %s was deleted before it became ready.", op->s->id);
+    op_fail(op, 409, "SANDBOX::DELETED", msg);
+}
+
+static void on_ready(void *ud, int ok, const char *why)
+{
+    struct osb_create_op *op = ud;
+    struct osb_server *srv = op->srv;
+    struct osb_sbx *s = op->s;
+    op->ping = NULL;
+    if (ok < 0) {
+        destroy_rt(srv, s->id);
+        char msg[400];
+        snprintf(msg, sizeof msg, "Sandbox %s did not become ready: execd did not answer /ping "
+                 "within %lld ms (%s).", s->id, (long long)srv->ready_timeout_ms, why);
+        osb_warn("%s", msg);
+        op_fail(op, 500, "SANDBOX::START_FAILED", msg);
+        return;
+    }
+    osb_sbx_set_status(s, OSB_ST_RUNNING, "SANDBOX_RUNNING", "Sandbox is running.", osb_now_us());
+    struct osb_apierr e;
+    if (osb_lc_save(srv, s, "Running", "execd answered /ping; the sandbox is ready.", &e) < 0) {
+        destroy_rt(srv, s->id);
+        op_fail(op, e.status, e.code, e.msg);
+        return;
+    }
+    watch(srv, s);
+    struct osb_http_req *req;
+    op_take_req(op, &req);
+    if (req)
+        osb_http_respond_json(req, 202, osb_api_sandbox_json(s, false));
+    op_free(op);
+}
+
+static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb_err *err)
+{
+    struct osb_create_op *op = ud;
+    struct osb_server *srv = op->srv;
+    struct osb_sbx *s = op->s;
+    if (err) {
+        if (op->cancelled) {
+            op_cancelled(op);
+            return;
+        }
+        char msg[600];
+        snprintf(msg, sizeof msg, "Sandbox %s failed to start: %s", s->id, err->msg);
+        osb_warn("%s", msg);
+        op_fail(op, err->code == OSB_E_INVALID ? 400 : 500,
+                err->code == OSB_E_INVALID ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED",
+                msg);
+        return;
+    }
+    s->handle = *h;
+    s->has_handle = true;
+    if (op->cancelled) {
+        destroy_rt(srv, s->id);
+        op_cancelled(op);
+        return;
+    }
+    op->ping = osb_ping_start(srv->loop, h->sock_path, s->token, srv->ready_timeout_ms, on_ready, op);
+}
+
+static struct osb_sbx *new_record(struct osb_server *srv, struct osb_create_spec *spec)
+{
+    char id[37];
+    osb_api_uuid4(id);
+    struct osb_sbx *s = osb_sbx_new(id);
+    osb_api_random_hex(s->token, 32);
+    s->created_us = osb_now_us();
+    if (spec->timeout_s)
+        s->expires_us = s->created_us + spec->timeout_s * 1000000;
+    s->spec = osb_spec_record(spec);
+    s->metadata = spec->metadata;
+    spec->metadata = NULL;
+    osb_sbx_set_status(s, OSB_ST_PENDING, "SANDBOX_PENDING", "Sandbox is being created.",
+                       s->created_us);
+    (void)srv;
+    return s;
+}
+
+static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
+                         const struct osb_create_spec *spec, struct osb_err *err)
+{
+    struct osb_rt_spec rs = {
+        .id = op->s->id,
+        .image = spec->image,
+        .entrypoint = (const char *const *)spec->entrypoint,
+        .env = (const char *const *)spec->env,
+        .cpu_millicores = spec->cpu_millicores,
+        .memory_bytes = spec->memory_bytes,
+        .pids_max = spec->pids_max,
+        .disk_bytes = spec->disk_bytes,
+        .execd_token = op->s->token,
+    };
+    return osb_rt_create(srv->rt, &rs, on_created, op, err);
+}
+
+void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_create_spec *spec)
+{
+    struct osb_sbx *s = new_record(srv, spec);
+    struct osb_apierr e;
+    if (osb_lc_save(srv, s, "Pending", "Sandbox accepted; building it.", &e) < 0) {
+        osb_sbx_free(s);
+        osb_apierr_respond(req, &e);
+        return;
+    }
+    osb_reg_add(srv->reg, s);
+    struct osb_create_op *op = osb_xcalloc(1, sizeof *op);
+    op->srv = srv;
+    op->s = s;
+    op->req = req;
+    s->op = op;
+    osb_http_req_on_close(req, op_close_cb, op);
+    struct osb_err err = {0};
+    if (start_runtime(srv, op, spec, &err) < 0) {
+        bool bad = err.code == OSB_E_INVALID || err.code == OSB_E_NOTFOUND;
+        op_fail(op, bad ? 400 : 500, bad ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED",
+                err.msg);
+        return;
+    }
+    osb_lc_ttl_rearm(srv);
+}
+
+/* ------------------------------------------------------------- delete */
+
+static void delete_creating(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req)
+{
+    struct osb_create_op *op = s->op;
+    if (req) {
+        op->waiters = osb_xrealloc(op->waiters, (op->nwaiters + 1) * sizeof *op->waiters);
+        op->waiters[op->nwaiters++] = req;
+    }
+    if (op->cancelled)
+        return;
+    op->cancelled = true;
+    osb_sbx_set_status(s, OSB_ST_STOPPING, "SANDBOX_DELETING", "Sandbox is being deleted.",
+                       osb_now_us());
+    osb_lc_save(srv, s, "Stopping", "Delete requested while the sandbox was being created.", NULL);
+    if (op->ping) {
+        /* The runtime already reported back: the sandbox exists, tear it down. */
+        osb_ping_cancel(op->ping);
+        op->ping = NULL;
+        destroy_rt(srv, s->id);
+        op_cancelled(op);
+    }
+    /* else: on_created() finishes the cancel when the runtime reports back. */
+}
+
+void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req)
+{
+    if (s->op) {
+        delete_creating(srv, s, req);
+        return;
+    }
+    struct osb_err err = {0};
+    if (osb_rt_destroy(srv->rt, s->id, &err) < 0) {
+        osb_err_log("delete sandbox %s: %s", s->id, err.msg);
+        if (req)
+            osb_http_respond_error(req, 500, "SANDBOX::DELETE_FAILED",
+                                   "Failed to delete sandbox %s: %s", s->id, err.msg);
+        return;
+    }
+    forget(srv, s);
+    osb_lc_ttl_rearm(srv);
+    if (req)
+        osb_http_respond_empty(req, 204);
+}
+
+/* ------------------------------------------------------- pause/resume */
+
+int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e)
+{
+    if (s->state != OSB_ST_RUNNING || s->op)
+        return osb_apierr_set(e, 409, "SANDBOX::NOT_RUNNING",
+                              "Sandbox is not in a running state (sandbox %s is %s).", s->id,
+                              osb_state_name(s->state));
+    struct osb_err err = {0};
+    if (osb_rt_pause(srv->rt, s->id, &err) < 0)
+        return osb_apierr_set(e, 500, "SANDBOX::PAUSE_FAILED", "Failed to pause sandbox %s: %s",
+                              s->id, err.msg);
+    osb_sbx_set_status(s, OSB_ST_PAUSED, "SANDBOX_PAUSED", "Sandbox is paused.", osb_now_us());
+    return osb_lc_save(srv, s, "Paused", "Sandbox paused (cgroup freezer).", e);
+}
+
+int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e)
+{
+    if (s->state != OSB_ST_PAUSED)
+        return osb_apierr_set(e, 409, "SANDBOX::NOT_PAUSED",
+                              "Sandbox is not in a paused state (sandbox %s is %s).", s->id,
+                              osb_state_name(s->state));
+    struct osb_err err = {0};
+    if (osb_rt_resume(srv->rt, s->id, &err) < 0)
+        return osb_apierr_set(e, 500, "SANDBOX::RESUME_FAILED", "Failed to resume sandbox %s: %s",
+                              s->id, err.msg);
+    osb_sbx_set_status(s, OSB_ST_RUNNING, "SANDBOX_RUNNING", "Sandbox is running.", osb_now_us());
+    return osb_lc_save(srv, s, "Resumed", "Sandbox resumed.", e);
+}
+
+/* ---------------------------------------------------------- PID 1 exit */
+
+static void on_exit_cb(void *ud, const char *id)
+{
+    struct osb_server *srv = ud;
+    struct osb_sbx *s = osb_reg_get(srv->reg, id);
+    if (!s || s->op || (s->state != OSB_ST_RUNNING && s->state != OSB_ST_PAUSED))
+        return; /* deleted, being created, or already marked */
+    osb_warn("sandbox %s: its init process (execd) exited", id);
+    osb_sbx_set_status(s, OSB_ST_FAILED, "SANDBOX_EXITED",
+                       "The sandbox's init process (execd) exited.", osb_now_us());
+    osb_lc_save(srv, s, "Exited", "The sandbox's init process (execd) exited.", NULL);
+}
+
+/* ---------------------------------------------------------------- TTL */
+
+static bool expiring(const struct osb_sbx *s)
+{
+    return s->expires_us && !(s->op && s->op->cancelled);
+}
+
+static void on_ttl(uv_timer_t *t)
+{
+    struct osb_server *srv = t->data;
+    int64_t now = osb_now_us();
+    size_t n = osb_reg_count(srv->reg), k = 0;
+    char(*ids)[64] = osb_xcalloc(n ? n : 1, sizeof *ids);
+    for (size_t i = 0; i < n; i++) {
+        struct osb_sbx *s = osb_reg_at(srv->reg, i);
+        if (expiring(s) && s->expires_us <= now)
+            memcpy(ids[k++], s->id, sizeof ids[0]);
+    }
+    for (size_t i = 0; i < k; i++) {
+        struct osb_sbx *s = osb_reg_get(srv->reg, ids[i]);
+        if (!s)
+            continue;
+        osb_info("sandbox %s expired; deleting it", s->id);
+        osb_lc_delete(srv, s, NULL);
+    }
+    free(ids);
+    osb_lc_ttl_rearm(srv);
+}
+
+void osb_lc_ttl_rearm(struct osb_server *srv)
+{
+    int64_t next = 0;
+    size_t n = osb_reg_count(srv->reg);
+    for (size_t i = 0; i < n; i++) {
+        struct osb_sbx *s = osb_reg_at(srv->reg, i);
+        if (expiring(s) && (!next || s->expires_us < next))
+            next = s->expires_us;
+    }
+    if (!next) {
+        uv_timer_stop(&srv->ttl_timer);
+        return;
+    }
+    int64_t delay_us = next - osb_now_us();
+    uint64_t delay_ms = delay_us <= 0 ? 0 : (uint64_t)((delay_us + 999) / 1000);
+    uv_timer_start(&srv->ttl_timer, on_ttl, delay_ms, 0);
+}
+
+/* ------------------------------------------------------------ recovery */
+
+static void load_one(void *ud, struct osb_sbx *s)
+{
+    struct osb_server *srv = ud;
+    osb_reg_add(srv->reg, s);
+}
+
+static void mark_failed(struct osb_server *srv, struct osb_sbx *s, const char *reason,
+                        const char *msg)
+{
+    osb_warn("sandbox %s: %s", s->id, msg);
+    osb_sbx_set_status(s, OSB_ST_FAILED, reason, msg, osb_now_us());
+    osb_lc_save(srv, s, "Failed", msg, NULL);
+}
+
+/* Decide one record's fate after a restart; returns false when it is gone. */
+static bool recover_one(struct osb_server *srv, struct osb_sbx *s)
+{
+    switch (s->state) {
+    case OSB_ST_RUNNING:
+    case OSB_ST_PAUSED:
+        if (s->has_handle && osb_rt_alive(srv->rt, s->id, &s->handle)) {
+            watch(srv, s);
+            return true;
+        }
+        mark_failed(srv, s, "SANDBOX_LOST",
+                    "The sandbox's processes were gone when the server restarted.");
+        return true;
+    case OSB_ST_PENDING:
+        destroy_rt(srv, s->id);
+        s->has_handle = false;
+        mark_failed(srv, s, "PROVISIONING_INTERRUPTED",
+                    "The server stopped while the sandbox was being created.");
+        return true;
+    case OSB_ST_STOPPING:
+        destroy_rt(srv, s->id);
+        forget(srv, s);
+        return false;
+    case OSB_ST_TERMINATED:
+    case OSB_ST_FAILED:
+    default:
+        return true;
+    }
+}
+
+int osb_lc_recover(struct osb_server *srv, struct osb_err *err)
+{
+    if (osb_store_load(srv->store, load_one, srv, err) < 0)
+        return -1;
+    size_t n = osb_reg_count(srv->reg);
+    struct osb_sbx **all = osb_xcalloc(n + 1, sizeof *all);
+    for (size_t i = 0; i < n; i++)
+        all[i] = osb_reg_at(srv->reg, i);
+    size_t adopted = 0;
+    for (size_t i = 0; i < n; i++)
+        if (recover_one(srv, all[i]) && all[i]->state != OSB_ST_FAILED)
+            adopted++;
+    free(all);
+    n = osb_reg_count(srv->reg);
+    const char **known = osb_xcalloc(n + 1, sizeof *known);
+    for (size_t i = 0; i < n; i++)
+        known[i] = osb_reg_at(srv->reg, i)->id;
+    int rc = osb_rt_cleanup_orphans(srv->rt, known, err);
+    free(known);
+    if (rc < 0)
+        return osb_err_wrap(err, "clean up orphaned sandboxes");
+    if (n)
+        osb_info("recovered %zu sandboxes from the store (%zu live)", n, adopted);
+    osb_lc_ttl_rearm(srv);
+    return 0;
+}
+
+void osb_lc_init(struct osb_server *srv)
+{
+    uv_timer_init(srv->loop, &srv->ttl_timer);
+    srv->ttl_timer.data = srv;
+}
+
+void osb_lc_close(struct osb_server *srv)
+{
+    if (!srv->ttl_timer.data)
+        return; /* never initialised */
+    uv_timer_stop(&srv->ttl_timer);
+    uv_close((uv_handle_t *)&srv->ttl_timer, NULL);
+}

@@ -1,0 +1,319 @@
+/* opensandbox-server: the lifecycle API on the native runtime.
+ *
+ *   opensandbox-server [--config FILE]
+ *   opensandbox-server init-config PATH [--example native]
+ *   opensandbox-server image import NAME FILE.tar | image list | image rm NAME
+ *
+ * Start-up is a checklist: config, API key policy, state dir (locked: two
+ * servers on one state dir would clean up each other's sandboxes as
+ * orphans), store, runtime, recovery of the sandboxes of a previous run,
+ * then listen. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "server/server.h"
+
+/* execd gets this long to answer /ping after the runtime started it; a
+ * healthy sandbox answers in a few ms, 50 concurrent creates on two cores
+ * in well under a second. */
+#define READY_TIMEOUT_MS 15000
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: opensandbox-server [--config FILE]\n"
+            "       opensandbox-server init-config PATH [--example native]\n"
+            "       opensandbox-server [--config FILE] image import NAME FILE.tar\n"
+            "       opensandbox-server [--config FILE] image list\n"
+            "       opensandbox-server [--config FILE] image rm NAME\n"
+            "\n"
+            "The config file defaults to $SANDBOX_CONFIG_PATH, else ~/.sandbox.toml.\n"
+            "Environment: OPENSANDBOX_SERVER_API_KEY (overrides [server] api_key),\n"
+            "OPENSANDBOX_INSECURE_SERVER=YES (run without an API key), OSB_LOG_LEVEL.\n");
+}
+
+static int fail(const char *what, const struct osb_err *err)
+{
+    fprintf(stderr, "opensandbox-server: %s%s%s\n", what, err ? ": " : "", err ? err->msg : "");
+    return 1;
+}
+
+static void set_log_level(const char *lvl)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    if (getenv("OSB_LOG_LEVEL") || !lvl)
+        return; /* the environment wins, for debugging a configured server */
+    for (int i = 0; i < 4; i++)
+        if (strcmp(lvl, names[i]) == 0)
+            osb_log_level = (enum osb_log_level)i;
+}
+
+/* ------------------------------------------------------- init-config */
+
+static int cmd_init_config(int argc, char **argv)
+{
+    static const struct option lo[] = {{"example", required_argument, NULL, 'e'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    const char *example = "native";
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "e:h", lo, NULL)) != -1) {
+        if (ch == 'e') {
+            example = optarg;
+            continue;
+        }
+        usage(ch == 'h' ? stdout : stderr);
+        return ch == 'h' ? 0 : 2;
+    }
+    if (optind + 1 != argc) {
+        usage(stderr);
+        return 2;
+    }
+    struct osb_err err = {0};
+    if (osb_config_write_example(argv[optind], example, &err) < 0)
+        return fail("init-config", &err);
+    printf("wrote %s\n", argv[optind]);
+    return 0;
+}
+
+/* -------------------------------------------------------------- image */
+
+static int open_runtime(const struct osb_config *cfg, uv_loop_t *loop, struct osb_rt **rt)
+{
+    struct osb_rt_config rc = {.state_dir = cfg->native.state_dir,
+                               .execd_path = cfg->runtime.execd_path,
+                               .init_path = cfg->runtime.init_path};
+    struct osb_err err = {0};
+    if (mkdir(cfg->native.state_dir, 0700) < 0 && errno != EEXIST) {
+        osb_err_sys(&err, "create state dir `%s`", cfg->native.state_dir);
+        return fail("runtime", &err);
+    }
+    if (osb_rt_open(&rc, loop, rt, &err) < 0)
+        return fail("open the native runtime", &err);
+    return 0;
+}
+
+static int image_list(struct osb_rt *rt)
+{
+    struct osb_rt_image imgs[256];
+    struct osb_err err = {0};
+    int n = osb_rt_image_list(rt, imgs, sizeof imgs / sizeof imgs[0], &err);
+    if (n < 0)
+        return fail("image list", &err);
+    printf("%-32s %12s  %s\n", "NAME", "SIZE", "CREATED");
+    for (int i = 0; i < n; i++) {
+        char when[32] = "-";
+        if (imgs[i].created_ms > 0) {
+            time_t t = (time_t)(imgs[i].created_ms / 1000);
+            struct tm tm;
+            gmtime_r(&t, &tm);
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        }
+        printf("%-32s %12llu  %s\n", imgs[i].name, (unsigned long long)imgs[i].size_bytes, when);
+    }
+    return 0;
+}
+
+static int image_run(struct osb_rt *rt, int argc, char **argv)
+{
+    struct osb_err err = {0};
+    if (argc == 2 && strcmp(argv[1], "list") == 0)
+        return image_list(rt);
+    if (argc == 4 && strcmp(argv[1], "import") == 0) {
+        if (osb_rt_image_import(rt, argv[2], argv[3], &err) < 0)
+            return fail("image import", &err);
+        printf("imported %s from %s\n", argv[2], argv[3]);
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "rm") == 0) {
+        if (osb_rt_image_remove(rt, argv[2], &err) < 0)
+            return fail("image rm", &err);
+        printf("removed %s\n", argv[2]);
+        return 0;
+    }
+    usage(stderr);
+    return 2;
+}
+
+static int cmd_image(const char *config, int argc, char **argv)
+{
+    struct osb_config cfg = {0};
+    struct osb_err err = {0};
+    if (osb_config_load(config, &cfg, &err) < 0)
+        return fail("config", &err);
+    uv_loop_t *loop = uv_default_loop();
+    struct osb_rt *rt = NULL;
+    int rc = open_runtime(&cfg, loop, &rt);
+    if (rc == 0) {
+        rc = image_run(rt, argc, argv);
+        osb_rt_close(rt);
+        uv_run(loop, UV_RUN_NOWAIT);
+    }
+    osb_config_free(&cfg);
+    return rc;
+}
+
+/* ------------------------------------------------------------- serve */
+
+static struct osb_server server;
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+    osb_info("signal %d: shutting down (sandboxes keep running; a restart re-adopts them)", sig);
+    uv_stop(h->loop);
+}
+
+/* One lock per state dir, held for the life of the process. */
+static int lock_state_dir(const char *dir)
+{
+    char *path = osb_xasprintf("%s/server.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int rc = 0;
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        fprintf(stderr,
+                "opensandbox-server: state dir `%s` is in use by another opensandbox-server "
+                "(%s: %s)\n",
+                dir, path, strerror(errno));
+        rc = -1;
+    }
+    free(path);
+    return rc;
+}
+
+static int open_store(struct osb_server *srv)
+{
+    struct osb_err err = {0};
+    char *path = osb_xasprintf("%s/opensandbox.db", srv->cfg->native.state_dir);
+    int rc = osb_store_open(path, &srv->store, &err);
+    if (rc == 0)
+        chmod(path, 0600); /* execd tokens live in it */
+    free(path);
+    return rc < 0 ? fail("store", &err) : 0;
+}
+
+static bool api_key_policy(struct osb_config *cfg)
+{
+    if (cfg->server.api_key && *cfg->server.api_key)
+        return true;
+    if (cfg->insecure) {
+        osb_warn("INSECURE MODE: no API key; anyone who can reach %s:%d controls every sandbox",
+                 cfg->server.host, cfg->server.port);
+        return true;
+    }
+    fprintf(stderr,
+            "opensandbox-server: refusing to start without an API key.\n"
+            "  Set [server] api_key in %s, or the environment variable "
+            "OPENSANDBOX_SERVER_API_KEY.\n"
+            "  To run without authentication (anyone who can reach the port controls every "
+            "sandbox), set OPENSANDBOX_INSECURE_SERVER=YES.\n",
+            cfg->path ? cfg->path : "the config file (see `opensandbox-server init-config`)");
+    return false;
+}
+
+static int start(struct osb_server *srv)
+{
+    const struct osb_config *cfg = srv->cfg;
+    struct osb_err err = {0};
+    if (open_runtime(cfg, srv->loop, &srv->rt) != 0 || lock_state_dir(cfg->native.state_dir) < 0 ||
+        open_store(srv) != 0)
+        return 1;
+    srv->reg = osb_reg_new();
+    osb_lc_init(srv);
+    if (osb_lc_recover(srv, &err) < 0)
+        return fail("recover sandboxes", &err);
+    srv->http = osb_http_server_new(srv->loop);
+    osb_api_register(srv);
+    if (osb_http_listen_tcp(srv->http, cfg->server.host, cfg->server.port, &err) < 0)
+        return fail("listen", &err);
+    srv->port = osb_http_server_port(srv->http);
+    osb_info("listening on http://%s:%d; runtime: %s; state dir: %s; auth: %s", cfg->server.host,
+             srv->port, osb_rt_describe(srv->rt), cfg->native.state_dir,
+             srv->api_key ? "API key" : "NONE (insecure)");
+    return 0;
+}
+
+static void stop(struct osb_server *srv)
+{
+    if (srv->http)
+        osb_http_server_close(srv->http);
+    osb_lc_close(srv);
+    if (srv->rt)
+        osb_rt_close(srv->rt);
+    uv_run(srv->loop, UV_RUN_NOWAIT);
+    osb_store_close(srv->store);
+    osb_reg_free(srv->reg);
+}
+
+static int serve(const char *config)
+{
+    struct osb_config cfg = {0};
+    struct osb_err err = {0};
+    if (osb_config_load(config, &cfg, &err) < 0)
+        return fail("config", &err);
+    set_log_level(cfg.server.log_level);
+    if (!api_key_policy(&cfg)) {
+        osb_config_free(&cfg);
+        return 1;
+    }
+    struct osb_server *srv = &server;
+    srv->loop = uv_default_loop();
+    srv->cfg = &cfg;
+    srv->api_key = cfg.server.api_key && *cfg.server.api_key ? cfg.server.api_key : NULL;
+    srv->limits.min_timeout_s = cfg.server.min_sandbox_timeout_seconds;
+    srv->limits.max_timeout_s = cfg.server.max_sandbox_timeout_seconds;
+    srv->ready_timeout_ms = READY_TIMEOUT_MS;
+    uv_signal_t sigterm, sigint;
+    uv_signal_init(srv->loop, &sigterm);
+    uv_signal_start(&sigterm, on_signal, SIGTERM);
+    uv_signal_init(srv->loop, &sigint);
+    uv_signal_start(&sigint, on_signal, SIGINT);
+    int rc = start(srv);
+    if (rc == 0)
+        uv_run(srv->loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&sigterm, NULL);
+    uv_close((uv_handle_t *)&sigint, NULL);
+    stop(srv);
+    osb_config_free(&cfg);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    osb_log_init("opensandbox-server");
+    signal(SIGPIPE, SIG_IGN);
+    static const struct option lo[] = {{"config", required_argument, NULL, 'c'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    const char *config = NULL;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "+c:h", lo, NULL)) != -1) {
+        if (ch == 'c') {
+            config = optarg;
+            continue;
+        }
+        usage(ch == 'h' ? stdout : stderr);
+        return ch == 'h' ? 0 : 2;
+    }
+    if (optind < argc && strcmp(argv[optind], "init-config") == 0)
+        return cmd_init_config(argc - optind, argv + optind);
+    if (optind < argc && strcmp(argv[optind], "image") == 0)
+        return cmd_image(config, argc - optind, argv + optind);
+    if (optind < argc) {
+        fprintf(stderr, "opensandbox-server: unknown command `%s`\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    return serve(config);
+}

@@ -1,0 +1,78 @@
+/* The lifecycle server's shared state and the seams between its modules:
+ * api_*.c (HTTP handlers), lifecycle.c (state machine, TTL, restart
+ * recovery), store.c (SQLite), registry.c (in-memory index). Everything
+ * runs on one libuv loop thread. */
+#ifndef OSB_SERVER_SERVER_H
+#define OSB_SERVER_SERVER_H
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/err.h"
+#include "http/http.h"
+#include "runtime/runtime.h"
+#include "server/apierr.h"
+#include "server/config.h"
+#include "server/registry.h"
+#include "server/spec.h"
+#include "server/store.h"
+
+struct osb_server {
+    uv_loop_t *loop;
+    const struct osb_config *cfg;
+    struct osb_rt *rt;
+    struct osb_store *store;
+    struct osb_registry *reg;
+    struct osb_http_server *http;
+    uv_timer_t ttl_timer;
+    int port;                     /* bound TCP port */
+    const char *api_key;          /* NULL: no authentication (insecure mode) */
+    struct osb_spec_limits limits;
+    int64_t ready_timeout_ms;     /* how long execd gets to answer /ping */
+};
+
+/* ---- lifecycle.c ---- */
+/* Starts creating a sandbox from a validated spec (taken: *spec is emptied).
+ * The request is answered later: 202 once execd answers /ping, or an error. */
+void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_create_spec *spec);
+/* Deletes a sandbox in any state. req (may be NULL, for TTL expiry) gets
+ * 204 once everything is gone, or 500. */
+void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req);
+int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e);
+int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e);
+/* Persist s (and an event when type is non-NULL); 500 apierr on failure. */
+int osb_lc_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type, const char *ev_msg,
+                struct osb_apierr *e);
+/* Re-arm the expiry timer after any change of an expiresAt. */
+void osb_lc_ttl_rearm(struct osb_server *srv);
+/* At start: load the store, re-adopt live sandboxes, fail or destroy the
+ * rest, clean orphans, arm the TTL timer. */
+int osb_lc_recover(struct osb_server *srv, struct osb_err *err);
+void osb_lc_init(struct osb_server *srv);
+void osb_lc_close(struct osb_server *srv);
+
+/* ---- api.c: routes, auth, request ids, shared JSON ---- */
+void osb_api_register(struct osb_server *srv);
+/* Sandbox (full) or CreateSandboxResponse (full = false) JSON. New ref. */
+json_t *osb_api_sandbox_json(const struct osb_sbx *s, bool full);
+/* The sandbox named by the route's :id, or NULL after answering 404. */
+struct osb_sbx *osb_api_find(struct osb_server *srv, struct osb_http_req *req);
+/* The request body as a JSON value; NULL after answering 400.
+ * allow_empty: an empty body gives an empty object. */
+json_t *osb_api_body(struct osb_http_req *req, bool allow_empty);
+/* 32 random hex chars (uuid4().hex style) into buf[33]; n random bytes
+ * hex-encoded into out[2n+1]. */
+void osb_api_random_hex(char *out, size_t nbytes);
+void osb_api_uuid4(char out[37]);
+
+/* Route tables of the other api files, each registered at /v1 and at /. */
+extern const struct osb_http_route osb_api_sandbox_routes[];
+extern const size_t osb_api_sandbox_nroutes;
+extern const struct osb_http_route osb_api_misc_routes[];
+extern const size_t osb_api_misc_nroutes;
+extern const struct osb_http_route osb_api_diag_routes[];
+extern const size_t osb_api_diag_nroutes;
+extern const struct osb_http_route osb_api_proxy_routes[];
+extern const size_t osb_api_proxy_nroutes;
+#endif

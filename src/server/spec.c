@@ -1,0 +1,508 @@
+/* CreateSandboxRequest validation. The order of checks follows the request
+ * (image, entrypoint, limits, timeout, env, metadata, platform, features)
+ * so the first problem a client sees is the first field it sent wrong. */
+#include "server/spec.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/quantity.h"
+#include "common/xalloc.h"
+
+#define BAD "SANDBOX::INVALID_PARAMETER"
+/* Entrypoint argv and env entries: far beyond any real request, and a
+ * bound on what the runtime is asked to copy. */
+#define MAX_ARGS 4096
+#define MAX_ENV 4096
+/* Below this execd itself cannot run, so the sandbox would never answer. */
+#define MIN_MEMORY_BYTES (4LL << 20)
+/* cgroup cpu quotas beyond 1024 cores are nonsense on any machine. */
+#define MAX_CPU_MILLIS (1024LL * 1000)
+#define MAX_PIDS 4194304
+
+/* -------------------------------------------------------------- labels */
+
+static bool label_char(char c, bool edge)
+{
+    if (isalnum((unsigned char)c))
+        return true;
+    return !edge && (c == '-' || c == '_' || c == '.');
+}
+
+/* [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])? of at most 63 chars; empty
+ * allowed when allow_empty. */
+static bool label_name(const char *s, size_t n, bool allow_empty)
+{
+    if (n == 0)
+        return allow_empty;
+    if (n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!label_char(s[i], i == 0 || i == n - 1))
+            return false;
+    return true;
+}
+
+/* DNS-1123 subdomain: lower-case labels [a-z0-9]([-a-z0-9]*[a-z0-9])?
+ * joined by dots, at most 253 chars. */
+static bool dns_subdomain(const char *s, size_t n)
+{
+    if (n == 0 || n > 253)
+        return false;
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && s[i] != '.') {
+            char c = s[i];
+            bool edge = i == start || i + 1 == n || s[i + 1] == '.';
+            if (!(islower((unsigned char)c) || isdigit((unsigned char)c) || (c == '-' && !edge)))
+                return false;
+            continue;
+        }
+        if (i == start)
+            return false; /* empty label */
+        start = i + 1;
+    }
+    return true;
+}
+
+int osb_label_reserved(const char *key)
+{
+    return strncmp(key, "opensandbox.io/", 15) == 0;
+}
+
+int osb_label_check(const char *key, const char *value, char *msg, size_t n)
+{
+    const char *slash = strchr(key, '/');
+    const char *name = slash ? slash + 1 : key;
+    if (slash && strchr(name, '/')) {
+        snprintf(msg, n, "metadata key '%s' may contain at most one '/'", key);
+        return -1;
+    }
+    if (slash && !dns_subdomain(key, (size_t)(slash - key))) {
+        snprintf(msg, n,
+                 "metadata key '%s': the prefix must be a DNS subdomain (lower-case "
+                 "alphanumerics, '-' and '.', at most 253 characters)",
+                 key);
+        return -1;
+    }
+    if (!label_name(name, strlen(name), false)) {
+        snprintf(msg, n,
+                 "metadata key '%s': the name must be 1-63 characters of alphanumerics, '-', "
+                 "'_' or '.', starting and ending with an alphanumeric",
+                 key);
+        return -1;
+    }
+    if (value && !label_name(value, strlen(value), true)) {
+        snprintf(msg, n,
+                 "metadata value for '%s' must be at most 63 characters of alphanumerics, '-', "
+                 "'_' or '.', starting and ending with an alphanumeric (or empty)",
+                 key);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- parse */
+
+/* A field that is present and not null. */
+static json_t *field(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    return json_is_null(v) ? NULL : v;
+}
+
+static char **strv_new(size_t n)
+{
+    return osb_xcalloc(n + 1, sizeof(char *));
+}
+
+static void strv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+static int parse_image(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
+{
+    json_t *img = field(body, "image");
+    json_t *snap = field(body, "snapshotId");
+    const char *uri = NULL;
+    if (img) {
+        if (!json_is_object(img))
+            return osb_apierr_set(e, 400, BAD, "field 'image' must be an object {\"uri\": ...}");
+        json_t *u = field(img, "uri");
+        if (u && !json_is_string(u))
+            return osb_apierr_set(e, 400, BAD, "field 'image.uri' must be a string");
+        uri = u ? json_string_value(u) : NULL;
+        json_t *auth = field(img, "auth");
+        if (auth && !json_is_object(auth))
+            return osb_apierr_set(e, 400, BAD, "field 'image.auth' must be an object");
+    }
+    bool has_uri = uri && strspn(uri, " \t") != strlen(uri);
+    if (snap && !json_is_string(snap))
+        return osb_apierr_set(e, 400, BAD, "field 'snapshotId' must be a string");
+    if (snap && has_uri)
+        return osb_apierr_set(e, 400, BAD, "fields 'image' and 'snapshotId' are mutually exclusive");
+    if (snap)
+        return osb_apierr_set(e, 501, "SNAPSHOT::NOT_IMPLEMENTED",
+                              "field 'snapshotId': creating a sandbox from a snapshot is not "
+                              "implemented by this server yet");
+    if (!has_uri)
+        return osb_apierr_set(e, 400, BAD, "field 'image.uri' is required");
+    out->image = osb_xstrdup(uri);
+    return 0;
+}
+
+static int parse_entrypoint(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
+{
+    static const char *code = "SANDBOX::INVALID_ENTRYPOINT";
+    json_t *ep = field(body, "entrypoint");
+    if (!ep)
+        return osb_apierr_set(e, 400, code, "field 'entrypoint' is required");
+    if (!json_is_array(ep) || json_array_size(ep) == 0)
+        return osb_apierr_set(e, 400, code, "field 'entrypoint' must be a non-empty array of strings");
+    if (json_array_size(ep) > MAX_ARGS)
+        return osb_apierr_set(e, 400, code, "field 'entrypoint' has more than %d elements", MAX_ARGS);
+    size_t i;
+    json_t *v;
+    json_array_foreach(ep, i, v)
+    {
+        if (!json_is_string(v))
+            return osb_apierr_set(e, 400, code, "field 'entrypoint[%zu]' must be a string", i);
+    }
+    if (json_string_length(json_array_get(ep, 0)) == 0)
+        return osb_apierr_set(e, 400, code, "field 'entrypoint[0]' (the program) must not be empty");
+    out->entrypoint = strv_new(json_array_size(ep));
+    json_array_foreach(ep, i, v) out->entrypoint[i] = osb_xstrdup(json_string_value(v));
+    return 0;
+}
+
+static int limit_value(const char *key, json_t *v, const char **s, struct osb_apierr *e)
+{
+    if (!json_is_string(v))
+        return osb_apierr_set(e, 400, BAD, "field 'resourceLimits.%s' must be a string", key);
+    *s = json_string_value(v);
+    return 0;
+}
+
+static int parse_limit_cpu(const char *s, struct osb_create_spec *out, struct osb_apierr *e)
+{
+    if (osb_quantity_millicpu(s, &out->cpu_millicores) < 0 || out->cpu_millicores <= 0)
+        return osb_apierr_set(e, 400, BAD,
+                              "field 'resourceLimits.cpu': '%s' is not a CPU quantity (e.g. "
+                              "\"500m\", \"1\", \"2.5\")",
+                              s);
+    if (out->cpu_millicores > MAX_CPU_MILLIS)
+        return osb_apierr_set(e, 400, BAD, "field 'resourceLimits.cpu': '%s' is too large", s);
+    return 0;
+}
+
+static int parse_limit_bytes(const char *key, const char *s, int64_t *dst, struct osb_apierr *e)
+{
+    if (osb_quantity_bytes(s, dst) < 0)
+        return osb_apierr_set(e, 400, BAD,
+                              "field 'resourceLimits.%s': '%s' is not a byte quantity (e.g. "
+                              "\"512Mi\", \"2Gi\", \"1G\", \"1048576\")",
+                              key, s);
+    if (*dst < MIN_MEMORY_BYTES)
+        return osb_apierr_set(e, 400, BAD,
+                              "field 'resourceLimits.%s': '%s' is below the minimum of 4Mi", key, s);
+    return 0;
+}
+
+static int parse_limit_pids(const char *s, struct osb_create_spec *out, struct osb_apierr *e)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || v < 16 || v > MAX_PIDS)
+        return osb_apierr_set(e, 400, BAD,
+                              "field 'resourceLimits.pids': '%s' must be an integer in 16..%d", s,
+                              MAX_PIDS);
+    out->pids_max = v;
+    return 0;
+}
+
+static int parse_limit(const char *key, const char *s, struct osb_create_spec *out,
+                       struct osb_apierr *e)
+{
+    if (strcmp(key, "cpu") == 0)
+        return parse_limit_cpu(s, out, e);
+    if (strcmp(key, "memory") == 0)
+        return parse_limit_bytes(key, s, &out->memory_bytes, e);
+    if (strcmp(key, "ephemeral-storage") == 0 || strcmp(key, "disk") == 0)
+        return parse_limit_bytes(key, s, &out->disk_bytes, e);
+    if (strcmp(key, "pids") == 0)
+        return parse_limit_pids(s, out, e);
+    if (strcmp(key, "gpu") == 0 || strcmp(key, "nvidia.com/gpu") == 0) {
+        if (strcmp(s, "0") == 0)
+            return 0;
+        return osb_apierr_set(e, 400, BAD,
+                              "field 'resourceLimits.%s': GPUs are not available on the native "
+                              "runtime",
+                              key);
+    }
+    return 0; /* other keys (k8s extended resources) are ignored, as upstream does */
+}
+
+static int parse_limits(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
+{
+    json_t *rl = field(body, "resourceLimits");
+    if (!rl)
+        return 0;
+    if (!json_is_object(rl))
+        return osb_apierr_set(e, 400, BAD, "field 'resourceLimits' must be an object of strings");
+    const char *k;
+    json_t *v;
+    json_object_foreach(rl, k, v)
+    {
+        const char *s = NULL;
+        if (limit_value(k, v, &s, e) < 0 || parse_limit(k, s, out, e) < 0)
+            return -1;
+    }
+    out->resource_limits = json_deep_copy(rl);
+    return 0;
+}
+
+static int parse_timeout(json_t *body, const struct osb_spec_limits *lim,
+                         struct osb_create_spec *out, struct osb_apierr *e)
+{
+    json_t *t = field(body, "timeout");
+    if (!t)
+        return 0; /* omitted or null: manual cleanup */
+    if (!json_is_integer(t))
+        return osb_apierr_set(e, 400, BAD,
+                              "field 'timeout' must be an integer number of seconds or null");
+    json_int_t v = json_integer_value(t);
+    if (v < lim->min_timeout_s)
+        return osb_apierr_set(e, 400, BAD, "field 'timeout' must be at least %lld seconds (got %lld)",
+                              (long long)lim->min_timeout_s, (long long)v);
+    if (lim->max_timeout_s > 0 && v > lim->max_timeout_s)
+        return osb_apierr_set(e, 400, BAD,
+                              "field 'timeout' must be at most %lld seconds "
+                              "(server.max_sandbox_timeout_seconds; got %lld)",
+                              (long long)lim->max_timeout_s, (long long)v);
+    /* A century: keeps expiresAt arithmetic far from overflow. */
+    if (v > 100LL * 365 * 86400)
+        return osb_apierr_set(e, 400, BAD, "field 'timeout' is too large (got %lld)", (long long)v);
+    out->timeout_s = v;
+    return 0;
+}
+
+static int env_key_ok(const char *k)
+{
+    return *k && !strchr(k, '=');
+}
+
+static int parse_env(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
+{
+    json_t *env = field(body, "env");
+    if (!env)
+        return 0;
+    if (!json_is_object(env))
+        return osb_apierr_set(e, 400, BAD, "field 'env' must be an object of strings");
+    if (json_object_size(env) > MAX_ENV)
+        return osb_apierr_set(e, 400, BAD, "field 'env' has more than %d entries", MAX_ENV);
+    out->env = strv_new(json_object_size(env));
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(env, k, v)
+    {
+        if (json_is_null(v))
+            continue; /* null values are skipped (protocol.md 1.4) */
+        if (!json_is_string(v))
+            return osb_apierr_set(e, 400, BAD, "field 'env.%s' must be a string or null", k);
+        if (!env_key_ok(k))
+            return osb_apierr_set(e, 400, BAD, "field 'env': invalid variable name '%s'", k);
+        out->env[n++] = osb_xasprintf("%s=%s", k, json_string_value(v));
+    }
+    return 0;
+}
+
+static int parse_metadata(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
+{
+    static const char *code = "SANDBOX::INVALID_METADATA_LABEL";
+    json_t *md = field(body, "metadata");
+    out->metadata = json_object();
+    if (!md)
+        return 0;
+    if (!json_is_object(md))
+        return osb_apierr_set(e, 400, code, "field 'metadata' must be an object of strings");
+    const char *k;
+    json_t *v;
+    json_object_foreach(md, k, v)
+    {
+        if (!json_is_string(v))
+            return osb_apierr_set(e, 400, code, "field 'metadata.%s' must be a string", k);
+        if (osb_label_reserved(k))
+            return osb_apierr_set(e, 400, code,
+                                  "metadata key '%s' uses the reserved prefix 'opensandbox.io/'", k);
+        char msg[400];
+        if (osb_label_check(k, json_string_value(v), msg, sizeof msg) < 0)
+            return osb_apierr_set(e, 400, code, "%s", msg);
+        json_object_set(out->metadata, k, v);
+    }
+    return 0;
+}
+
+static int platform_field(json_t *p, const char *key, const char *const *allowed, char *buf,
+                          size_t n, struct osb_apierr *e)
+{
+    json_t *v = field(p, key);
+    if (!v)
+        return osb_apierr_set(e, 400, BAD, "field 'platform.%s' is required", key);
+    if (!json_is_string(v) || json_string_length(v) >= n)
+        return osb_apierr_set(e, 400, BAD, "field 'platform.%s' must be one of %s, %s", key,
+                              allowed[0], allowed[1]);
+    const char *s = json_string_value(v);
+    size_t i = 0;
+    for (; s[i]; i++)
+        buf[i] = (char)tolower((unsigned char)s[i]);
+    buf[i] = '\0';
+    if (strcmp(buf, allowed[0]) != 0 && strcmp(buf, allowed[1]) != 0)
+        return osb_apierr_set(e, 400, BAD, "field 'platform.%s' must be one of %s, %s (got '%s')",
+                              key, allowed[0], allowed[1], s);
+    return 0;
+}
+
+static const char *host_arch(void)
+{
+#if defined(__aarch64__)
+    return "arm64";
+#else
+    return "amd64";
+#endif
+}
+
+static int parse_platform(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
+{
+    static const char *const oses[] = {"linux", "windows"}, *const arches[] = {"amd64", "arm64"};
+    json_t *p = field(body, "platform");
+    if (!p)
+        return 0;
+    if (!json_is_object(p))
+        return osb_apierr_set(e, 400, BAD, "field 'platform' must be an object {os, arch}");
+    char os[16], arch[16];
+    if (platform_field(p, "os", oses, os, sizeof os, e) < 0 ||
+        platform_field(p, "arch", arches, arch, sizeof arch, e) < 0)
+        return -1;
+    if (strcmp(os, "linux") != 0)
+        return osb_apierr_set(e, 400, BAD, "field 'platform.os': only linux sandboxes are supported");
+    if (strcmp(arch, host_arch()) != 0)
+        return osb_apierr_set(e, 400, BAD, "field 'platform.arch': this server runs %s sandboxes only",
+                              host_arch());
+    out->platform = json_pack("{s:s,s:s}", "os", os, "arch", arch);
+    return 0;
+}
+
+/* Features whose issues have not landed: a clear refusal, never silence. */
+static int parse_unsupported(json_t *body, struct osb_apierr *e)
+{
+    json_t *v = field(body, "volumes");
+    if (v && !json_is_array(v))
+        return osb_apierr_set(e, 400, BAD, "field 'volumes' must be an array");
+    if (v && json_array_size(v) > 0)
+        return osb_apierr_set(e, 501, "VOLUME::NOT_IMPLEMENTED",
+                              "field 'volumes': volume mounts are not implemented by this server yet");
+    if ((v = field(body, "networkPolicy")))
+        return osb_apierr_set(e, 501, "SANDBOX::NETWORK_POLICY_NOT_IMPLEMENTED",
+                              "field 'networkPolicy': egress network policies are not implemented by "
+                              "this server yet (sandboxes have a loopback-only network)");
+    if ((v = field(body, "credentialProxy"))) {
+        if (!json_is_object(v))
+            return osb_apierr_set(e, 400, BAD, "field 'credentialProxy' must be an object");
+        json_t *en = field(v, "enabled");
+        if (en && !json_is_boolean(en))
+            return osb_apierr_set(e, 400, BAD, "field 'credentialProxy.enabled' must be a boolean");
+        if (json_is_true(en))
+            return osb_apierr_set(e, 501, "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED",
+                                  "field 'credentialProxy': the credential proxy is not implemented "
+                                  "by this server yet");
+    }
+    if ((v = field(body, "secureAccess"))) {
+        if (!json_is_boolean(v))
+            return osb_apierr_set(e, 400, BAD, "field 'secureAccess' must be a boolean");
+        if (json_is_true(v))
+            return osb_apierr_set(e, 400, BAD,
+                                  "field 'secureAccess': secure access is only available with the "
+                                  "Kubernetes gateway; this server protects execd with a per-sandbox "
+                                  "token instead");
+    }
+    return 0;
+}
+
+static int parse_extensions(json_t *body, struct osb_apierr *e)
+{
+    json_t *x = field(body, "extensions");
+    if (!x)
+        return 0;
+    if (!json_is_object(x))
+        return osb_apierr_set(e, 400, BAD, "field 'extensions' must be an object of strings");
+    const char *k;
+    json_t *v;
+    json_object_foreach(x, k, v)
+    {
+        if (!json_is_string(v))
+            return osb_apierr_set(e, 400, BAD, "field 'extensions.%s' must be a string", k);
+    }
+    if (field(x, "poolRef"))
+        return osb_apierr_set(e, 400, "SANDBOX::UNSUPPORTED_POOL_REF",
+                              "field 'extensions.poolRef': pools are only available with the "
+                              "Kubernetes runtime");
+    json_t *ext = field(x, "access.renew.extend.seconds");
+    if (ext) {
+        char *end;
+        long long s = strtoll(json_string_value(ext), &end, 10);
+        if (*end || end == json_string_value(ext) || s < 300 || s > 86400)
+            return osb_apierr_set(e, 400, BAD,
+                                  "field 'extensions.access.renew.extend.seconds' must be an "
+                                  "integer in 300..86400");
+    }
+    return 0;
+}
+
+int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
+                          struct osb_create_spec *out, struct osb_apierr *e)
+{
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(body))
+        return osb_apierr_set(e, 400, BAD, "request body must be a JSON object");
+    if (parse_image(body, out, e) < 0 || parse_entrypoint(body, out, e) < 0 ||
+        parse_limits(body, out, e) < 0 || parse_timeout(body, lim, out, e) < 0 ||
+        parse_env(body, out, e) < 0 || parse_metadata(body, out, e) < 0 ||
+        parse_platform(body, out, e) < 0 || parse_unsupported(body, e) < 0 ||
+        parse_extensions(body, e) < 0) {
+        osb_spec_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void osb_spec_free(struct osb_create_spec *s)
+{
+    free(s->image);
+    strv_free(s->entrypoint);
+    strv_free(s->env);
+    json_decref(s->metadata);
+    json_decref(s->platform);
+    json_decref(s->resource_limits);
+    memset(s, 0, sizeof *s);
+}
+
+json_t *osb_spec_record(const struct osb_create_spec *s)
+{
+    json_t *ep = json_array();
+    for (size_t i = 0; s->entrypoint[i]; i++)
+        json_array_append_new(ep, json_string(s->entrypoint[i]));
+    json_t *r = json_pack("{s:{s:s},s:o}", "image", "uri", s->image, "entrypoint", ep);
+    if (s->platform)
+        json_object_set(r, "platform", s->platform);
+    if (s->resource_limits)
+        json_object_set(r, "resourceLimits", s->resource_limits);
+    if (s->timeout_s)
+        json_object_set_new(r, "timeout", json_integer(s->timeout_s));
+    return r;
+}

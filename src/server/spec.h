@@ -1,0 +1,46 @@
+/* CreateSandboxRequest (protocol.md 1.4) parsed and validated into a C
+ * struct, plus the rules shared with other routes: metadata label rules and
+ * resource quantities. Every rejection names the field. */
+#ifndef OSB_SERVER_SPEC_H
+#define OSB_SERVER_SPEC_H
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/apierr.h"
+
+struct osb_create_spec {
+    char *image;               /* image.uri */
+    char **entrypoint;         /* NULL-terminated, >= 1 element */
+    char **env;                /* NULL-terminated "K=V" */
+    int64_t cpu_millicores;    /* 0 = no limit */
+    int64_t memory_bytes;      /* 0 = no limit */
+    int64_t disk_bytes;        /* 0 = runtime default */
+    int64_t pids_max;          /* 0 = runtime default */
+    int64_t timeout_s;         /* 0 = manual cleanup */
+    json_t *metadata;          /* object of strings, never NULL */
+    json_t *platform;          /* NULL or {"os","arch"} lower-cased */
+    json_t *resource_limits;   /* NULL or the map as given */
+};
+
+struct osb_spec_limits {
+    int64_t min_timeout_s;     /* 60 unless a test lowers it */
+    int64_t max_timeout_s;     /* 0 = no cap */
+};
+
+/* body: the parsed request object (borrowed). On success out owns copies;
+ * free with osb_spec_free. On failure out is left empty. */
+int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
+                          struct osb_create_spec *out, struct osb_apierr *e);
+void osb_spec_free(struct osb_create_spec *s);
+
+/* The spec kept in the store and echoed by GET: image, entrypoint,
+ * platform, resourceLimits, timeout (no env: it may hold secrets). New ref. */
+json_t *osb_spec_record(const struct osb_create_spec *s);
+
+/* Kubernetes label rules for one metadata entry (value may be NULL to check
+ * only the key). Returns 0, or -1 with a message naming the problem. */
+int osb_label_check(const char *key, const char *value, char *msg, size_t n);
+/* Whether the key uses the reserved "opensandbox.io/" prefix. */
+int osb_label_reserved(const char *key);
+#endif

@@ -1,0 +1,465 @@
+/* src/server/config: resolution, defaults, every key, environment
+ * overrides, error messages naming file:line and key, the example file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/xalloc.h"
+#include "server/config.h"
+#include "tap.h"
+
+static char tmp[PATH_MAX];
+
+static char *tpath(const char *name)
+{
+    return osb_xasprintf("%s/%s", tmp, name);
+}
+
+/* A temp path in a static buffer (for one-off uses). */
+static const char *tp(const char *name)
+{
+    static char buf[4][PATH_MAX + 64];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof buf[i], "%s/%s", tmp, name);
+    return buf[i];
+}
+
+static char *write_tmp(const char *name, const char *text)
+{
+    char *p = tpath(name);
+    FILE *f = fopen(p, "w");
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+static char *exe_dir(void)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = 0;
+    *strrchr(buf, '/') = 0;
+    return osb_xstrdup(buf);
+}
+
+static void clean_env(void)
+{
+    unsetenv("SANDBOX_CONFIG_PATH");
+    unsetenv("OPENSANDBOX_SERVER_API_KEY");
+    unsetenv("OPENSANDBOX_INSECURE_SERVER");
+    setenv("HOME", tmp, 1);
+}
+
+/* Load text from a file and expect this exact error ("FILE" in want is
+ * replaced by the file's path). */
+static void load_fails(const char *text, const char *want, const char *what)
+{
+    char *p = write_tmp("bad.toml", text);
+    struct osb_config c;
+    memset(&c, 0x5a, sizeof c);
+    struct osb_err e = {0};
+    OK(osb_config_load(p, &c, &e) < 0, what);
+    char full[1024];
+    const char *at = strstr(want, "FILE");
+    if (at)
+        snprintf(full, sizeof full, "%.*s%s%s", (int)(at - want), want, p, at + 4);
+    else
+        snprintf(full, sizeof full, "%s", want);
+    IS_STR(e.msg, full, what);
+    unsigned char *b = (unsigned char *)&c;
+    OK(b[0] == 0x5a && b[sizeof c - 1] == 0x5a, "output untouched on failure");
+    free(p);
+}
+
+static struct osb_config load_ok(const char *text, const char *what)
+{
+    char *p = write_tmp("ok.toml", text);
+    struct osb_config c = {0};
+    struct osb_err e = {0};
+    int rc = osb_config_load(p, &c, &e);
+    if (rc < 0)
+        printf("# %s: %s\n", what, e.msg);
+    OK(rc == 0, what);
+    free(p);
+    return c;
+}
+
+static void test_defaults(void)
+{
+    clean_env();
+    struct osb_config c;
+    struct osb_err e = {0};
+    OK(osb_config_load(NULL, &c, &e) == 0, "missing ~/.sandbox.toml: built-in defaults");
+    OK(c.path == NULL, "no file read");
+    IS_STR(c.server.host, "127.0.0.1", "default host");
+    IS_INT(c.server.port, 8080, "default port");
+    OK(c.server.api_key == NULL, "no api key by default");
+    OK(c.server.eip == NULL, "no eip by default");
+    IS_INT(c.server.max_sandbox_timeout_seconds, 0, "no timeout cap by default");
+    IS_INT(c.server.min_sandbox_timeout_seconds, 60, "min timeout 60 by default");
+    IS_STR(c.server.log_level, "info", "default log level");
+    IS_STR(c.runtime.type, "native", "default runtime");
+    char *dir = exe_dir();
+    char *want = osb_xasprintf("%s/execd", dir);
+    IS_STR(c.runtime.execd_path, want, "execd next to the binary");
+    free(want);
+    want = osb_xasprintf("%s/osb-sandbox-init", dir);
+    IS_STR(c.runtime.init_path, want, "init next to the binary");
+    free(want);
+    free(dir);
+    want = osb_xasprintf("%s/.opensandbox", tmp);
+    IS_STR(c.native.state_dir, want, "state dir under HOME");
+    free(want);
+    IS_INT(c.native.default_disk_bytes, 1LL << 30, "default disk 1 GiB");
+    IS_INT(c.native.default_pids_max, 4096, "default pids 4096");
+    IS_INT(c.native.log_max_bytes, 1 << 20, "default log 1 MiB");
+    OK(!c.insecure, "secure by default");
+    osb_config_free(&c);
+    osb_config_free(&c); /* a freed config can be freed again */
+    osb_config_free(NULL);
+
+    unsetenv("HOME");
+    c = load_ok("", "no HOME: defaults"); /* explicit file: never the real ~/.sandbox.toml */
+    struct passwd *pw = getpwuid(getuid());
+    want = osb_xasprintf("%s/.opensandbox", pw ? pw->pw_dir : "/");
+    IS_STR(c.native.state_dir, want, "no HOME: home from the password database");
+    free(want);
+    osb_config_free(&c);
+    setenv("HOME", tmp, 1);
+}
+
+static void test_resolution(void)
+{
+    clean_env();
+    char *home_cfg = write_tmp(".sandbox.toml", "[server]\nport = 1111\n");
+    char *env_cfg = write_tmp("env.toml", "[server]\nport = 2222\n");
+    char *arg_cfg = write_tmp("arg.toml", "[server]\nport = 3333\n");
+    struct osb_config c;
+    struct osb_err e = {0};
+    OK(osb_config_load(NULL, &c, &e) == 0, "~/.sandbox.toml is read");
+    IS_INT(c.server.port, 1111, "port from ~/.sandbox.toml");
+    IS_STR(c.path, home_cfg, "path of the file read");
+    osb_config_free(&c);
+
+    setenv("SANDBOX_CONFIG_PATH", env_cfg, 1);
+    OK(osb_config_load(NULL, &c, &e) == 0, "SANDBOX_CONFIG_PATH is read");
+    IS_INT(c.server.port, 2222, "SANDBOX_CONFIG_PATH wins over ~/.sandbox.toml");
+    osb_config_free(&c);
+    OK(osb_config_load(arg_cfg, &c, &e) == 0, "--config is read");
+    IS_INT(c.server.port, 3333, "--config wins over SANDBOX_CONFIG_PATH");
+    osb_config_free(&c);
+
+    setenv("SANDBOX_CONFIG_PATH", "~/env.toml", 1);
+    OK(osb_config_load(NULL, &c, &e) == 0, "~ in SANDBOX_CONFIG_PATH expands");
+    IS_INT(c.server.port, 2222, "expanded env path");
+    osb_config_free(&c);
+
+    char *missing = tpath("missing.toml");
+    setenv("SANDBOX_CONFIG_PATH", missing, 1);
+    OK(osb_config_load(NULL, &c, &e) < 0, "missing SANDBOX_CONFIG_PATH file is an error");
+    IS_INT(e.code, OSB_E_NOTFOUND, "not found");
+    unsetenv("SANDBOX_CONFIG_PATH");
+    OK(osb_config_load(missing, &c, &e) < 0, "missing --config file is an error");
+    char *want = osb_xasprintf("config file %s does not exist", missing);
+    IS_STR(e.msg, want, "missing file message");
+    free(want);
+    OK(osb_config_load(tmp, &c, &e) < 0, "a directory is not a config file");
+    want = osb_xasprintf("config file %s: not a regular file", tmp);
+    IS_STR(e.msg, want, "directory message");
+    free(want);
+
+    char cwd[PATH_MAX];
+    OK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
+    OK(chdir(tmp) == 0, "chdir to temp dir");
+    OK(osb_config_load("arg.toml", &c, &e) == 0, "relative --config path");
+    IS_STR(c.path, arg_cfg, "relative path made absolute");
+    osb_config_free(&c);
+    OK(chdir(cwd) == 0, "chdir back");
+
+    unlink(home_cfg);
+    free(home_cfg);
+    free(env_cfg);
+    free(arg_cfg);
+    free(missing);
+}
+
+static void test_all_keys(void)
+{
+    clean_env();
+    struct osb_config c = load_ok("[server]\n"
+                                  "host = \"0.0.0.0\"\n"
+                                  "port = 9090\n"
+                                  "api_key = \"secret\"\n"
+                                  "eip = \"sb.example.com:9090\"\n"
+                                  "max_sandbox_timeout_seconds = 86400\n"
+                                  "min_sandbox_timeout_seconds = 1\n"
+                                  "log_level = \"DEBUG\"\n"
+                                  "[runtime]\n"
+                                  "type = \"native\"\n"
+                                  "execd_path = \"/opt/osb/execd\"\n"
+                                  "init_path = \"~/bin/init\"\n"
+                                  "[native]\n"
+                                  "state_dir = \"/var/lib/osb\"\n"
+                                  "default_disk = \"512Mi\"\n"
+                                  "default_pids_max = 100\n"
+                                  "log_max_bytes = 65536\n",
+                                  "every key");
+    IS_STR(c.server.host, "0.0.0.0", "host");
+    IS_INT(c.server.port, 9090, "port");
+    IS_STR(c.server.api_key, "secret", "api_key");
+    IS_STR(c.server.eip, "sb.example.com:9090", "eip");
+    IS_INT(c.server.max_sandbox_timeout_seconds, 86400, "max timeout");
+    IS_INT(c.server.min_sandbox_timeout_seconds, 1, "min timeout");
+    IS_STR(c.server.log_level, "debug", "log level normalized to lower case");
+    IS_STR(c.runtime.execd_path, "/opt/osb/execd", "execd_path");
+    char *want = osb_xasprintf("%s/bin/init", tmp);
+    IS_STR(c.runtime.init_path, want, "init_path with ~ expanded");
+    free(want);
+    IS_STR(c.native.state_dir, "/var/lib/osb", "state_dir");
+    IS_INT(c.native.default_disk_bytes, 512LL << 20, "default_disk from a quantity");
+    IS_INT(c.native.default_pids_max, 100, "default_pids_max");
+    IS_INT(c.native.log_max_bytes, 65536, "log_max_bytes from an integer");
+    osb_config_free(&c);
+
+    c = load_ok("[native]\ndefault_disk = 2147483648\nlog_max_bytes = \"1.5Mi\"\n"
+                "state_dir = \"rel/state\"\n[server]\nlog_level = \"warning\"\napi_key = \"\"\n",
+                "sizes and aliases");
+    IS_INT(c.native.default_disk_bytes, 2147483648LL, "disk as an integer");
+    IS_INT(c.native.log_max_bytes, 1572864, "log size with a fraction");
+    IS_STR(c.server.log_level, "warn", "warning -> warn");
+    IS_STR(c.server.api_key, "", "empty api key = none");
+    char cwd[PATH_MAX];
+    OK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
+    want = osb_xasprintf("%s/rel/state", cwd);
+    IS_STR(c.native.state_dir, want, "relative state_dir made absolute");
+    free(want);
+    osb_config_free(&c);
+
+    c = load_ok("", "an empty file");
+    IS_INT(c.server.port, 8080, "empty file gives defaults");
+    osb_config_free(&c);
+}
+
+/* An upstream-style file: unknown tables and upstream-only keys load. */
+static void test_upstream(void)
+{
+    clean_env();
+    const char *upstream =
+        "# upstream style\n"
+        "[server]\nhost = \"127.0.0.1\"\nport = 8080\nmax_sandbox_timeout_seconds = 86400\n"
+        "timeout_keep_alive = 30\nlimit_concurrency = 1024\nbacklog = 2048\n"
+        "thread_pool_size = 200\nloop = \"auto\"\nhttp = \"auto\"\n"
+        "[log]\nlevel = \"INFO\"\nfile_enabled = false\n"
+        "[runtime]\ntype = \"%s\"\nexecd_image = \"opensandbox/execd:v1.0.22\"\n"
+        "[storage]\nallowed_host_paths = []\nvolume_default_size = \"1Gi\"\n"
+        "[store]\ntype = \"sqlite\"\npath = \"~/.opensandbox/opensandbox.db\"\n"
+        "[docker]\nnetwork_mode = \"bridge\"\nport_range_min = 40000\n"
+        "drop_capabilities = [\"AUDIT_WRITE\", \"MKNOD\"]\nno_new_privileges = true\n"
+        "pids_limit = 4096\nseccomp_profile = \"\"\n"
+        "[kubernetes]\nnamespace = \"opensandbox\"\n"
+        "[ingress]\nmode = \"direct\"\n[ingress.gateway]\naddress = \"x\"\n"
+        "[egress]\nimage = \"opensandbox/egress:v1.1.7\"\nmode = \"dns\"\n"
+        "readiness_timeout_seconds = 30.0\n"
+        "[renew_intent]\nenabled = false\nmin_interval_seconds = 60\nredis.enabled = false\n"
+        "[secure_runtime]\ntype = \"\"\n";
+    char text[4096];
+    snprintf(text, sizeof text, upstream, "native");
+    struct osb_config c = load_ok(text, "upstream-style file with native runtime loads");
+    IS_INT(c.server.max_sandbox_timeout_seconds, 86400, "upstream max timeout");
+    IS_STR(c.server.log_level, "info", "[log] level honoured");
+    osb_config_free(&c);
+    snprintf(text, sizeof text, upstream, "docker");
+    load_fails(text, "FILE:16: [runtime] type: runtime type 'docker' is not supported yet "
+               "(use \"native\")", "docker runtime");
+    snprintf(text, sizeof text, upstream, "kubernetes");
+    load_fails(text, "FILE:16: [runtime] type: runtime type 'kubernetes' is not supported yet "
+               "(use \"native\")", "kubernetes runtime");
+    c = load_ok("[log]\nlevel = \"ERROR\"\n[server]\nlog_level = \"debug\"\n",
+                "server.log_level beats [log] level");
+    IS_STR(c.server.log_level, "debug", "server.log_level wins");
+    osb_config_free(&c);
+    load_fails("[log]\nlevel = \"LOUD\"\n", "FILE:2: [log] level: unknown level 'LOUD' "
+               "(expected error, warn, info or debug)", "bad [log] level");
+}
+
+static void test_env(void)
+{
+    clean_env();
+    setenv("OPENSANDBOX_SERVER_API_KEY", "from-env", 1);
+    setenv("OPENSANDBOX_INSECURE_SERVER", "YES", 1);
+    struct osb_config c = load_ok("[server]\napi_key = \"from-file\"\n", "env overrides");
+    IS_STR(c.server.api_key, "from-env", "OPENSANDBOX_SERVER_API_KEY overrides the file");
+    OK(c.insecure, "OPENSANDBOX_INSECURE_SERVER=YES");
+    osb_config_free(&c);
+    setenv("OPENSANDBOX_SERVER_API_KEY", "", 1);
+    setenv("OPENSANDBOX_INSECURE_SERVER", "yes", 1);
+    c = load_ok("[server]\napi_key = \"from-file\"\n", "empty env");
+    IS_STR(c.server.api_key, "from-file", "an empty OPENSANDBOX_SERVER_API_KEY does not override");
+    OK(!c.insecure, "only the exact YES sets insecure");
+    osb_config_free(&c);
+    clean_env();
+    struct osb_err e = {0};
+    setenv("OPENSANDBOX_SERVER_API_KEY", "k", 1);
+    OK(osb_config_load(NULL, &c, &e) == 0, "env applies with built-in defaults too");
+    IS_STR(c.server.api_key, "k", "env key without a file");
+    osb_config_free(&c);
+    clean_env();
+}
+
+static void test_errors(void)
+{
+    clean_env();
+    load_fails("[server]\nport = 70000\n", "FILE:2: [server] port: must be an integer in 1..65535",
+               "port out of range");
+    load_fails("[server]\nport = \"80\"\n", "FILE:2: [server] port: must be an integer in 1..65535",
+               "port as a string");
+    load_fails("[server]\nport = 80.0\n", "FILE:2: [server] port: must be an integer in 1..65535",
+               "port as a float");
+    load_fails("\n[server]\n\nprot = 80\n", "FILE:4: [server] prot: unknown key (did you mean "
+               "'port'?)", "typo gets a suggestion");
+    load_fails("[native]\nstate_directory = \"/x\"\n", "FILE:2: [native] state_directory: "
+               "unknown key", "unknown key");
+    load_fails("[server.tls]\ncert = \"x\"\n", "FILE:1: [server] tls: unknown key",
+               "sub-table of our table");
+    load_fails("[server]\nhost = \"\"\n", "FILE:2: [server] host: must not be empty", "empty host");
+    load_fails("[server]\nhost = 1\n", "FILE:2: [server] host: must be a string", "host type");
+    load_fails("[server]\napi_key = true\n", "FILE:2: [server] api_key: must be a string",
+               "api_key type");
+    load_fails("[server]\nlog_level = \"loud\"\n", "FILE:2: [server] log_level: unknown level "
+               "'loud' (expected error, warn, info or debug)", "bad log level");
+    load_fails("[server]\nmin_sandbox_timeout_seconds = 0\n", "FILE:2: [server] "
+               "min_sandbox_timeout_seconds: must be an integer in 1..316224000", "min timeout 0");
+    load_fails("[server]\nmax_sandbox_timeout_seconds = -1\n", "FILE:2: [server] "
+               "max_sandbox_timeout_seconds: must be an integer in 0..316224000", "negative max");
+    load_fails("[server]\nmax_sandbox_timeout_seconds = 30\n", "FILE:2: [server] "
+               "max_sandbox_timeout_seconds: must be 0 (no cap) or at least "
+               "min_sandbox_timeout_seconds (60)", "max below min");
+    struct osb_config c = load_ok("[server]\nmax_sandbox_timeout_seconds = 30\n"
+                                  "min_sandbox_timeout_seconds = 5\n", "max above a low min");
+    IS_INT(c.server.max_sandbox_timeout_seconds, 30, "low max allowed with low min");
+    osb_config_free(&c);
+    load_fails("[runtime]\ntype = \"podman\"\n", "FILE:2: [runtime] type: unknown runtime type "
+               "'podman' (expected \"native\")", "unknown runtime");
+    load_fails("[runtime]\nexecd_path = \"\"\n", "FILE:2: [runtime] execd_path: must not be "
+               "empty", "empty execd_path");
+    load_fails("[native]\ndefault_disk = \"lots\"\n", "FILE:2: [native] default_disk: must be a "
+               "size: bytes as an integer, or a string like \"512Mi\" or \"1Gi\"", "bad quantity");
+    load_fails("[native]\ndefault_disk = 1.5\n", "FILE:2: [native] default_disk: must be a "
+               "size: bytes as an integer, or a string like \"512Mi\" or \"1Gi\"", "size as a float");
+    load_fails("[native]\ndefault_disk = \"1Ki\"\n", "FILE:2: [native] default_disk: must be "
+               "between 1048576 and 1125899906842624 bytes", "disk too small");
+    load_fails("[native]\nlog_max_bytes = \"2Gi\"\n", "FILE:2: [native] log_max_bytes: must be "
+               "between 4096 and 1073741824 bytes", "log too large");
+    load_fails("[native]\ndefault_pids_max = 0\n", "FILE:2: [native] default_pids_max: must be "
+               "an integer in 16..4194304", "pids 0");
+    load_fails("server = 1\n", "FILE:1: [server]: must be a table", "our table as a value");
+    load_fails("port = 8080\n", "FILE:1: 'port': keys must be inside a table such as [server]",
+               "top-level key");
+    load_fails("[server]\nport = 8080\nport = 8081\n", "FILE: line 3, column 1: duplicate key "
+               "'server.port'", "TOML error names file, line and column");
+    load_fails("[server]\nport 8080\n", "FILE: line 2, column 6: expected '=' after key, found "
+               "'8'", "syntax error");
+    char *big = malloc(2 * 1024 * 1024);
+    memset(big, '#', 2 * 1024 * 1024 - 1);
+    big[2 * 1024 * 1024 - 1] = 0;
+    load_fails(big, "config file FILE: larger than 1048576 bytes", "oversized file");
+    free(big);
+}
+
+static void test_example(void)
+{
+    clean_env();
+    char *p = tpath("deep/er/example.toml");
+    struct osb_err e = {0};
+    OK(osb_config_write_example(p, "native", &e) == 0, "example written, parents created");
+    struct stat st;
+    OK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600, "example is mode 0600");
+    OK(osb_config_write_example(p, "native", &e) < 0, "refuses to overwrite");
+    IS_INT(e.code, OSB_E_EXISTS, "exists code");
+    char *want = osb_xasprintf("%s already exists; not overwriting it", p);
+    IS_STR(e.msg, want, "overwrite message");
+    free(want);
+
+    struct osb_config c, d;
+    OK(osb_config_load(p, &c, &e) == 0, "the example loads back");
+    OK(osb_config_load(tp("nothing-here-so-defaults.toml"), &d, &e) < 0, "sanity: missing");
+    OK(osb_config_load(NULL, &d, &e) == 0, "defaults");
+    IS_STR(c.server.host, d.server.host, "example host = default");
+    IS_INT(c.server.port, d.server.port, "example port = default");
+    OK(c.server.api_key == NULL && c.server.eip == NULL, "example leaves key and eip unset");
+    IS_INT(c.server.max_sandbox_timeout_seconds, d.server.max_sandbox_timeout_seconds, "max");
+    IS_INT(c.server.min_sandbox_timeout_seconds, d.server.min_sandbox_timeout_seconds, "min");
+    IS_STR(c.server.log_level, d.server.log_level, "log level");
+    IS_STR(c.runtime.type, d.runtime.type, "runtime");
+    IS_STR(c.runtime.execd_path, d.runtime.execd_path, "execd path");
+    IS_STR(c.runtime.init_path, d.runtime.init_path, "init path");
+    IS_STR(c.native.state_dir, d.native.state_dir, "state dir");
+    IS_INT(c.native.default_disk_bytes, d.native.default_disk_bytes, "disk");
+    IS_INT(c.native.default_pids_max, d.native.default_pids_max, "pids");
+    IS_INT(c.native.log_max_bytes, d.native.log_max_bytes, "log size");
+    osb_config_free(&c);
+    osb_config_free(&d);
+
+    FILE *f = fopen(p, "r");
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    const char *keys[] = {"host =", "port =", "# api_key =", "# eip =",
+                          "max_sandbox_timeout_seconds =", "min_sandbox_timeout_seconds =",
+                          "log_level =", "type = \"native\"", "# execd_path =", "# init_path =",
+                          "state_dir =", "default_disk =", "default_pids_max =",
+                          "log_max_bytes =", "[server]", "[runtime]", "[native]"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char what[128];
+        snprintf(what, sizeof what, "example has %s", keys[i]);
+        OK(strstr(text, keys[i]) != NULL, what);
+    }
+    OK(strstr(text, "timeout_keep_alive") == NULL, "ignored upstream keys are not in the example");
+
+    OK(osb_config_write_example(tp("d.toml"), "docker", &e) < 0, "docker example refused");
+    IS_INT(e.code, OSB_E_UNSUPPORTED, "docker example unsupported");
+    IS_STR(e.msg, "example 'docker' is not available: runtime 'docker' is not supported yet "
+           "(use --example native)", "docker example message");
+    OK(osb_config_write_example(tp("d.toml"), "bogus", &e) < 0, "unknown example refused");
+    IS_STR(e.msg, "unknown example 'bogus' (expected native)", "unknown example message");
+    OK(access(tp("d.toml"), F_OK) < 0, "nothing written for a refused example");
+    OK(osb_config_write_example(tp("null.toml"), NULL, &e) == 0, "NULL example = native");
+    OK(osb_config_write_example("/proc/nope/x.toml", "native", &e) < 0, "unwritable path fails");
+    OK(osb_config_write_example("", "native", &e) < 0, "empty path refused");
+    IS_STR(e.msg, "init-config needs a file path", "empty path message");
+    char *under_file = osb_xasprintf("%s/x.toml", p);
+    OK(osb_config_write_example(under_file, "native", &e) < 0, "parent is a file: fails");
+    want = osb_xasprintf("create %s: Not a directory", under_file);
+    IS_STR(e.msg, want, "parent is a file: message");
+    free(want);
+    free(under_file);
+    free(p);
+}
+
+int main(void)
+{
+    char tmpl[] = "/tmp/osb-config-test.XXXXXX";
+    if (!mkdtemp(tmpl))
+        return 1;
+    snprintf(tmp, sizeof tmp, "%s", tmpl);
+    test_defaults();
+    test_resolution();
+    test_all_keys();
+    test_upstream();
+    test_env();
+    test_errors();
+    test_example();
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", tmp);
+    return tap_done();
+}
