@@ -328,9 +328,9 @@ void osb_rt_close(struct osb_rt *rt)
     }
     uv_close((uv_handle_t *)&rt->sigchld, on_rt_handle_closed);
     uv_close((uv_handle_t *)&rt->log_timer, on_rt_handle_closed);
-    /* Empty base cgroups go; those with live sandboxes stay (rmdir fails). */
-    for (size_t i = 0; i < rt->plan.n; i++)
-        rmdir(rt->plan.bases[i].base);
+    /* The base cgroups stay: another runtime on the same state dir (the
+     * server, while the CLI runs `image ...`) may be using them, and an
+     * empty group costs nothing. */
 }
 
 const char *osb_rt_describe(const struct osb_rt *rt)

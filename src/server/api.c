@@ -2,6 +2,7 @@
  * /, the pre-handler hook (X-Request-ID, CORS, API-key auth), the fallback
  * 404, and the JSON shapes several routes return. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,25 @@ json_t *osb_api_body(struct osb_http_req *req, bool allow_empty)
         return NULL;
     }
     return j ? j : json_object();
+}
+
+int osb_api_query_int(struct osb_http_req *req, const char *name, long lo, long hi, long def,
+                      long *out)
+{
+    const char *v = osb_http_req_query(req, name);
+    *out = def;
+    if (!v)
+        return 0;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi) {
+        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PARAMETER",
+                               "query parameter '%s' must be an integer in %ld..%ld", name, lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- hook */

@@ -129,24 +129,6 @@ static unsigned state_mask(struct osb_http_req *req, bool *given)
     return mask;
 }
 
-static int int_param(struct osb_http_req *req, const char *name, long lo, long hi, long def,
-                     long *out)
-{
-    const char *v = osb_http_req_query(req, name);
-    *out = def;
-    if (!v)
-        return 0;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || x < lo || x > hi) {
-        osb_http_respond_error(req, 400, BAD, "query parameter '%s' must be an integer in %ld..%ld",
-                               name, lo, hi);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 static json_t *metadata_filter(struct osb_http_req *req)
 {
     const char *const *vals;
@@ -177,8 +159,8 @@ static void h_list(struct osb_http_req *req, void *ud)
 {
     struct osb_server *srv = ud;
     long page, size;
-    if (int_param(req, "page", 1, 1000000000L, 1, &page) < 0 ||
-        int_param(req, "pageSize", 1, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE, &size) < 0)
+    if (osb_api_query_int(req, "page", 1, 1000000000L, 1, &page) < 0 ||
+        osb_api_query_int(req, "pageSize", 1, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE, &size) < 0)
         return;
     json_t *filter = metadata_filter(req);
     if (!filter)
@@ -280,28 +262,29 @@ static void h_patch(struct osb_http_req *req, void *ud)
 
 /* ------------------------------------------------------- pause/resume */
 
-static void h_pause(struct osb_http_req *req, void *ud)
+typedef int (*state_op)(struct osb_server *, struct osb_sbx *, struct osb_apierr *);
+
+/* Pause and resume answer 202 with an empty body (Content-Length: 0). */
+static void pause_or_resume(struct osb_http_req *req, struct osb_server *srv, state_op op)
 {
-    struct osb_sbx *s = osb_api_find(ud, req);
+    struct osb_sbx *s = osb_api_find(srv, req);
     struct osb_apierr e;
     if (!s)
         return;
-    if (osb_lc_pause(ud, s, &e) < 0)
+    if (op(srv, s, &e) < 0)
         osb_apierr_respond(req, &e);
     else
         osb_http_respond_empty(req, 202);
 }
 
+static void h_pause(struct osb_http_req *req, void *ud)
+{
+    pause_or_resume(req, ud, osb_lc_pause);
+}
+
 static void h_resume(struct osb_http_req *req, void *ud)
 {
-    struct osb_sbx *s = osb_api_find(ud, req);
-    struct osb_apierr e;
-    if (!s)
-        return;
-    if (osb_lc_resume(ud, s, &e) < 0)
-        osb_apierr_respond(req, &e);
-    else
-        osb_http_respond_empty(req, 202);
+    pause_or_resume(req, ud, osb_lc_resume);
 }
 
 /* --------------------------------------------------------------- renew */

@@ -87,17 +87,19 @@ static void read_events(struct osb_server *srv, const struct osb_sbx *s, long li
     struct osb_store_event *ev = NULL;
     size_t n = 0;
     struct osb_err err = {0};
-    if (osb_store_events(srv->store, s->id, (size_t)limit, &ev, &n, &err) < 0) {
+    /* One more than asked: whether older events were left out. */
+    if (osb_store_events(srv->store, s->id, (size_t)limit + 1, &ev, &n, &err) < 0) {
         json_array_append_new(c->warnings, json_string(err.msg));
         return;
     }
-    for (size_t i = 0; i < n; i++) {
+    size_t first = n > (size_t)limit ? n - (size_t)limit : 0;
+    for (size_t i = first; i < n; i++) {
         char ts[OSB_TIMEFMT_LEN];
         osb_timefmt_us(ev[i].ts_us, ts);
         osb_buf_addf(&c->text, "%s %s%s%s\n", ts, ev[i].type, ev[i].message ? ": " : "",
                      ev[i].message ? ev[i].message : "");
     }
-    c->truncated = n == (size_t)limit;
+    c->truncated = first > 0;
     osb_store_events_free(ev, n);
 }
 
@@ -165,24 +167,6 @@ static void respond_text(struct osb_http_req *req, struct content *c)
     osb_http_respond(req, 200, TEXT, c->text.data ? c->text.data : "", c->text.len);
 }
 
-static int int_query(struct osb_http_req *req, const char *name, long lo, long hi, long def,
-                     long *out)
-{
-    const char *v = osb_http_req_query(req, name);
-    *out = def;
-    if (!v)
-        return 0;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || x < lo || x > hi) {
-        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PARAMETER",
-                               "query parameter '%s' must be an integer in %ld..%ld", name, lo, hi);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 /* The scope, NULL when absent (legacy form); *bad after answering 400. */
 static const char *get_scope(struct osb_http_req *req, bool *bad)
 {
@@ -207,7 +191,7 @@ static void h_logs(struct osb_http_req *req, void *ud)
     if (!s)
         return;
     const char *scope = get_scope(req, &bad);
-    if (bad || int_query(req, "tail", 1, 10000, scope ? 0 : 100, &tail) < 0)
+    if (bad || osb_api_query_int(req, "tail", 1, 10000, scope ? 0 : 100, &tail) < 0)
         return;
     struct content c;
     content_init(&c);
@@ -235,7 +219,7 @@ static void h_events(struct osb_http_req *req, void *ud)
     if (!s)
         return;
     const char *scope = get_scope(req, &bad);
-    if (bad || int_query(req, "limit", 1, OSB_STORE_MAX_EVENTS, scope ? OSB_STORE_MAX_EVENTS : 50,
+    if (bad || osb_api_query_int(req, "limit", 1, OSB_STORE_MAX_EVENTS, scope ? OSB_STORE_MAX_EVENTS : 50,
                          &limit) < 0)
         return;
     struct content c;
@@ -286,8 +270,8 @@ static void h_summary(struct osb_http_req *req, void *ud)
     struct osb_server *srv = ud;
     struct osb_sbx *s = osb_api_find(srv, req);
     long tail, nev;
-    if (!s || int_query(req, "tail", 1, 10000, 50, &tail) < 0 ||
-        int_query(req, "event_limit", 1, OSB_STORE_MAX_EVENTS, 20, &nev) < 0)
+    if (!s || osb_api_query_int(req, "tail", 1, 10000, 50, &tail) < 0 ||
+        osb_api_query_int(req, "event_limit", 1, OSB_STORE_MAX_EVENTS, 20, &nev) < 0)
         return;
     struct content c;
     content_init(&c);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "server/ping.h"
 #include "server/server.h"
@@ -27,6 +28,7 @@ struct osb_create_op {
     size_t nwaiters;
     struct osb_ping *ping;
     bool cancelled;
+    int64_t t_start, t_runtime;    /* monotonic ms: create accepted, runtime reported */
 };
 
 static void on_exit_cb(void *ud, const char *id);
@@ -61,11 +63,23 @@ static void destroy_rt(struct osb_server *srv, const char *id)
         osb_err_log("destroy sandbox %s: %s", id, err.msg);
 }
 
+static void mark_exited(struct osb_server *srv, struct osb_sbx *s)
+{
+    osb_warn("sandbox %s: its init process (execd) exited", s->id);
+    osb_sbx_set_status(s, OSB_ST_FAILED, "SANDBOX_EXITED",
+                       "The sandbox's init process (execd) exited.", osb_now_us());
+    osb_lc_save(srv, s, "Exited", "The sandbox's init process (execd) exited.", NULL);
+}
+
+/* Watch PID 1; if it is already gone, the sandbox is Failed right away. */
 static void watch(struct osb_server *srv, struct osb_sbx *s)
 {
     struct osb_err err = {0};
-    if (osb_rt_watch(srv->rt, s->id, &s->handle, on_exit_cb, srv, &err) < 0)
-        osb_warn("watch sandbox %s: %s", s->id, err.msg);
+    if (osb_rt_watch(srv->rt, s->id, &s->handle, on_exit_cb, srv, &err) == 0)
+        return;
+    osb_warn("watch sandbox %s: %s", s->id, err.msg);
+    if (err.code == OSB_E_NOTFOUND)
+        mark_exited(srv, s);
 }
 
 /* ------------------------------------------------------------- create */
@@ -141,6 +155,8 @@ static void on_ready(void *ud, int ok, const char *why)
         return;
     }
     watch(srv, s);
+    osb_debug("sandbox %s ready: runtime %lld ms + execd /ping %lld ms", s->id,
+              (long long)(op->t_runtime - op->t_start), (long long)(osb_mono_ms() - op->t_runtime));
     struct osb_http_req *req;
     op_take_req(op, &req);
     if (req)
@@ -168,6 +184,7 @@ static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb
     }
     s->handle = *h;
     s->has_handle = true;
+    op->t_runtime = osb_mono_ms();
     if (op->cancelled) {
         destroy_rt(srv, s->id);
         op_cancelled(op);
@@ -176,7 +193,7 @@ static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb
     op->ping = osb_ping_start(srv->loop, h->sock_path, s->token, srv->ready_timeout_ms, on_ready, op);
 }
 
-static struct osb_sbx *new_record(struct osb_server *srv, struct osb_create_spec *spec)
+static struct osb_sbx *new_record(struct osb_create_spec *spec)
 {
     char id[37];
     osb_api_uuid4(id);
@@ -190,7 +207,6 @@ static struct osb_sbx *new_record(struct osb_server *srv, struct osb_create_spec
     spec->metadata = NULL;
     osb_sbx_set_status(s, OSB_ST_PENDING, "SANDBOX_PENDING", "Sandbox is being created.",
                        s->created_us);
-    (void)srv;
     return s;
 }
 
@@ -213,7 +229,7 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
 
 void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_create_spec *spec)
 {
-    struct osb_sbx *s = new_record(srv, spec);
+    struct osb_sbx *s = new_record(spec);
     struct osb_apierr e;
     if (osb_lc_save(srv, s, "Pending", "Sandbox accepted; building it.", &e) < 0) {
         osb_sbx_free(s);
@@ -225,6 +241,7 @@ void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_
     op->srv = srv;
     op->s = s;
     op->req = req;
+    op->t_start = osb_mono_ms();
     s->op = op;
     osb_http_req_on_close(req, op_close_cb, op);
     struct osb_err err = {0};
@@ -253,13 +270,19 @@ static void delete_creating(struct osb_server *srv, struct osb_sbx *s, struct os
                        osb_now_us());
     osb_lc_save(srv, s, "Stopping", "Delete requested while the sandbox was being created.", NULL);
     if (op->ping) {
-        /* The runtime already reported back: the sandbox exists, tear it down. */
+        /* The runtime already reported back: tear the sandbox down now. */
         osb_ping_cancel(op->ping);
         op->ping = NULL;
         destroy_rt(srv, s->id);
         op_cancelled(op);
+        return;
     }
-    /* else: on_created() finishes the cancel when the runtime reports back. */
+    /* The runtime stops a create in progress and reports an error to
+     * on_created(), which finishes the cancel (maybe from inside this call:
+     * op and s must not be touched after it). */
+    char id[sizeof s->id];
+    memcpy(id, s->id, sizeof id);
+    destroy_rt(srv, id);
 }
 
 void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req)
@@ -320,10 +343,7 @@ static void on_exit_cb(void *ud, const char *id)
     struct osb_sbx *s = osb_reg_get(srv->reg, id);
     if (!s || s->op || (s->state != OSB_ST_RUNNING && s->state != OSB_ST_PAUSED))
         return; /* deleted, being created, or already marked */
-    osb_warn("sandbox %s: its init process (execd) exited", id);
-    osb_sbx_set_status(s, OSB_ST_FAILED, "SANDBOX_EXITED",
-                       "The sandbox's init process (execd) exited.", osb_now_us());
-    osb_lc_save(srv, s, "Exited", "The sandbox's init process (execd) exited.", NULL);
+    mark_exited(srv, s);
 }
 
 /* ---------------------------------------------------------------- TTL */

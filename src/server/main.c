@@ -90,16 +90,24 @@ static int cmd_init_config(int argc, char **argv)
 
 /* -------------------------------------------------------------- image */
 
+static int make_state_dir(const char *dir)
+{
+    struct osb_err err = {0};
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        osb_err_sys(&err, "create state dir `%s`", dir);
+        return fail("state dir", &err);
+    }
+    return 0;
+}
+
 static int open_runtime(const struct osb_config *cfg, uv_loop_t *loop, struct osb_rt **rt)
 {
     struct osb_rt_config rc = {.state_dir = cfg->native.state_dir,
                                .execd_path = cfg->runtime.execd_path,
                                .init_path = cfg->runtime.init_path};
     struct osb_err err = {0};
-    if (mkdir(cfg->native.state_dir, 0700) < 0 && errno != EEXIST) {
-        osb_err_sys(&err, "create state dir `%s`", cfg->native.state_dir);
-        return fail("runtime", &err);
-    }
+    if (make_state_dir(cfg->native.state_dir) != 0)
+        return 1;
     if (osb_rt_open(&rc, loop, rt, &err) < 0)
         return fail("open the native runtime", &err);
     return 0;
@@ -226,8 +234,8 @@ static int start(struct osb_server *srv)
 {
     const struct osb_config *cfg = srv->cfg;
     struct osb_err err = {0};
-    if (open_runtime(cfg, srv->loop, &srv->rt) != 0 || lock_state_dir(cfg->native.state_dir) < 0 ||
-        open_store(srv) != 0)
+    if (make_state_dir(cfg->native.state_dir) != 0 || lock_state_dir(cfg->native.state_dir) < 0 ||
+        open_runtime(cfg, srv->loop, &srv->rt) != 0 || open_store(srv) != 0)
         return 1;
     srv->reg = osb_reg_new();
     osb_lc_init(srv);

@@ -61,6 +61,10 @@ struct osb_sbx *osb_api_find(struct osb_server *srv, struct osb_http_req *req);
 /* The request body as a JSON value; NULL after answering 400.
  * allow_empty: an empty body gives an empty object. */
 json_t *osb_api_body(struct osb_http_req *req, bool allow_empty);
+/* An optional integer query parameter in lo..hi (def when absent); -1
+ * after answering 400. */
+int osb_api_query_int(struct osb_http_req *req, const char *name, long lo, long hi, long def,
+                      long *out);
 /* 32 random hex chars (uuid4().hex style) into buf[33]; n random bytes
  * hex-encoded into out[2n+1]. */
 void osb_api_random_hex(char *out, size_t nbytes);

@@ -21,6 +21,8 @@
 /* cgroup cpu quotas beyond 1024 cores are nonsense on any machine. */
 #define MAX_CPU_MILLIS (1024LL * 1000)
 #define MAX_PIDS 4194304
+/* execd alone runs about two dozen threads. */
+#define MIN_PIDS 32
 
 /* -------------------------------------------------------------- labels */
 
@@ -217,9 +219,10 @@ static int parse_limit_pids(const char *s, struct osb_create_spec *out, struct o
 {
     char *end;
     long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v < 16 || v > MAX_PIDS)
+    if (!*s || *end || v < MIN_PIDS || v > MAX_PIDS)
         return osb_apierr_set(e, 400, BAD,
-                              "field 'resourceLimits.pids': '%s' must be an integer in 16..%d", s,
+                              "field 'resourceLimits.pids': '%s' must be an integer in %d..%d", s,
+                              MIN_PIDS,
                               MAX_PIDS);
     out->pids_max = v;
     return 0;
@@ -407,7 +410,9 @@ static int parse_unsupported(json_t *body, struct osb_apierr *e)
     if (v && json_array_size(v) > 0)
         return osb_apierr_set(e, 501, "VOLUME::NOT_IMPLEMENTED",
                               "field 'volumes': volume mounts are not implemented by this server yet");
-    if ((v = field(body, "networkPolicy")))
+    if ((v = field(body, "networkPolicy")) && !json_is_object(v))
+        return osb_apierr_set(e, 400, BAD, "field 'networkPolicy' must be an object");
+    if (v)
         return osb_apierr_set(e, 501, "SANDBOX::NETWORK_POLICY_NOT_IMPLEMENTED",
                               "field 'networkPolicy': egress network policies are not implemented by "
                               "this server yet (sandboxes have a loopback-only network)");

@@ -7,6 +7,7 @@
 
 #include "common/json.h"
 #include "common/xalloc.h"
+#include "server/timefmt.h"
 
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
@@ -202,7 +203,7 @@ int osb_store_put(struct osb_store *st, const struct osb_sbx *s, const char *ev_
         return -1;
     int rc = put_row(st, s, err);
     if (rc == 0 && ev_type)
-        rc = put_event(st, s->id, s->transition_us, ev_type, ev_msg, err);
+        rc = put_event(st, s->id, osb_now_us(), ev_type, ev_msg, err);
     return in_txn(st, rc, err);
 }
 

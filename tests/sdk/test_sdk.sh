@@ -72,17 +72,54 @@ remove_tmp() {
     done
     rm -rf --one-file-system "$tmp"
 }
+# Sandboxes outlive their server by design (a restart re-adopts them), so
+# every exit path deletes them through the API before stopping it.
+delete_all() {
+    local ids
+    ids=$(curl -s --max-time 10 -H "OPEN-SANDBOX-API-KEY: $key" "$base/v1/sandboxes?pageSize=200" | /usr/bin/python3 -c \
+        'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)["items"]))' 2>/dev/null)
+    for id in $ids; do
+        curl -s --max-time 10 -H "OPEN-SANDBOX-API-KEY: $key" -X DELETE -o /dev/null "$base/v1/sandboxes/$id"
+    done
+    echo "$ids"
+}
+# Processes, cgroups and host mounts of this run's server still there after
+# it stopped: listed as "# " lines, then removed (they are this run's own
+# sandboxes). Fails when there were any.
+reap_leaks() {
+    local cgdirs procs mounts d p m
+    cgdirs=$(find /sys/fs/cgroup -maxdepth 6 -type d -name "$cg_base" 2>/dev/null)
+    procs=$(for d in $cgdirs; do find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null; done | sort -un)
+    mounts=$(awk -v p="$tmp/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo)
+    [ -z "$cgdirs$mounts" ] && return 0
+    for d in $cgdirs; do echo "#   leaked cgroup $d"; done
+    for m in $mounts; do echo "#   leaked mount $m"; done
+    for p in $procs; do echo "#   leaked process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; done
+    for p in $procs; do kill -KILL "$p" 2>/dev/null; done
+    sleep 0.2
+    for d in $cgdirs; do find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null; done
+    return 1
+}
 cleanup() {
+    [ -n "$server_pid" ] && delete_all >/dev/null
     stop_server
+    reap_leaks
     if [ "${SDK_KEEP:-0}" = 1 ]; then echo "# kept $tmp"; else remove_tmp; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+base=http://127.0.0.1:$port
+# The runtime names its cgroups "opensandbox-<FNV-1a of the state dir>":
+# where to look for processes the server left behind.
+cg_base=$(/usr/bin/python3 -c '
+import sys
+h = 2166136261
+for c in sys.argv[1].encode(): h = ((h ^ c) * 16777619) & 0xffffffff
+print("opensandbox-%08x" % h)' "$state")
 env -u OPENSANDBOX_SERVER_API_KEY -u OPENSANDBOX_INSECURE_SERVER \
     "$SERVER" --config "$tmp/sandbox.toml" >"$tmp/server.log" 2>&1 &
 server_pid=$!
-base=http://127.0.0.1:$port
 up=0
 for _ in $(seq 200); do
     if curl -sf -o /dev/null "$base/health"; then up=1; break; fi
@@ -117,24 +154,23 @@ OPEN_SANDBOX_DOMAIN=127.0.0.1:$port OPEN_SANDBOX_API_KEY=$key \
 rc=$?
 [ $rc = 124 ] && echo "not ok - sdk: the node tests did not finish within 150 s"
 
-# ---- nothing left behind: every sandbox deleted, then no mount or process in the state dir
-left=$(api "$base/v1/sandboxes?pageSize=200" | /usr/bin/python3 -c \
-    'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)["items"]))' 2>/dev/null)
+# ---- nothing left behind: every sandbox deleted, then no process, cgroup or
+# mount of this server's once it has stopped
+left=$(delete_all)
 if [ -z "$left" ]; then
     echo "ok - sdk: the tests left no sandbox behind"
 else
-    echo "not ok - sdk: sandboxes left behind after the tests: $left"
-    for id in $left; do api -X DELETE -o /dev/null "$base/v1/sandboxes/$id"; done
+    echo "not ok - sdk: sandboxes left behind after the tests (now deleted): $left"; rc=1
 fi
 stop_server
-mounts=$(awk -v p="$tmp/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo)
-procs=$(for p in /proc/[0-9]*; do r=$(readlink "$p/root" 2>/dev/null); [[ "$r" == "$tmp/"* ]] && echo "${p#/proc/}"; done)
-if [ -z "$mounts$procs" ]; then
-    echo "ok - sdk: no mounts or processes left in the state dir after all sandboxes were deleted"
+if grep -qE 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:' "$tmp/server.log"; then
+    echo "not ok - sdk: the server reported sanitizer errors"; rc=1
+    grep -E -m 10 'Sanitizer|runtime error:|^    #[0-9]' "$tmp/server.log" | head -30 | sed 's/^/#   /'
+fi
+if reap_leaks; then
+    echo "ok - sdk: no process, cgroup or mount left once the sandboxes were deleted and the server stopped"
 else
-    echo "not ok - sdk: leaks in the state dir after all sandboxes were deleted and the server stopped"
-    for m in $mounts; do echo "#   mount $m"; done
-    for p in $procs; do echo "#   pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; kill -KILL "$p" 2>/dev/null; done
+    echo "not ok - sdk: leaks after all sandboxes were deleted and the server stopped (see above)"; rc=1
 fi
 if [ $rc != 0 ]; then
     echo "# server log (last 30 lines):"

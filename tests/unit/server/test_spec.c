@@ -1,0 +1,188 @@
+/* CreateSandboxRequest parsing, label rules and timestamps (src/server/spec.c,
+ * timefmt.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "server/spec.h"
+#include "server/timefmt.h"
+#include "tap.h"
+
+static const struct osb_spec_limits lim = {.min_timeout_s = 60, .max_timeout_s = 3600};
+
+/* Parse JSON text; returns the status (0 on success) and fills spec/e. */
+static int parse(const char *text, struct osb_create_spec *spec, struct osb_apierr *e)
+{
+    json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
+    if (!j) {
+        printf("# test JSON does not parse: %s\n", text);
+        return -2;
+    }
+    int rc = osb_spec_parse_create(j, &lim, spec, e);
+    json_decref(j);
+    return rc < 0 ? e->status : 0;
+}
+
+static void expect_error(const char *text, int status, const char *code, const char *word)
+{
+    struct osb_create_spec spec;
+    struct osb_apierr e = {0};
+    char what[300];
+    snprintf(what, sizeof what, "%.200s -> %d", text, status);
+    IS_INT(parse(text, &spec, &e), status, what);
+    IS_STR(e.code, code, "  code");
+    if (!strstr(e.msg, word))
+        printf("# message: %s\n", e.msg);
+    OK(strstr(e.msg, word) != NULL, "  message names the field");
+}
+
+#define BASE "\"image\":{\"uri\":\"host\"},\"entrypoint\":[\"tail\",\"-f\",\"/dev/null\"]"
+
+static void test_valid(void)
+{
+    struct osb_create_spec s;
+    struct osb_apierr e = {0};
+    IS_INT(parse("{" BASE ",\"timeout\":600,\"resourceLimits\":{\"cpu\":\"500m\",\"memory\":"
+                 "\"2Gi\",\"ephemeral-storage\":\"1G\",\"pids\":\"100\"},\"env\":{\"A\":\"1\","
+                 "\"B\":null},\"metadata\":{\"k\":\"v\",\"ex.com/x\":\"\"},\"platform\":{\"os\":"
+                 "\"LINUX\",\"arch\":\"amd64\"},\"extensions\":{},\"secureAccess\":false,"
+                 "\"volumes\":[],\"unknown\":1}",
+                 &s, &e),
+           0, "full valid request");
+    IS_STR(s.image, "host", "image");
+    IS_STR(s.entrypoint[2], "/dev/null", "entrypoint");
+    OK(s.entrypoint[3] == NULL, "entrypoint NULL-terminated");
+    IS_INT(s.cpu_millicores, 500, "cpu 500m");
+    IS_INT(s.memory_bytes, 2LL << 30, "memory 2Gi");
+    IS_INT(s.disk_bytes, 1000000000, "ephemeral-storage 1G");
+    IS_INT(s.pids_max, 100, "pids");
+    IS_INT(s.timeout_s, 600, "timeout");
+    IS_STR(s.env[0], "A=1", "env");
+    OK(s.env[1] == NULL, "null env values skipped");
+    IS_INT(json_object_size(s.metadata), 2, "metadata");
+    IS_STR(json_string_value(json_object_get(s.platform, "os")), "linux", "platform lower-cased");
+    json_t *rec = osb_spec_record(&s);
+    char *dump = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+    OK(strstr(dump, "\"timeout\":600") && strstr(dump, "\"uri\":\"host\"") && !strstr(dump, "env"),
+       "stored record: no env (may hold secrets)");
+    free(dump);
+    json_decref(rec);
+    osb_spec_free(&s);
+
+    IS_INT(parse("{" BASE ",\"timeout\":null}", &s, &e), 0, "timeout null");
+    IS_INT(s.timeout_s, 0, "  = manual cleanup");
+    OK(s.metadata && json_object_size(s.metadata) == 0, "  metadata defaults to {}");
+    osb_spec_free(&s);
+    IS_INT(parse("{" BASE ",\"timeout\":60,\"resourceLimits\":{\"cpu\":\"2.5\",\"memory\":"
+                 "\"1048576000\"}}",
+                 &s, &e),
+           0, "timeout at the minimum, decimal cpu, plain bytes");
+    IS_INT(s.cpu_millicores, 2500, "cpu 2.5");
+    IS_INT(s.memory_bytes, 1048576000, "memory in bytes");
+    osb_spec_free(&s);
+}
+
+static void test_invalid(void)
+{
+    const char *bad = "SANDBOX::INVALID_PARAMETER";
+    expect_error("[]", 400, bad, "JSON object");
+    expect_error("{\"entrypoint\":[\"x\"]}", 400, bad, "image.uri");
+    expect_error("{\"image\":{\"uri\":\"\"},\"entrypoint\":[\"x\"]}", 400, bad, "image.uri");
+    expect_error("{\"image\":\"host\",\"entrypoint\":[\"x\"]}", 400, bad, "'image'");
+    expect_error("{\"snapshotId\":\"s\",\"entrypoint\":[\"x\"]}", 501, "SNAPSHOT::NOT_IMPLEMENTED",
+                 "snapshotId");
+    expect_error("{\"image\":{\"uri\":\"host\"}}", 400, "SANDBOX::INVALID_ENTRYPOINT", "entrypoint");
+    expect_error("{\"image\":{\"uri\":\"host\"},\"entrypoint\":[]}", 400,
+                 "SANDBOX::INVALID_ENTRYPOINT", "entrypoint");
+    expect_error("{\"image\":{\"uri\":\"host\"},\"entrypoint\":[\"a\",1]}", 400,
+                 "SANDBOX::INVALID_ENTRYPOINT", "entrypoint[1]");
+    expect_error("{" BASE ",\"resourceLimits\":{\"cpu\":\"lots\"}}", 400, bad, "resourceLimits.cpu");
+    expect_error("{" BASE ",\"resourceLimits\":{\"memory\":\"12XB\"}}", 400, bad,
+                 "resourceLimits.memory");
+    expect_error("{" BASE ",\"resourceLimits\":{\"memory\":\"1Mi\"}}", 400, bad, "minimum");
+    expect_error("{" BASE ",\"resourceLimits\":{\"gpu\":\"1\"}}", 400, bad, "GPU");
+    expect_error("{" BASE ",\"resourceLimits\":{\"pids\":\"8\"}}", 400, bad, "resourceLimits.pids");
+    expect_error("{" BASE ",\"timeout\":59}", 400, bad, "at least 60");
+    expect_error("{" BASE ",\"timeout\":3601}", 400, bad, "max_sandbox_timeout_seconds");
+    expect_error("{" BASE ",\"timeout\":\"600\"}", 400, bad, "timeout");
+    expect_error("{" BASE ",\"timeout\":600.5}", 400, bad, "timeout");
+    expect_error("{" BASE ",\"env\":{\"A\":1}}", 400, bad, "env.A");
+    expect_error("{" BASE ",\"env\":{\"A=B\":\"x\"}}", 400, bad, "A=B");
+    expect_error("{" BASE ",\"metadata\":{\"opensandbox.io/id\":\"x\"}}", 400,
+                 "SANDBOX::INVALID_METADATA_LABEL", "reserved");
+    expect_error("{" BASE ",\"metadata\":{\"k\":\"bad value\"}}", 400,
+                 "SANDBOX::INVALID_METADATA_LABEL", "'k'");
+    expect_error("{" BASE ",\"platform\":{\"os\":\"linux\",\"arch\":\"s390x\"}}", 400, bad,
+                 "platform.arch");
+    expect_error("{" BASE ",\"volumes\":[{}]}", 501, "VOLUME::NOT_IMPLEMENTED", "volumes");
+    expect_error("{" BASE ",\"networkPolicy\":{}}", 501, "SANDBOX::NETWORK_POLICY_NOT_IMPLEMENTED",
+                 "networkPolicy");
+    expect_error("{" BASE ",\"credentialProxy\":{\"enabled\":true}}", 501,
+                 "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED", "credentialProxy");
+    expect_error("{" BASE ",\"secureAccess\":true}", 400, bad, "secureAccess");
+    expect_error("{" BASE ",\"extensions\":{\"poolRef\":\"p\"}}", 400, "SANDBOX::UNSUPPORTED_POOL_REF",
+                 "poolRef");
+}
+
+static void test_labels(void)
+{
+    char msg[400];
+    static const char *const good[][2] = {
+        {"a", "b"}, {"team", ""}, {"example.com/team", "x-y_z.1"}, {"A_b.c-d", "V"},
+        {"a.b-c.d/N", "0"}, {"k", "123456789012345678901234567890123456789012345678901234567890123"},
+    };
+    static const char *const bad[][2] = {
+        {"", "v"}, {"-a", "v"}, {"a-", "v"}, {"a b", "v"}, {"A.com/x", "v"}, {"/x", "v"},
+        {"a/", "v"}, {"a/b/c", "v"}, {"a..b/x", "v"}, {"k", "-v"}, {"k", "v v"}, {"k", "é"},
+        {"k", "1234567890123456789012345678901234567890123456789012345678901234"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char what[200];
+        snprintf(what, sizeof what, "label ok: %s=%s", good[i][0], good[i][1]);
+        IS_INT(osb_label_check(good[i][0], good[i][1], msg, sizeof msg), 0, what);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char what[200];
+        snprintf(what, sizeof what, "label rejected: '%s'='%s'", bad[i][0], bad[i][1]);
+        IS_INT(osb_label_check(bad[i][0], bad[i][1], msg, sizeof msg), -1, what);
+    }
+    OK(osb_label_reserved("opensandbox.io/x"), "reserved prefix");
+    OK(!osb_label_reserved("x.opensandbox.io/x"), "only the exact prefix is reserved");
+}
+
+static void test_time(void)
+{
+    char buf[OSB_TIMEFMT_LEN];
+    osb_timefmt_us(1705314600123456LL, buf);
+    IS_STR(buf, "2024-01-15T10:30:00.123456Z", "format with microseconds");
+    osb_timefmt_us(1705314600000000LL, buf);
+    IS_STR(buf, "2024-01-15T10:30:00Z", "format without a fraction");
+    int64_t us = 0;
+    IS_INT(osb_timefmt_parse("2024-01-15T10:30:00.123456Z", &us), 0, "parse Z");
+    IS_INT(us, 1705314600123456LL, "  value");
+    IS_INT(osb_timefmt_parse("2024-01-15T11:30:00.5+01:00", &us), 0, "parse offset");
+    IS_INT(us, 1705314600500000LL, "  value in UTC");
+    IS_INT(osb_timefmt_parse("2024-01-15T10:30:00.123Z", &us), 0, "parse JS toISOString");
+    IS_INT(us, 1705314600123000LL, "  value");
+    IS_INT(osb_timefmt_parse("2024-01-15 10:30:00", &us), 0, "naive = UTC");
+    IS_INT(us, 1705314600000000LL, "  value");
+    IS_INT(osb_timefmt_parse("2024-01-15T10:30:00.1234567891Z", &us), 0, "long fraction");
+    IS_INT(us, 1705314600123456LL, "  truncated to microseconds");
+    const char *bad[] = {"", "2024-01-15", "2024-13-01T00:00:00Z", "2023-02-29T00:00:00Z",
+                         "2024-01-15T25:00:00Z", "2024-01-15T10:30:00.Z", "2024-01-15T10:30:00Zx",
+                         "2024-01-15T10:30:00+1", "tomorrow"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char what[80];
+        snprintf(what, sizeof what, "rejects '%s'", bad[i]);
+        IS_INT(osb_timefmt_parse(bad[i], &us), -1, what);
+    }
+    IS_INT(osb_timefmt_parse("2024-02-29T00:00:00Z", &us), 0, "leap day");
+}
+
+int main(void)
+{
+    test_valid();
+    test_invalid();
+    test_labels();
+    test_time();
+    return tap_done();
+}
