@@ -93,6 +93,9 @@ class Server:
             subprocess.run(["umount", "-l", m], stderr=subprocess.DEVNULL)
         if mounts:
             print(f"# warning: {len(mounts)} mounts were left under {self.tmp} after the server stopped")
+        # The runtime keeps its (now empty) base cgroups for a restart; this
+        # state dir is going away, so remove them (rmdir only empties).
+        remove_empty_cgroups(cgroup_base(self.state))
         subprocess.run(["rm", "-rf", "--one-file-system", self.tmp])
 
     def rss_kib(self):
@@ -182,6 +185,18 @@ def cgroup_base(state_dir):
     for c in state_dir.encode():
         h = ((h ^ c) * 16777619) & 0xffffffff
     return "opensandbox-%08x" % h
+
+
+def remove_empty_cgroups(name):
+    """rmdir every cgroup directory called `name` (and its empty children)."""
+    found = subprocess.run(["find", "/sys/fs/cgroup", "-maxdepth", "6", "-type", "d", "-name", name],
+                           capture_output=True, text=True).stdout.split()
+    for top in found:
+        for d, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
 
 
 def sandbox_pid1s(state_dir):

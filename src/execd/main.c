@@ -89,7 +89,9 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     }
     const char *t = osb_http_req_target(req), *q = strchr(t, '?');
     char *target = osb_xasprintf("/%s%s", rest ? rest : "", q ? q : "");
-    struct osb_http_upstream up = {.host = "127.0.0.1", .port = (int)port};
+    /* The app behind the port must never see execd's token. */
+    static const char *const drop[] = {TOKEN_HEADER, NULL};
+    struct osb_http_upstream up = {.host = "127.0.0.1", .port = (int)port, .drop_headers = drop};
     osb_http_proxy(req, &up, target, NULL);
     free(target);
 }

@@ -211,7 +211,7 @@ static void client_drain(struct osb_http_req *req, void *ud)
 static bool hop_by_hop(const char *name)
 {
     static const char *const hop[] = {"connection", "keep-alive", "proxy-connection", "te",
-                                      "trailer", "transfer-encoding", "upgrade"};
+                                      "trailer", "transfer-encoding", "upgrade", "x-forwarded-for"};
     for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
         if (strcasecmp(name, hop[i]) == 0)
             return true;
@@ -244,7 +244,16 @@ static void build_head(struct proxy *p, struct osb_http_req *req, const char *ta
                      osb_http_req_header(req, "upgrade"));
     else
         osb_buf_adds(h, "Connection: close\r\n");
-    osb_buf_addf(h, "X-Forwarded-For: %s\r\n\r\n", osb_http_req_peer(req));
+    /* One X-Forwarded-For: the client's chain plus this hop's peer (a unix
+     * socket peer has no address to add). */
+    const char *xff = osb_http_req_header(req, "x-forwarded-for");
+    const char *peer = osb_http_req_peer(req);
+    bool has_peer = *peer && strcmp(peer, "unix") != 0 && strcmp(peer, "fd") != 0;
+    if (xff && has_peer)
+        osb_buf_addf(h, "X-Forwarded-For: %s, %s\r\n", xff, peer);
+    else if (xff || has_peer)
+        osb_buf_addf(h, "X-Forwarded-For: %s\r\n", xff ? xff : peer);
+    osb_buf_adds(h, "\r\n");
 }
 
 static int start_connect(struct proxy *p, struct conn *c, const struct osb_http_upstream *up)

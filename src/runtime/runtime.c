@@ -328,9 +328,10 @@ void osb_rt_close(struct osb_rt *rt)
     }
     uv_close((uv_handle_t *)&rt->sigchld, on_rt_handle_closed);
     uv_close((uv_handle_t *)&rt->log_timer, on_rt_handle_closed);
-    /* The base cgroups stay: another runtime on the same state dir (the
-     * server, while the CLI runs `image ...`) may be using them, and an
-     * empty group costs nothing. */
+    /* Empty base cgroups go (those with live sandboxes stay: rmdir fails);
+     * a runtime still using them recreates them on its next create. */
+    for (size_t i = 0; i < rt->plan.n; i++)
+        rmdir(rt->plan.bases[i].base);
 }
 
 const char *osb_rt_describe(const struct osb_rt *rt)
@@ -635,7 +636,8 @@ int osb_rt_create(struct osb_rt *rt, const struct osb_rt_spec *spec, osb_rt_crea
     sandbox_dir(rt, spec->id, dir, sizeof dir);
     if (access(dir, F_OK) == 0 || find_create(rt, spec->id))
         return osb_err_set(err, OSB_E_EXISTS, "sandbox `%s` already exists", spec->id);
-    if (image_lower(rt, spec->image, lower, sizeof lower, err) < 0)
+    if (image_lower(rt, spec->image, lower, sizeof lower, err) < 0 ||
+        osb_cg_ensure_bases(&rt->plan, err) < 0)
         return -1;
     struct osb_rt_spec s = *spec;
     s.image = spec->image ? spec->image : OSB_IMG_HOST;

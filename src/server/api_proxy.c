@@ -84,8 +84,13 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
     }
     char *host = endpoint_host(srv, req);
     char *ep = osb_xasprintf("%s/sandboxes/%s/proxy/%ld", host, s->id, port);
-    json_t *j = json_pack("{s:s,s:{s:s}}", "endpoint", ep, "headers", "X-EXECD-ACCESS-TOKEN",
-                          s->token);
+    /* Only execd's own endpoint carries its token: clients send endpoint
+     * headers on every request, and an app on another port must never see
+     * it (the proxy adds it for the hop through execd itself). */
+    json_t *j = port == EXECD_PORT
+                    ? json_pack("{s:s,s:{s:s}}", "endpoint", ep, "headers",
+                                "X-EXECD-ACCESS-TOKEN", s->token)
+                    : json_pack("{s:s}", "endpoint", ep);
     free(host);
     free(ep);
     osb_http_respond_json(req, 200, j);
@@ -132,11 +137,20 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     char *target = port == EXECD_PORT
                        ? osb_xasprintf("/%s%s", rest ? rest : "", q ? q : "")
                        : osb_xasprintf("/proxy/%ld/%s%s", port, rest ? rest : "", q ? q : "");
-    static const char *const drop[] = {"OPEN-SANDBOX-API-KEY", NULL};
-    struct osb_http_upstream up = {.unix_path = s->handle.sock_path, .drop_headers = drop};
+    /* For any port but execd's the hop goes through execd's /proxy: the
+     * server authenticates that hop itself, and a token the client sent is
+     * dropped (execd never forwards its token to the app either). */
+    static const char *const drop_api[] = {"OPEN-SANDBOX-API-KEY", NULL};
+    static const char *const drop_all[] = {"OPEN-SANDBOX-API-KEY", "X-EXECD-ACCESS-TOKEN", NULL};
+    struct osb_http_upstream up = {.unix_path = s->handle.sock_path,
+                                   .drop_headers = port == EXECD_PORT ? drop_api : drop_all};
     const char *host = osb_http_req_header(req, "Host");
-    const char *extra[7] = {NULL};
+    const char *extra[9] = {NULL};
     size_t n = 0;
+    if (port != EXECD_PORT) {
+        extra[n++] = "X-EXECD-ACCESS-TOKEN";
+        extra[n++] = s->token;
+    }
     if (!osb_http_req_header(req, "X-Forwarded-Proto")) {
         extra[n++] = "X-Forwarded-Proto";
         extra[n++] = "http";

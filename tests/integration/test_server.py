@@ -411,9 +411,12 @@ def test_endpoints(s):
         j = r.json()
         t.eq(j.get("endpoint"), "127.0.0.1:%d/sandboxes/%s/proxy/%d" % (s.port, sid, port),
              "endpoint %d: server-proxy form, no scheme, no trailing slash" % port)
-        t.ok(set(j) <= {"endpoint", "headers"} and
-             isinstance(j.get("headers", {}).get("X-EXECD-ACCESS-TOKEN"), str),
-             "endpoint %d carries the execd token header" % port, j)
+        token = j.get("headers", {}).get("X-EXECD-ACCESS-TOKEN")
+        t.ok(set(j) <= {"endpoint", "headers"}, "endpoint %d: only endpoint and headers" % port, j)
+        if port == 44772:
+            t.ok(isinstance(token, str), "execd's endpoint carries its token header", j)
+        else:
+            t.ok(token is None, "endpoint %d does not hand out execd's token" % port, j)
     for q in ("use_server_proxy=true", "use_server_proxy=false"):
         r = s.get("/v1/sandboxes/%s/endpoints/44772?%s" % (sid, q))
         t.eq(r.status, 200, "endpoint with %s" % q)
@@ -473,6 +476,9 @@ def test_proxy(s):
     t.eq(j.get("path"), "/some/path?x=1&y=%20z", "path and raw query forwarded")
     h = j.get("headers", {})
     t.ok("open-sandbox-api-key" not in h, "the API key is not forwarded into the sandbox", h)
+    t.ok("x-execd-access-token" not in h, "execd's token never reaches the app", h)
+    t.eq(ProxyExecd(s, sid, port).get("/anon").status, 200,
+         "an app port needs no execd token through the server proxy")
     t.eq(h.get("x-custom"), "kept", "other headers forwarded")
     t.eq(h.get("x-forwarded-proto"), "http", "X-Forwarded-Proto added")
     r = app.post("/echo", body=b"x" * 100000, headers={"Content-Type": "text/plain"})

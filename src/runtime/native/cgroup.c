@@ -219,6 +219,21 @@ static int plan_v2(struct osb_cg_plan *p, const struct osb_cg_mounts *m, const c
     return 0;
 }
 
+int osb_cg_ensure_bases(const struct osb_cg_plan *p, struct osb_err *err)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        const struct osb_cg_base *b = &p->bases[i];
+        if (mkdir(b->base, 0755) < 0) {
+            if (errno == EEXIST)
+                continue;
+            return osb_err_sys(err, "create cgroup `%s`", b->base);
+        }
+        if (b->role == OSB_CG_V2 && v2_delegate(b->base, false, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int plan_v1(struct osb_cg_plan *p, const struct osb_cg_mounts *m, const char *own_text,
                    struct osb_err *err)
 {

@@ -66,6 +66,10 @@ void osb_cg_base_name(const char *state_dir, char *out, size_t n);
 int osb_cg_plan_init(struct osb_cg_plan *p, const char *state_dir, struct osb_err *err);
 
 /* One sandbox's cgroups. */
+/* Recreate base groups another runtime on the same state dir removed (each
+ * removes the empty ones when it closes). A few mkdir calls. */
+int osb_cg_ensure_bases(const struct osb_cg_plan *p, struct osb_err *err);
+
 struct osb_cg_set {
     size_t n;
     enum osb_cg_role role[OSB_CG_NROLES];
