@@ -22,6 +22,18 @@
 
 extern char **environ;
 
+static const char *hidden_env;
+
+void osb_execd_env_hide(const char *key)
+{
+    hidden_env = key;
+}
+
+static bool is_hidden(const char *kv, size_t keylen)
+{
+    return hidden_env && strlen(hidden_env) == keylen && strncmp(kv, hidden_env, keylen) == 0;
+}
+
 static struct rlimit orig_nofile;
 static bool nofile_raised;
 
@@ -144,7 +156,10 @@ pid_t osb_execd_spawn(const struct osb_spawn *sp, struct osb_err *err)
         return osb_err_sys(err, "exec %s", sp->argv[0]);
     }
     a.path = path;
-    a.envp = sp->envp ? (char *const *)sp->envp : environ;
+    /* An inherited environment goes through env_build too, so a hidden
+     * variable never reaches a child. */
+    char **own = sp->envp || !hidden_env ? NULL : osb_execd_env_build(NULL);
+    a.envp = sp->envp ? (char *const *)sp->envp : own ? own : environ;
     static char *stack;
     if (!stack)
         stack = osb_xmalloc(CHILD_STACK);
@@ -154,6 +169,7 @@ pid_t osb_execd_spawn(const struct osb_spawn *sp, struct osb_err *err)
     pthread_sigmask(SIG_BLOCK, &all, &old);
     pid_t pid = clone(child, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
     int e = errno;
+    osb_execd_env_free(own);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
         errno = e;
@@ -206,7 +222,7 @@ char **osb_execd_env_build(json_t *extra)
     char **env = osb_xcalloc(1, sizeof *env);
     for (char **e = environ; *e; e++) {
         char *eq = strchr(*e, '=');
-        if (eq)
+        if (eq && !is_hidden(*e, (size_t)(eq - *e)))
             env_set(&env, &n, *e, (size_t)(eq - *e));
     }
     env_file(&env, &n);

@@ -34,6 +34,10 @@ pid_t osb_execd_spawn(const struct osb_spawn *sp, struct osb_err *err);
  * the original limit back. */
 void osb_execd_raise_nofile(void);
 
+/* A variable execd set for itself (e.g. UV_THREADPOOL_SIZE): left out of
+ * every child's environment, inherited or built. One at most. */
+void osb_execd_env_hide(const char *key);
+
 /* Merge the environment: execd's own, then /opt/opensandbox/.env
  * (KEY=VALUE lines), then `extra` (a JSON object of strings, may be NULL).
  * Returns a NULL-terminated array; free with osb_execd_env_free. */
