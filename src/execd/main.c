@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "execd/execd.h"
+#include "execd/pool.h"
 #include "execd/spawn.h"
 
 #define DEFAULT_PORT 44772
@@ -187,38 +188,6 @@ static int listen_all(const struct opts *o)
     return 0;
 }
 
-static void nop_work(uv_work_t *w)
-{
-    (void)w;
-}
-
-/* File operations run on libuv's thread pool; 4 threads (the default) let
- * one slow disk stall every other file call. libuv reads the size from the
- * environment once, when the pool starts. Starting 16 threads costs ~0.7 ms,
- * so it happens a moment after start-up, off the path to the first /ping
- * (a file call before then starts the pool itself, with the same size).
- * Children never see the variable (osb_execd_env_hide). */
-#define THREADPOOL_START_DELAY_MS 30
-
-static void start_threadpool(uv_timer_t *t)
-{
-    static uv_work_t w;
-    uv_queue_work(t->loop, &w, nop_work, NULL);
-    unsetenv("UV_THREADPOOL_SIZE");
-}
-
-static void schedule_threadpool(uv_loop_t *loop)
-{
-    static uv_timer_t t;
-    if (getenv("UV_THREADPOOL_SIZE"))
-        return;
-    setenv("UV_THREADPOOL_SIZE", "16", 1);
-    osb_execd_env_hide("UV_THREADPOOL_SIZE");
-    uv_timer_init(loop, &t);
-    uv_timer_start(&t, start_threadpool, THREADPOOL_START_DELAY_MS, 0);
-    uv_unref((uv_handle_t *)&t);
-}
-
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -229,7 +198,7 @@ int main(int argc, char **argv)
     osb_execd_raise_nofile();
     execd.loop = uv_default_loop();
     execd.access_token = o.token;
-    schedule_threadpool(execd.loop);
+    osb_execd_pool_schedule(execd.loop);
     execd.http = osb_http_server_new(execd.loop);
     if (o.token)
         osb_http_server_set_auth(execd.http, check_token, (void *)o.token);

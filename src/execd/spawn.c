@@ -18,6 +18,7 @@
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
+#include "execd/pool.h"
 #include "execd/users.h"
 
 extern char **environ;
@@ -146,6 +147,7 @@ static char *resolve(const char *name)
 
 pid_t osb_execd_spawn(const struct osb_spawn *sp, struct osb_err *err)
 {
+    osb_execd_pool_start();
     gid_t groups[256];
     struct child_args a = {.sp = sp, .groups = groups};
     if (sp->set_ids)
