@@ -8,11 +8,8 @@
 #include <sys/types.h>
 
 #include "common/err.h"
+#include "common/random.h"
 
-/* 2*nbytes lowercase hex chars + NUL into out (from getrandom). */
-void osb_cmd_random_hex(char *out, size_t nbytes);
-/* A random (version 4) UUID with dashes; out needs 37 bytes. */
-void osb_cmd_uuid4(char *out);
 
 /* Go's os/exec ExitError text for a wait status: "exit status 3",
  * "signal: killed", "signal: segmentation fault (core dumped)". */

@@ -187,7 +187,7 @@ static struct ctx *ctx_new(enum osb_code_lang lang, const char *cwd, bool is_def
         return NULL;
     }
     struct ctx *c = osb_xcalloc(1, sizeof *c);
-    osb_cmd_random_hex(c->id, 16);
+    osb_random_hex(c->id, 16);
     c->lang = lang;
     c->cwd = cwd ? osb_xstrdup(cwd) : NULL;
     c->is_default = is_default;

@@ -116,7 +116,7 @@ void osb_code_command_run(struct osb_http_req *req, const char *code, size_t len
     osb_cmd_out_add(r->out, outp[0], "stdout", NULL);
     osb_cmd_out_add(r->out, errp[0], "stderr", NULL);
     char id[33];
-    osb_cmd_random_hex(id, 16);
+    osb_random_hex(id, 16);
     r->sse = osb_sse_open(req, on_gone, r);
     struct osb_execd_event init = {.type = "init", .text = id};
     osb_sse_send(r->sse, &init);

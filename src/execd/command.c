@@ -123,7 +123,7 @@ static void rec_evict(void)
 static struct cmd_rec *rec_new(const struct cmd_req *q)
 {
     struct cmd_rec *r = osb_xcalloc(1, sizeof *r);
-    osb_cmd_random_hex(r->id, 16);
+    osb_random_hex(r->id, 16);
     r->content = osb_xstrdup(q->command);
     r->background = q->background;
     clock_gettime(CLOCK_REALTIME, &r->started);

@@ -631,7 +631,7 @@ static void h_create(struct osb_http_req *req, void *ud)
                                OSB_MAX_PTY_SESSIONS);
     } else {
         struct pty_sess *s = osb_xcalloc(1, sizeof *s);
-        osb_cmd_uuid4(s->id);
+        osb_random_uuid4(s->id);
         s->cwd = cwd && *cwd ? osb_xstrdup(cwd) : NULL;
         s->command = command && *command ? osb_xstrdup(command) : NULL;
         s->master = -1;

@@ -633,7 +633,7 @@ static int run_start(struct osb_http_req *req, struct sess *s, const struct run_
     if (!sh)
         return osb_err_wrap(err, "failed to start bash session");
     struct run *r = osb_xcalloc(1, sizeof *r);
-    osb_cmd_random_hex(r->marker, 16);
+    osb_random_hex(r->marker, 16);
     struct osb_buf b;
     osb_buf_init(&b, OSB_MAX_JSON_BODY * 2);
     if (build_wrapper(r, q->command, cwd, &b, err) < 0) {
@@ -801,7 +801,7 @@ static void h_create(struct osb_http_req *req, void *ud)
     struct sess *s = NULL;
     if (r == 0) {
         s = osb_xcalloc(1, sizeof *s);
-        osb_cmd_uuid4(s->id);
+        osb_random_uuid4(s->id);
         s->cwd = cwd;
         if (!shell_start(s, &err)) {
             osb_err_wrap(&err, "failed to start bash session");

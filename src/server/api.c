@@ -7,57 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 
 #include "common/json.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "common/random.h"
 #include "server/server.h"
 #include "server/timefmt.h"
 
 #define API_KEY_HEADER "OPEN-SANDBOX-API-KEY"
-
-/* ------------------------------------------------------------- random */
-
-static void random_bytes(unsigned char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t r = getrandom(p, n, 0);
-        if (r < 0) {
-            /* getrandom cannot fail for small sizes once the pool is up; a
-             * predictable token would be worse than stopping. */
-            osb_err_log("getrandom failed; cannot make tokens");
-            abort();
-        }
-        p += r;
-        n -= (size_t)r;
-    }
-}
-
-void osb_api_random_hex(char *out, size_t nbytes)
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char buf[64];
-    if (nbytes > sizeof buf)
-        nbytes = sizeof buf;
-    random_bytes(buf, nbytes);
-    for (size_t i = 0; i < nbytes; i++) {
-        out[2 * i] = hex[buf[i] >> 4];
-        out[2 * i + 1] = hex[buf[i] & 15];
-    }
-    out[2 * nbytes] = '\0';
-}
-
-void osb_api_uuid4(char out[37])
-{
-    unsigned char b[16];
-    random_bytes(b, sizeof b);
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-             b[14], b[15]);
-}
 
 /* ------------------------------------------------------------ helpers */
 
@@ -202,7 +160,7 @@ static void add_request_id(struct osb_http_req *req)
     const char *rid = osb_http_req_header(req, "X-Request-ID");
     char gen[33];
     if (!rid || !request_id_ok(rid)) {
-        osb_api_random_hex(gen, 16);
+        osb_random_hex(gen, 16);
         rid = gen;
     }
     osb_http_add_header(req, "X-Request-ID", rid);

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
+#include "common/random.h"
 #include "server/ping.h"
 #include "server/server.h"
 #include "server/timefmt.h"
@@ -196,9 +197,9 @@ static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb
 static struct osb_sbx *new_record(struct osb_create_spec *spec)
 {
     char id[37];
-    osb_api_uuid4(id);
+    osb_random_uuid4(id);
     struct osb_sbx *s = osb_sbx_new(id);
-    osb_api_random_hex(s->token, 32);
+    osb_random_hex(s->token, 32);
     s->created_us = osb_now_us();
     if (spec->timeout_s)
         s->expires_us = s->created_us + spec->timeout_s * 1000000;

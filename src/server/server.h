@@ -67,8 +67,6 @@ int osb_api_query_int(struct osb_http_req *req, const char *name, long lo, long 
                       long *out);
 /* 32 random hex chars (uuid4().hex style) into buf[33]; n random bytes
  * hex-encoded into out[2n+1]. */
-void osb_api_random_hex(char *out, size_t nbytes);
-void osb_api_uuid4(char out[37]);
 
 /* Route tables of the other api files, each registered at /v1 and at /. */
 extern const struct osb_http_route osb_api_sandbox_routes[];

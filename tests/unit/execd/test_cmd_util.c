@@ -49,16 +49,16 @@ static void test_duration(void)
 static void test_ids(void)
 {
     char hex[33], uuid[37];
-    osb_cmd_random_hex(hex, 16);
+    osb_random_hex(hex, 16);
     IS_INT(strlen(hex), 32, "32 hex chars");
     IS_INT(strspn(hex, "0123456789abcdef"), 32, "lowercase hex");
-    osb_cmd_uuid4(uuid);
+    osb_random_uuid4(uuid);
     IS_INT(strlen(uuid), 36, "uuid length");
     OK(uuid[8] == '-' && uuid[13] == '-' && uuid[14] == '4' && uuid[18] == '-' &&
            strchr("89ab", uuid[19]) && uuid[23] == '-',
        "uuid v4 layout");
     char other[33];
-    osb_cmd_random_hex(other, 16);
+    osb_random_hex(other, 16);
     OK(strcmp(hex, other) != 0, "random");
 }
 
