@@ -7,6 +7,7 @@
  * serving after it exits. With no entrypoint running, SIGTERM/SIGINT stop
  * execd. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -110,11 +111,12 @@ static void usage(FILE *f)
                "  --listen HOST       TCP address (default 0.0.0.0)\n"
                "  --unix PATH         also listen on a unix socket\n"
                "  --access-token T    require header X-EXECD-ACCESS-TOKEN (or env "
-               "EXECD_ACCESS_TOKEN)\n");
+               "EXECD_ACCESS_TOKEN)\n"
+               "  --ready-fd N        write a byte to fd N once listening, then close it\n");
 }
 
 struct opts {
-    int port;
+    int port, ready_fd;
     const char *host, *unix_path, *token;
     char **entry;
 };
@@ -124,9 +126,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
     static const struct option lo[] = {
         {"port", required_argument, NULL, 'p'},   {"unix", required_argument, NULL, 'u'},
         {"listen", required_argument, NULL, 'l'}, {"access-token", required_argument, NULL, 't'},
+        {"ready-fd", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
-    *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .token = getenv("EXECD_ACCESS_TOKEN")};
+    *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .ready_fd = -1,
+                       .token = getenv("EXECD_ACCESS_TOKEN")};
     int ch;
     char *end;
     while ((ch = getopt_long(argc, argv, "+p:u:l:t:h", lo, NULL)) != -1) {
@@ -141,6 +145,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'u': o->unix_path = optarg; break;
         case 'l': o->host = optarg; break;
         case 't': o->token = optarg; break;
+        case 'r':
+            o->ready_fd = (int)strtol(optarg, &end, 10);
+            if (*end || o->ready_fd < 0) {
+                fprintf(stderr, "execd: invalid --ready-fd '%s'\n", optarg);
+                return -1;
+            }
+            /* No child may inherit it. */
+            fcntl(o->ready_fd, F_SETFD, FD_CLOEXEC);
+            break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -219,6 +232,11 @@ int main(int argc, char **argv)
 
     if (listen_all(&o) < 0)
         return 1;
+    if (o.ready_fd >= 0) {
+        ssize_t w = write(o.ready_fd, "1", 1);
+        (void)w;
+        close(o.ready_fd);
+    }
     if (o.entry)
         start_entrypoint(o.entry);
     osb_info("listening on port %d%s%s (pid %d)", o.port, o.unix_path ? " and unix:" : "",

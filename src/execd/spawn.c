@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -94,6 +95,10 @@ static int child(void *arg)
     struct child_args *a = arg;
     const struct osb_spawn *sp = a->sp;
     child_signals();
+    /* Children end with execd: in a sandbox its PID namespace does that
+     * anyway; outside one (development, tests) nothing else would. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        child_fail(a, errno);
     if (sp->new_session) {
         if (setsid() < 0)
             child_fail(a, errno);

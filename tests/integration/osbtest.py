@@ -1126,6 +1126,24 @@ def _children_map():
     return kids
 
 
+def marked_processes(marker):
+    """Pids whose environment holds marker ("KEY=value")."""
+    if not marker:
+        return []
+    want = marker.encode()
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % d, "rb") as f:
+                if want in f.read().split(b"\0"):
+                    out.append(int(d))
+        except OSError:
+            pass
+    return out
+
+
 def descendants(pid):
     kids = _children_map()
     out, todo = [], [pid]
@@ -1162,6 +1180,10 @@ class Execd(Client):
     def start(self):
         env = dict(os.environ)
         env.pop("EXECD_ACCESS_TOKEN", None)
+        # Every process execd starts inherits this marker, so stop() can find
+        # the ones that outlived their parents (`sleep 100 &` in a test).
+        self.marker = "OSB_TEST_EXECD=%d-%s" % (os.getpid(), os.urandom(6).hex())
+        env["OSB_TEST_EXECD"] = self.marker.split("=", 1)[1]
         for k, v in self.env_extra.items():
             if v is None:
                 env.pop(k, None)
@@ -1237,7 +1259,7 @@ class Execd(Client):
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for p in kids:
+        for p in kids + marked_processes(getattr(self, "marker", None)):
             try:
                 os.kill(p, signal.SIGKILL)
             except OSError:

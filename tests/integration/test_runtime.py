@@ -9,6 +9,7 @@ execd.sock), as the server does. Every isolation property is checked from
 inside a sandbox, with commands run through execd's /command.
 
 This module is also imported by test_runtime_images.py (Driver, Sandbox)."""
+import re
 import http.client
 import json
 import os
@@ -235,8 +236,9 @@ def test_basics(t, d):
     t.eq((out.split("\n"), code), (["hi", "0", "basics", "basics"], 0),
          "a command runs as root with the sandbox's hostname")
     out, _, _ = sb.run("cat /proc/1/cmdline | tr '\\0' ' '")
-    t.ok(out.startswith("/opt/opensandbox/execd --port 44772 --unix /run/opensandbox/execd.sock"
-                        " -- /bin/sh"), "execd is PID 1 with the entrypoint after --", out)
+    t.ok(re.match(r"/opt/opensandbox/execd --port 44772 --unix /run/opensandbox/execd.sock"
+                  r" --ready-fd \d+ -- /bin/sh", out), "execd is PID 1 with the entrypoint after --",
+         out)
     out, _, code = sb.run("/usr/bin/python3 -c 'print(6*7)'")
     t.eq((out, code), ("42", 0), "the host image runs the host's python3")
     out, _, _ = sb.run("grep -E '^(CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status")

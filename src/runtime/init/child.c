@@ -98,25 +98,29 @@ static char **build_env(const struct osb_init_spec *s)
     return env;
 }
 
-static char **build_argv(const struct osb_init_spec *s)
+static char **build_argv(const struct osb_init_spec *s, int readyfd)
 {
     size_t n = 0;
     while (s->entrypoint[n])
         n++;
-    char **argv = osb_xcalloc(n + 7, sizeof *argv);
+    char **argv = osb_xcalloc(n + 9, sizeof *argv);
+    static char fdnum[16];
+    snprintf(fdnum, sizeof fdnum, "%d", readyfd);
     size_t j = 0;
     argv[j++] = OSB_SANDBOX_EXECD;
     argv[j++] = "--port";
     argv[j++] = OSB_EXECD_PORT;
     argv[j++] = "--unix";
     argv[j++] = OSB_SANDBOX_SOCK;
+    argv[j++] = "--ready-fd";
+    argv[j++] = fdnum;
     argv[j++] = "--";
     for (size_t i = 0; i < n; i++)
         argv[j++] = s->entrypoint[i];
     return argv;
 }
 
-void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd)
+void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd, int readyfd)
 {
     struct osb_err err = {0};
     int rootfd = -1;
@@ -140,7 +144,10 @@ void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd)
         osb_err_sys(&err, "sethostname"), fail(errfd, &err);
     if (setup_stdio(logfd, &err) < 0)
         fail(errfd, &err);
-    char **env = build_env(s), **argv = build_argv(s);
+    char **env = build_env(s), **argv = build_argv(s, readyfd);
+    /* execd writes a byte here once it listens, and closes it. */
+    if (fcntl(readyfd, F_SETFD, 0) < 0)
+        osb_err_sys(&err, "ready pipe"), fail(errfd, &err);
     if (osb_init_secure(&err) < 0)
         fail(errfd, &err);
     osb_init_trace("child: secured");

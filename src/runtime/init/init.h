@@ -23,7 +23,7 @@ void osb_init_cgroups_leave(const struct osb_init_spec *s, bool remove);
 
 /* child.c: runs as the new PID 1; never returns. Reports a failing step
  * on errfd ("step: reason") and exits 127. */
-__attribute__((noreturn)) void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd);
+__attribute__((noreturn)) void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd, int readyfd);
 
 /* rootfs.c: the pieces of the child's root filesystem. Each returns -1 with
  * err naming the step. */

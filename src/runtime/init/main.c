@@ -14,6 +14,7 @@
  * join) -> clone3(new mount/pid/uts/ipc/net namespaces, into the v2 cgroup) -> the child
  * builds the root and execs execd (child.c) -> report. */
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/sched.h>
@@ -174,29 +175,60 @@ static pid_t clone_ns(int v2fd)
     return pid;
 }
 
+/* execd writes a byte to the ready pipe once it listens; EOF first means it
+ * died (its log says why). Waiting here means the server's first /ping
+ * succeeds instead of polling for the socket. */
+#define READY_TIMEOUT_MS 10000
+
+static int wait_ready(int rfd, struct osb_err *err)
+{
+    struct pollfd pfd = {.fd = rfd, .events = POLLIN};
+    int r = (int)OSB_RETRY(poll(&pfd, 1, READY_TIMEOUT_MS));
+    if (r == 0)
+        return osb_err_set(err, OSB_E_INTERNAL, "execd did not start listening within %d ms",
+                           READY_TIMEOUT_MS);
+    char c;
+    if (r < 0 || OSB_RETRY(read(rfd, &c, 1)) != 1)
+        return osb_err_set(err, OSB_E_INTERNAL,
+                           "execd exited before it was ready (see the sandbox log)");
+    return 0;
+}
+
 static pid_t start_child(const struct osb_init_spec *s, int logfd, int v2fd,
                          struct osb_err *err)
 {
-    int p[2];
+    int p[2], rp[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return osb_err_sys(err, "create the error pipe");
+    if (pipe2(rp, O_CLOEXEC) < 0) {
+        close(p[0]);
+        close(p[1]);
+        return osb_err_sys(err, "create the ready pipe");
+    }
     pid_t pid = clone_ns(v2fd);
     osb_init_trace(pid == 0 ? "child: cloned" : "parent: cloned");
     if (pid < 0) {
         osb_err_sys(err, "clone new namespaces");
         close(p[0]);
         close(p[1]);
+        close(rp[0]);
+        close(rp[1]);
         return -1;
     }
     if (pid == 0) {
         close(p[0]);
+        close(rp[0]);
         if (v2fd >= 0)
             close(v2fd);
-        osb_init_child(s, logfd, p[1]);
+        osb_init_child(s, logfd, p[1], rp[1]);
     }
     close(p[1]);
+    close(rp[1]);
     int r = wait_exec(p[0], err);
     close(p[0]);
+    if (r == 0)
+        r = wait_ready(rp[0], err);
+    close(rp[0]);
     if (r < 0) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
