@@ -87,8 +87,7 @@ void osb_rt_close(struct osb_rt *rt);
 const char *osb_rt_describe(const struct osb_rt *rt);
 
 /* Build and start a sandbox. On success the callback gets the handle once
- * execd has been exec'd as the sandbox's PID 1 (its socket may need a few
- * more ms to appear). On failure every trace (cgroups, state dir,
+ * execd runs as the sandbox's PID 1 and listens on its socket. On failure every trace (cgroups, state dir,
  * processes) is gone before the callback runs. Returns -1 only for errors
  * found before anything was started: invalid spec (OSB_E_INVALID), unknown
  * image (OSB_E_NOTFOUND), id in use (OSB_E_EXISTS). The callback never
