@@ -600,24 +600,21 @@ static void h_delete(struct osb_http_req *req, void *ud)
     osb_http_respond_empty(req, 200);
 }
 
-/* DELETE /code?id= : interrupt the run in progress (SIGINT). */
+int osb_execd_code_interrupt(const char *id)
+{
+    struct ctx *c = ctx_find(id);
+    if (!c)
+        return -1;
+    if (c->ip && c->ready && c->run && c->run->sse)
+        osb_interp_interrupt(c->ip);
+    return 0;
+}
+
+/* DELETE /code?id= : like DELETE /command, any id (SIGINT for a context). */
 static void h_interrupt(struct osb_http_req *req, void *ud)
 {
     (void)ud;
-    const char *id = osb_http_req_query(req, "id");
-    if (!id || !*id) {
-        osb_http_respond_error(req, 400, "MISSING_QUERY", "missing query parameter 'id'");
-        return;
-    }
-    struct ctx *c = ctx_find(id);
-    if (!c) {
-        osb_http_respond_error(req, 500, "RUNTIME_ERROR",
-                               "error interruptting code context. context %s not found", id);
-        return;
-    }
-    if (c->ip && c->ready && c->run && c->run->sse)
-        osb_interp_interrupt(c->ip);
-    osb_http_respond_empty(req, 200);
+    osb_execd_interrupt(req);
 }
 
 static void on_pending_gone(struct osb_http_req *req, void *ud)

@@ -716,9 +716,8 @@ static void interrupt_command(struct osb_http_req *req, struct cmd_rec *r)
     osb_http_req_on_close(req, intr_gone, in);
 }
 
-static void h_interrupt(struct osb_http_req *req, void *ud)
+void osb_execd_interrupt(struct osb_http_req *req)
 {
-    (void)ud;
     const char *id = osb_http_req_query(req, "id");
     if (!id || !*id) {
         osb_http_respond_error(req, 400, "MISSING_QUERY", "missing query parameter 'id'");
@@ -729,12 +728,18 @@ static void h_interrupt(struct osb_http_req *req, void *ud)
         interrupt_command(req, r);
         return;
     }
-    if (osb_execd_session_close(id) == 0) {
+    if (osb_execd_session_close(id) == 0 || osb_execd_code_interrupt(id) == 0) {
         osb_http_respond_empty(req, 200);
         return;
     }
     osb_http_respond_error(req, 500, "RUNTIME_ERROR",
-                           "error interrupting command. no such session: %s", id);
+                           "error interrupting. no such command, session or context: %s", id);
+}
+
+static void h_interrupt(struct osb_http_req *req, void *ud)
+{
+    (void)ud;
+    osb_execd_interrupt(req);
 }
 
 void osb_execd_command_routes(struct osb_execd *x)

@@ -22,6 +22,13 @@ void osb_execd_files_routes(struct osb_execd *x);    /* files.c: /files*, /direc
 void osb_execd_metrics_routes(struct osb_execd *x);  /* metrics.c: /metrics* */
 void osb_execd_pty_routes(struct osb_execd *x);      /* pty.c: /pty* */
 
+/* DELETE /command?id= and DELETE /code?id= (upstream's shared Interrupt):
+ * a command (SIGTERM, then SIGKILL after 3 s), a session (closed) or a code
+ * context (SIGINT to the run in progress). Answers the request. */
+void osb_execd_interrupt(struct osb_http_req *req);
+/* Interrupt the code context `id`; -1 if there is none (code.c). */
+int osb_execd_code_interrupt(const char *id);
+
 /* Child reaping is owned by main.c (execd may be PID 1 and must reap
  * orphans). Modules that spawn processes register their pids here and are
  * told the wait status; they must not call waitpid themselves. */

@@ -416,6 +416,21 @@ def test_missing_interpreter():
              "message says it died during startup", r.body)
 
 
+def test_interrupt_any_id(x):
+    """DELETE /code?id= takes any id, like upstream's shared Interrupt."""
+    st = x.sse_stream("/command", json={"command": "sleep 30"})
+    it = iter(st)
+    cid = next(it)[1]["text"]
+    t.is_empty_ok(x.delete(qs("/code", {"id": cid})), "DELETE /code?id=<command id> -> 200 empty")
+    rest = [e for _, e in it]
+    st.close()
+    t.eq([e["error"]["traceback"] for e in events_of(rest, "error")], [["signal: terminated"]],
+         "the command was interrupted")
+    sid = x.post("/session", json={}).json()["session_id"]
+    t.is_empty_ok(x.delete(qs("/code", {"id": sid})), "DELETE /code?id=<session id> closes it")
+    t.is_error(x.delete("/session/" + sid), 404, "CONTEXT_NOT_FOUND", "the session is gone")
+
+
 def main():
     assert os.path.exists("/usr/bin/python3"), "tests need /usr/bin/python3"
     if not NODE:
@@ -424,7 +439,7 @@ def main():
         for fn in (test_create, test_persistence, test_results, test_streams, test_errors,
                    test_interrupt, test_busy_and_disconnect, test_default_context,
                    test_command_language, test_contexts_api, test_unknown_and_bad,
-                   test_interpreter_exit):
+                   test_interpreter_exit, test_interrupt_any_id):
             t.run(fn, x, timeout=120)
         t.ok(x.alive(), "execd alive at the end")
     t.run(test_missing_interpreter, timeout=60)
