@@ -46,7 +46,9 @@ class Server:
     def __init__(self):
         if not os.access(SERVER, os.X_OK):
             raise SystemExit(f"{SERVER} does not exist: run make first")
-        self.tmp = tempfile.mkdtemp(prefix="osb-bench.")
+        # Under $HOME, like the default state dir (~/.opensandbox): on this
+        # VM creating files in /tmp is many times slower than there.
+        self.tmp = tempfile.mkdtemp(prefix=".osb-bench.", dir=os.path.expanduser("~"))
         self.state = os.path.join(self.tmp, "state")
         os.mkdir(self.state)
         self.port = free_port()

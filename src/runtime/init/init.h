@@ -33,6 +33,10 @@ int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err);
 
 /* secure.c: capabilities, no_new_privs, seccomp, rlimits. */
 int osb_init_secure(struct osb_err *err);
+/* Before clone, in the helper: load the compiled seccomp filter from its
+ * cache in state_dir, or compile it (and cache it). osb_init_secure loads
+ * it in the child. */
+int osb_init_seccomp_prepare(const char *state_dir, struct osb_err *err);
 
 /* With OSB_INIT_TRACE set in the environment, prints "step +ms" lines to
  * stderr (the server's): where the milliseconds of a create go. */

@@ -265,9 +265,26 @@ static void close_extra_fds(void)
         close(fd);
 }
 
+/* <state>/sandboxes/<id> -> <state> */
+static int prepare_seccomp(const struct osb_init_spec *s, struct osb_err *err)
+{
+    char state[PATH_MAX];
+    snprintf(state, sizeof state, "%s", s->dir);
+    for (int i = 0; i < 2; i++) {
+        char *slash = strrchr(state, '/');
+        if (!slash || slash == state)
+            return osb_err_set(err, OSB_E_INVALID, "bad sandbox dir `%s`", s->dir);
+        *slash = '\0';
+    }
+    return osb_init_seccomp_prepare(state, err);
+}
+
 static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
 {
     _cleanup_close_ int logfd = -1;
+    if (prepare_seccomp(s, err) < 0)
+        return -1;
+    osb_init_trace("seccomp ready");
     if (make_state_dir(s, &logfd, err) < 0) {
         if (err->code != OSB_E_EXISTS)
             remove_state_dir(s);

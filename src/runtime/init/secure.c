@@ -13,6 +13,10 @@
  * filter would refuse the prctl/capset calls it does not list, and
  * loading it needs no_new_privs without CAP_SYS_ADMIN). */
 #include <errno.h>
+#include <sys/stat.h>
+#include <sys/mman.h>
+#include <limits.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
@@ -136,7 +140,12 @@ static int add_rules(scmp_filter_ctx ctx, struct osb_err *err)
     return 0;
 }
 
-static int load_seccomp(struct osb_err *err)
+/* The compiled filter (libseccomp's output: ~0.7 ms to build, a third of a
+ * sandbox's set-up time here) is cached in the state dir, keyed by this
+ * binary's identity, and loaded with a plain prctl in the child. */
+static struct sock_fprog filter;
+
+static int build_filter(int fd, struct osb_err *err)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx)
@@ -158,10 +167,69 @@ static int load_seccomp(struct osb_err *err)
         seccomp_release(ctx);
         return -1;
     }
-    r = seccomp_load(ctx);
+    r = seccomp_export_bpf(ctx, fd);
     seccomp_release(ctx);
     if (r < 0)
-        return osb_err_set(err, OSB_E_SYS, "load the seccomp filter: %s", strerror(-r));
+        return osb_err_set(err, OSB_E_SYS, "compile the seccomp filter: %s", strerror(-r));
+    return 0;
+}
+
+/* Reads a whole filter program from fd (at offset 0); -1 if it is not one. */
+static int read_filter(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) ||
+        st.st_size > 64 * 1024)
+        return -1;
+    struct sock_filter *f = malloc((size_t)st.st_size);
+    if (!f || pread(fd, f, (size_t)st.st_size, 0) != st.st_size) {
+        free(f);
+        return -1;
+    }
+    filter.filter = f;
+    filter.len = (unsigned short)(st.st_size / sizeof *f);
+    return 0;
+}
+
+static void cache_path(const char *state_dir, char *out, size_t n)
+{
+    struct stat st = {0};
+    stat("/proc/self/exe", &st);
+    snprintf(out, n, "%s/seccomp-%lx-%lx-%lx.bpf", state_dir, (unsigned long)st.st_ino,
+             (unsigned long)st.st_size, (unsigned long)st.st_mtime);
+}
+
+int osb_init_seccomp_prepare(const char *state_dir, struct osb_err *err)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 32];
+    cache_path(state_dir, path, sizeof path);
+    _cleanup_close_ int cached = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (cached >= 0 && read_filter(cached) == 0)
+        return 0;
+    _cleanup_close_ int fd = memfd_create("seccomp", MFD_CLOEXEC);
+    if (fd < 0)
+        return osb_err_sys(err, "memfd for the seccomp filter");
+    if (build_filter(fd, err) < 0)
+        return -1;
+    if (read_filter(fd) < 0)
+        return osb_err_set(err, OSB_E_INTERNAL, "libseccomp produced no filter");
+    /* Best effort: a failed write only means the next sandbox compiles too. */
+    snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
+    _cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    size_t len = filter.len * sizeof *filter.filter;
+    if (out >= 0 && write(out, filter.filter, len) == (ssize_t)len && fsync(out) == 0)
+        rename(tmp, path);
+    else
+        unlink(tmp);
+    return 0;
+}
+
+static int load_seccomp(struct osb_err *err)
+{
+    if (!filter.filter)
+        return osb_err_set(err, OSB_E_INTERNAL, "the seccomp filter was not prepared");
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter, 0, 0) < 0)
+        return osb_err_sys(err, "load the seccomp filter");
     return 0;
 }
 
