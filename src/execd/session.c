@@ -12,6 +12,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/fsutil.h"
 #include "common/json.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -742,21 +743,11 @@ fail:
     json_decref(j);
 }
 
-/* mkdir -p with the default mode. */
+/* mkdir -p with the default mode; the result must be a directory. */
 static int mkdir_p(const char *path, struct osb_err *err)
 {
-    _cleanup_free_ char *p = osb_xstrdup(path);
-    for (char *c = p + 1;; c++) {
-        if (*c != '/' && *c != '\0')
-            continue;
-        char saved = *c;
-        *c = '\0';
-        if (mkdir(p, 0777) < 0 && errno != EEXIST)
-            return osb_err_sys(err, "mkdir %s", p);
-        *c = saved;
-        if (!saved)
-            break;
-    }
+    if (osb_mkdir_p(path, 0777, err) < 0)
+        return -1;
     struct stat st;
     if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
         return osb_err_set(err, OSB_E_INVALID, "%s is not a directory", path);

@@ -33,6 +33,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -232,9 +233,9 @@ static int make_dirs(struct osb_rt *rt, struct osb_err *err)
                            "state dir `%s` may not contain ',', ':', '\\', spaces or newlines "
                            "(it is used in overlayfs mount options)",
                            rt->state_dir);
-    if (osb_rtfs_mkdir_p(rt->state_dir, 0700, err) < 0 ||
-        osb_rtfs_mkdir_p(rt->sandboxes_dir, 0700, err) < 0 ||
-        osb_rtfs_mkdir_p(rt->images_dir, 0755, err) < 0)
+    if (osb_mkdir_p(rt->state_dir, 0700, err) < 0 ||
+        osb_mkdir_p(rt->sandboxes_dir, 0700, err) < 0 ||
+        osb_mkdir_p(rt->images_dir, 0755, err) < 0)
         return -1;
     /* Sandboxes' overlay lower dirs live under images/: reachable for the
      * sandbox helper, not writable by anyone else. */

@@ -19,6 +19,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/fsutil.h"
 #include "common/quantity.h"
 #include "common/toml.h"
 #include "common/xalloc.h"
@@ -583,13 +584,11 @@ static char *example_text(void)
 static int make_parents(const char *path, struct osb_err *err)
 {
     _cleanup_free_ char *dir = osb_xstrdup(path);
-    for (char *p = dir + 1; (p = strchr(p, '/')); p++) {
-        *p = 0;
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-            return osb_err_sys(err, "create directory %s", dir);
-        *p = '/';
-    }
-    return 0;
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = '\0';
+    return osb_mkdir_p(dir, 0755, err);
 }
 
 static int write_all(int fd, const char *s, size_t n)

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fsutil.h"
 #include "runtime/init/init.h"
 
 /* Devices bound from the host into /dev. */
@@ -261,23 +262,6 @@ int osb_init_rootfs_pivot(int rootfd, struct osb_err *err)
     return 0;
 }
 
-static int mkdir_p(const char *path, mode_t mode, struct osb_err *err)
-{
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s", path);
-    for (char *c = p + 1;; c++) {
-        if (*c != '/' && *c != '\0')
-            continue;
-        char save = *c;
-        *c = '\0';
-        if (mkdir(p, mode) < 0 && errno != EEXIST)
-            return osb_err_sys(err, "create `%s`", p);
-        *c = save;
-        if (!save)
-            return 0;
-    }
-}
-
 static int mnt(const char *src, const char *dst, const char *type, unsigned long flags,
                const char *data, struct osb_err *err)
 {
@@ -336,7 +320,7 @@ static int write_etc_files(const struct osb_init_spec *s, struct osb_err *err)
              "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
              s->hostname);
     snprintf(hostname, sizeof hostname, "%s\n", s->hostname);
-    if (mkdir_p("/etc", 0755, err) < 0)
+    if (osb_mkdir_p("/etc", 0755, err) < 0)
         return -1;
     /* Loopback only: no resolver answers, so lookups fail fast instead of
      * waiting for timeouts. */
@@ -397,20 +381,20 @@ static void mount_cgroups(void)
 int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err)
 {
     const unsigned long nsd = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-    if (mkdir_p("/proc", 0555, err) < 0 || mnt("proc", "/proc", "proc", nsd, NULL, err) < 0)
+    if (osb_mkdir_p("/proc", 0555, err) < 0 || mnt("proc", "/proc", "proc", nsd, NULL, err) < 0)
         return -1;
     if (mnt("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
             "newinstance,ptmxmode=0666,mode=0620,gid=5", err) < 0 ||
         mnt("shm", "/dev/shm", "tmpfs", nsd, "mode=1777,size=65536k", err) < 0 ||
         mnt("mqueue", "/dev/mqueue", "mqueue", nsd, NULL, err) < 0)
         return -1;
-    if (mkdir_p("/sys", 0555, err) < 0 ||
+    if (osb_mkdir_p("/sys", 0555, err) < 0 ||
         mnt("sysfs", "/sys", "sysfs", nsd | MS_RDONLY, NULL, err) < 0)
         return -1;
     mount_cgroups();
     if (mask_paths(err) < 0 || write_etc_files(s, err) < 0)
         return -1;
-    if (mkdir_p(OSB_SANDBOX_RUNDIR, 0755, err) < 0)
+    if (osb_mkdir_p(OSB_SANDBOX_RUNDIR, 0755, err) < 0)
         return -1;
     struct stat st;
     if (lstat("/tmp", &st) < 0 && (mkdir("/tmp", 01777) < 0 || chmod("/tmp", 01777) < 0))

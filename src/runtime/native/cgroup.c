@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "runtime/native/fsutil.h"
 
@@ -209,7 +210,7 @@ static int plan_v2(struct osb_cg_plan *p, const struct osb_cg_mounts *m, const c
         return -1;
     add_base(p, OSB_CG_V2, home);
     struct osb_cg_base *b = &p->bases[p->n - 1];
-    if (osb_rtfs_mkdir_p(b->base, 0755, err) < 0 || v2_delegate(b->base, false, err) < 0)
+    if (osb_mkdir_p(b->base, 0755, err) < 0 || v2_delegate(b->base, false, err) < 0)
         return -1;
     /* The helper starts where the server is now: the leaf if it moved. */
     own_v2_dir(m, b->home, sizeof b->home);
@@ -250,7 +251,7 @@ static int plan_v1(struct osb_cg_plan *p, const struct osb_cg_mounts *m, const c
         osb_cg_join_path(m->v2, m->v2_root, own, dir, sizeof dir);
         char base[PATH_MAX];
         snprintf(base, sizeof base, "%s/%s", dir, p->base_name);
-        if (osb_rtfs_mkdir_p(base, 0755, NULL) == 0 && has_file(base, "cgroup.kill") &&
+        if (osb_mkdir_p(base, 0755, NULL) == 0 && has_file(base, "cgroup.kill") &&
             has_file(base, "cgroup.freeze"))
             add_base(p, OSB_CG_UNIFIED, dir);
     }
@@ -263,7 +264,7 @@ static int plan_v1(struct osb_cg_plan *p, const struct osb_cg_mounts *m, const c
             continue;
         osb_cg_join_path(m->v1[r], m->v1_root[r], own, dir, sizeof dir);
         add_base(p, (enum osb_cg_role)r, dir);
-        if (osb_rtfs_mkdir_p(p->bases[p->n - 1].base, 0755, err) < 0)
+        if (osb_mkdir_p(p->bases[p->n - 1].base, 0755, err) < 0)
             return -1;
     }
     if (!unified && !m->v1[OSB_CG_FREEZER][0])

@@ -77,24 +77,6 @@ int osb_rtfs_remove_tree(const char *path, struct osb_err *err)
     return 0;
 }
 
-int osb_rtfs_mkdir_p(const char *path, mode_t mode, struct osb_err *err)
-{
-    char p[PATH_MAX];
-    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p)
-        return osb_err_set(err, OSB_E_INVALID, "path too long: %s", path);
-    for (char *c = p + 1;; c++) {
-        if (*c != '/' && *c != '\0')
-            continue;
-        char save = *c;
-        *c = '\0';
-        if (mkdir(p, mode) < 0 && errno != EEXIST)
-            return osb_err_sys(err, "create directory `%s`", p);
-        *c = save;
-        if (!save)
-            return 0;
-    }
-}
-
 ssize_t osb_rtfs_read(const char *path, char *buf, size_t cap)
 {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

@@ -12,8 +12,6 @@
  * (an entry on another device is an error, never a descent). A missing
  * path is success. */
 int osb_rtfs_remove_tree(const char *path, struct osb_err *err);
-/* mkdir -p; existing directories are fine. */
-int osb_rtfs_mkdir_p(const char *path, mode_t mode, struct osb_err *err);
 /* Read a small file into buf (NUL-terminated); returns its length, or -1
  * with errno set (no err: callers decide whether absence matters). */
 ssize_t osb_rtfs_read(const char *path, char *buf, size_t cap);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "runtime/native/fsutil.h"
 #include "runtime/native/image.h"
@@ -134,7 +135,7 @@ static int copy_etc(const char *root, struct osb_err *err)
             snprintf(dst, sizeof dst, "%s%s", root, g.gl_pathv[j]);
             snprintf(parent, sizeof parent, "%s", dst);
             *strrchr(parent, '/') = '\0';
-            r = osb_rtfs_mkdir_p(parent, 0755, err);
+            r = osb_mkdir_p(parent, 0755, err);
             if (r == 0)
                 r = copy_tree(g.gl_pathv[j], dst, 0, err);
         }

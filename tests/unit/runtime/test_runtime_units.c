@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "runtime/init/spec.c" /* the helper's decoder is not in the runtime library */
 #include "runtime/native/cgroup.h"
 #include "runtime/native/fsutil.h"
@@ -210,9 +211,9 @@ static void test_remove_tree(void)
     mkdir(outside, 0755);
     snprintf(p, sizeof p, "%s/keep", outside);
     close(open(p, O_CREAT | O_WRONLY, 0644));
-    OK(osb_rtfs_mkdir_p(tree, 0755, NULL) == 0, "mkdir");
+    OK(osb_mkdir_p(tree, 0755, NULL) == 0, "mkdir");
     snprintf(p, sizeof p, "%s/a/b/c", tree);
-    OK(osb_rtfs_mkdir_p(p, 0755, NULL) == 0, "mkdir -p");
+    OK(osb_mkdir_p(p, 0755, NULL) == 0, "mkdir -p");
     snprintf(p, sizeof p, "%s/a/link", tree);
     OK(symlink(outside, p) == 0, "a symlink to a directory outside");
     snprintf(p, sizeof p, "%s/a/b/file", tree);
