@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fsutil.h"
 #include "runtime/init/init.h"
 
 /* CFS period; quota = millicores * period / 1000. */
@@ -28,7 +29,7 @@ static int set(const char *dir, const char *file, const char *val, struct osb_er
     _cleanup_close_ int d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (d < 0)
         return osb_err_sys(err, "open cgroup `%s`", dir);
-    if (osb_init_write_fileat(d, file, val, err) < 0)
+    if (osb_write_fileat(d, file, val, err) < 0)
         return osb_err_wrap(err, "cgroup `%s`", dir);
     return 0;
 }

@@ -41,8 +41,4 @@ int osb_init_seccomp_prepare(const char *state_dir, struct osb_err *err);
 /* With OSB_INIT_TRACE set in the environment, prints "step +ms" lines to
  * stderr (the server's): where the milliseconds of a create go. */
 void osb_init_trace(const char *step);
-
-/* Small file helpers (util.c). */
-int osb_init_write_file(const char *path, const char *data, struct osb_err *err);
-int osb_init_write_fileat(int dirfd, const char *name, const char *data, struct osb_err *err);
 #endif

@@ -1,6 +1,7 @@
 #include "runtime/native/cgroup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,7 +164,7 @@ static int move_to_leaf(const char *dir, struct osb_err *err)
         return osb_err_sys(err, "read `%s`", procs);
     snprintf(procs, sizeof procs, "%s/cgroup.procs", leaf);
     for (char *save = NULL, *w = strtok_r(buf, "\n", &save); w; w = strtok_r(NULL, "\n", &save))
-        osb_rtfs_write(procs, w, NULL);
+        osb_write_fileat(AT_FDCWD, procs, w, NULL);
     return 0;
 }
 
@@ -177,10 +178,10 @@ static int v2_delegate(const char *dir, bool may_move, struct osb_err *err)
         if (!v2_has(dir, ctls[i]))
             continue;
         snprintf(want, sizeof want, "+%s", ctls[i]);
-        if (osb_rtfs_write(path, want, NULL) == 0)
+        if (osb_write_fileat(AT_FDCWD, path, want, NULL) == 0)
             continue;
         if (errno != EBUSY || !may_move || move_to_leaf(dir, err) < 0 ||
-            osb_rtfs_write(path, want, err) < 0)
+            osb_write_fileat(AT_FDCWD, path, want, err) < 0)
             return osb_err_wrap(err, "enable the %s controller in `%s`", ctls[i], dir);
     }
     return 0;
@@ -397,7 +398,7 @@ int osb_cg_freeze(const struct osb_cg_set *s, bool freeze, struct osb_err *err)
     const char *d = v2_dir(s);
     if (d) {
         snprintf(path, sizeof path, "%s/cgroup.freeze", d);
-        if (osb_rtfs_write(path, freeze ? "1" : "0", err) < 0)
+        if (osb_write_fileat(AT_FDCWD, path, freeze ? "1" : "0", err) < 0)
             return -1;
         if (!wait_for(d, "cgroup.events", freeze ? "frozen 1" : "frozen 0"))
             return osb_err_set(err, OSB_E_INTERNAL, "`%s` did not become %s within %d ms", d,
@@ -409,11 +410,11 @@ int osb_cg_freeze(const struct osb_cg_set *s, bool freeze, struct osb_err *err)
         return osb_err_set(err, OSB_E_UNSUPPORTED, "no freezer cgroup for this sandbox");
     snprintf(path, sizeof path, "%s/freezer.state", d);
     const char *state = freeze ? "FROZEN" : "THAWED";
-    if (osb_rtfs_write(path, state, err) < 0)
+    if (osb_write_fileat(AT_FDCWD, path, state, err) < 0)
         return -1;
     if (!wait_for(d, "freezer.state", state)) {
         if (freeze)
-            osb_rtfs_write(path, "THAWED", NULL);
+            osb_write_fileat(AT_FDCWD, path, "THAWED", NULL);
         return osb_err_set(err, OSB_E_INTERNAL, "`%s` did not become %s within %d ms", d, state,
                            WAIT_MS);
     }
@@ -458,7 +459,7 @@ int osb_cg_kill(const struct osb_cg_set *s, struct osb_err *err)
     bool killed = false;
     if (d) {
         snprintf(path, sizeof path, "%s/cgroup.kill", d);
-        killed = osb_rtfs_write(path, "1", NULL) == 0;
+        killed = osb_write_fileat(AT_FDCWD, path, "1", NULL) == 0;
     }
     const char *fz = dir_of(s, OSB_CG_FREEZER);
     if (!killed && fz) {

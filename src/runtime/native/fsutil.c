@@ -95,17 +95,6 @@ ssize_t osb_rtfs_read(const char *path, char *buf, size_t cap)
     return (ssize_t)len;
 }
 
-int osb_rtfs_write(const char *path, const char *data, struct osb_err *err)
-{
-    _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return osb_err_sys(err, "open `%s`", path);
-    size_t n = strlen(data);
-    if (OSB_RETRY(write(fd, data, n)) != (ssize_t)n)
-        return osb_err_sys(err, "write `%s` to `%s`", data, path);
-    return 0;
-}
-
 int osb_rtfs_create(const char *path, const char *data, size_t len, int replace,
                     struct osb_err *err)
 {

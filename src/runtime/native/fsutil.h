@@ -15,8 +15,6 @@ int osb_rtfs_remove_tree(const char *path, struct osb_err *err);
 /* Read a small file into buf (NUL-terminated); returns its length, or -1
  * with errno set (no err: callers decide whether absence matters). */
 ssize_t osb_rtfs_read(const char *path, char *buf, size_t cap);
-/* Write data to an existing file (cgroup knobs); -1 with err. */
-int osb_rtfs_write(const char *path, const char *data, struct osb_err *err);
 /* Create path (0644, O_EXCL unless replace) with data. */
 int osb_rtfs_create(const char *path, const char *data, size_t len, int replace,
                     struct osb_err *err);
