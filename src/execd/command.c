@@ -393,6 +393,15 @@ static void fail_stream(struct osb_http_req *req, struct cmd_rec *r, const char 
         osb_sse_close(sse);
 }
 
+/* The command runs: watch its exit and arm its timeout. */
+static void rec_running(struct cmd_rec *r, pid_t pid, int64_t timeout_ms)
+{
+    r->pid = pid;
+    r->running = true;
+    osb_execd_watch_child(pid, on_exit_status, r);
+    rec_start_timer(r, timeout_ms);
+}
+
 static void run_foreground(struct osb_http_req *req, const struct cmd_req *q,
                            const struct launch *l)
 {
@@ -414,10 +423,7 @@ static void run_foreground(struct osb_http_req *req, const struct cmd_req *q,
         fail_stream(req, r, err.msg);
         return;
     }
-    r->pid = pid;
-    r->running = true;
-    osb_execd_watch_child(pid, on_exit_status, r);
-    rec_start_timer(r, q->timeout);
+    rec_running(r, pid, q->timeout);
 
     struct fg_run *run = osb_xcalloc(1, sizeof *run);
     run->rec = r;
@@ -468,10 +474,7 @@ static void run_background(struct osb_http_req *req, const struct cmd_req *q,
         fail_stream(req, r, err.msg);
         return;
     }
-    r->pid = pid;
-    r->running = true;
-    osb_execd_watch_child(pid, on_exit_status, r);
-    rec_start_timer(r, q->timeout);
+    rec_running(r, pid, q->timeout);
     bool gone = false;
     struct osb_sse *sse = osb_sse_open(req, note_gone, &gone);
     send_init(sse, r->id);
