@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -56,4 +57,16 @@ void osb_random_uuid4(char out[37])
     char h[33];
     to_hex(b, sizeof b, h);
     snprintf(out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12, h + 16, h + 20);
+}
+
+bool osb_secret_eq(const char *got, const char *want)
+{
+    size_t lg = strlen(got), lw = strlen(want), n = lg > lw ? lg : lw;
+    unsigned char diff = lg != lw;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char a = i < lg ? (unsigned char)got[i] : 0;
+        unsigned char b = i < lw ? (unsigned char)want[i] : 0;
+        diff |= a ^ b;
+    }
+    return diff == 0;
 }

@@ -18,6 +18,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/random.h"
 #include "common/xalloc.h"
 #include "execd/execd.h"
 #include "execd/pool.h"
@@ -50,21 +51,11 @@ static void on_term(uv_signal_t *h, int sig)
     uv_stop(h->loop);
 }
 
-/* Constant-time compare: the token guards the whole sandbox. */
-static bool token_eq(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    unsigned char d = la != lb;
-    for (size_t i = 0; i < la; i++)
-        d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
-    return d == 0;
-}
-
 static bool check_token(struct osb_http_req *req, void *ud)
 {
     const char *want = ud;
     const char *got = osb_http_req_header(req, TOKEN_HEADER);
-    if (got && token_eq(got, want))
+    if (got && osb_secret_eq(got, want))
         return true;
     static const char body[] =
         "{\"error\":\"Unauthorized: invalid or missing header X-EXECD-ACCESS-TOKEN\"}";

@@ -97,18 +97,6 @@ int osb_api_query_int(struct osb_http_req *req, const char *name, long lo, long 
 /* Equal-time comparison: the API key guards every sandbox. The loop runs
  * over the longer input so neither the position of the first difference
  * nor the key's length shows in the timing beyond "longer than the key". */
-static bool key_eq(const char *got, const char *want)
-{
-    size_t lg = strlen(got), lw = strlen(want), n = lg > lw ? lg : lw;
-    unsigned char diff = lg != lw;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char a = i < lg ? (unsigned char)got[i] : 0;
-        unsigned char b = i < lw ? (unsigned char)want[i] : 0;
-        diff |= a ^ b;
-    }
-    return diff == 0;
-}
-
 static bool prefix(const char *s, const char *p)
 {
     return strncmp(s, p, strlen(p)) == 0;
@@ -204,7 +192,7 @@ static bool hook(struct osb_http_req *req, void *ud)
                                "OPEN-SANDBOX-API-KEY header.");
         return false;
     }
-    if (!key_eq(key, srv->api_key)) {
+    if (!osb_secret_eq(key, srv->api_key)) {
         osb_http_respond_error(req, 401, "INVALID_API_KEY",
                                "Authentication credentials are invalid. Check your API key and "
                                "try again.");

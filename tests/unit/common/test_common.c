@@ -7,6 +7,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/json.h"
+#include "common/random.h"
 #include "common/timeutil.h"
 #include "tap.h"
 
@@ -110,11 +111,25 @@ static void test_time(void)
     OK(osb_now_ms() > 1700000000000LL, "now in ms");
 }
 
+static void test_random(void)
+{
+    char hex[33], uuid[37];
+    osb_random_hex(hex, 16);
+    IS_INT(strlen(hex), 32, "hex token length");
+    osb_random_uuid4(uuid);
+    OK(strlen(uuid) == 36 && uuid[8] == '-' && uuid[14] == '4', "uuid4 shape");
+    OK(osb_secret_eq("s3cret", "s3cret"), "equal secrets");
+    OK(!osb_secret_eq("s3cret", "s3cres"), "different secrets");
+    OK(!osb_secret_eq("s3c", "s3cret"), "a prefix is not equal");
+    OK(!osb_secret_eq("", "x") && osb_secret_eq("", ""), "empty secrets");
+}
+
 int main(void)
 {
     test_buf();
     test_err();
     test_json();
     test_time();
+    test_random();
     return tap_done();
 }
