@@ -69,6 +69,9 @@ int osb_err_http_status(const struct osb_err *err)
     case OSB_E_TOOBIG: return 413;
     case OSB_E_RANGE: return 416;
     case OSB_E_UNSUPPORTED: return 501;
+    case OSB_E_DENIED: return 403;
+    case OSB_E_UNAVAILABLE:
+    case OSB_E_INTEGRITY: return 502;
     case OSB_E_OK:
     case OSB_E_SYS:
     case OSB_E_INTERNAL:

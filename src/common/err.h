@@ -16,6 +16,9 @@ enum osb_errc {
     OSB_E_UNSUPPORTED, /* not implemented / not available: 501 */
     OSB_E_SYS,       /* a system call failed; see sys_errno: 500 */
     OSB_E_INTERNAL,  /* anything else: 500 */
+    OSB_E_DENIED,    /* refused by a peer (registry auth): 403 */
+    OSB_E_UNAVAILABLE, /* a peer is unreachable or failing (registry down, 5xx): 502 */
+    OSB_E_INTEGRITY, /* data failed verification (digest or size mismatch): 502 */
 };
 
 struct osb_err {
