@@ -34,7 +34,7 @@ ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SANFLAGS) $(CPPFLAGS)
 EXECD_LIBS := -l:libuv_a.a -l:libhttp_parser.a -l:libjansson.a -lutil -lpthread -ldl -lm
 TEST_LIBS := $(EXECD_LIBS)
 INIT_LIBS := -l:libseccomp.a -l:libcap.a -l:libjansson.a
-SERVER_LIBS := -luv -lhttp_parser -ljansson -lsqlite3 -larchive -lseccomp -lcap -lcurl -lcrypto -lpthread -ldl -lm
+SERVER_LIBS := -luv -lhttp_parser -ljansson -lsqlite3 -larchive -lseccomp -lcap -lcurl -lcrypto -lnftnl -lmnl -lpthread -ldl -lm
 
 COMMON_SRC := $(wildcard src/common/*.c)
 HTTP_SRC := $(wildcard src/http/*.c)
@@ -46,6 +46,8 @@ INIT_SRC := $(wildcard src/runtime/init/*.c)
 SERVER_SRC := $(filter-out src/server/main.c,$(wildcard src/server/*.c))
 # The image store: OCI pulls, layers, image records (linked into the server).
 IMAGE_SRC := $(wildcard src/image/*.c)
+# Sandbox networking: netns/veth slots (netlink), nftables, DNS forwarder, egress policy.
+NET_SRC := $(wildcard src/net/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ := $(call obj,$(COMMON_SRC))
@@ -55,6 +57,7 @@ RUNTIME_OBJ := $(call obj,$(RUNTIME_SRC))
 INIT_OBJ := $(call obj,$(INIT_SRC))
 SERVER_OBJ := $(call obj,$(SERVER_SRC))
 IMAGE_OBJ := $(call obj,$(IMAGE_SRC))
+NET_OBJ := $(call obj,$(NET_SRC))
 
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -92,7 +95,7 @@ $(BUILD)/bin/osb-sandbox-init: $(INIT_OBJ) $(COMMON_OBJ)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $^ $(INIT_LIBS)
 
-$(BUILD)/bin/opensandbox-server: $(BUILD)/obj/src/server/main.o $(SERVER_OBJ) $(RUNTIME_OBJ) $(IMAGE_OBJ) $(HTTP_OBJ) $(COMMON_OBJ)
+$(BUILD)/bin/opensandbox-server: $(BUILD)/obj/src/server/main.o $(SERVER_OBJ) $(RUNTIME_OBJ) $(IMAGE_OBJ) $(NET_OBJ) $(HTTP_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(SERVER_LIBS)
@@ -113,11 +116,15 @@ $(BUILD)/tests/image/%: tests/unit/image/%.c $(IMAGE_OBJ) $(COMMON_OBJ) | $(DEPS
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(SERVER_LIBS)
+$(BUILD)/tests/net/%: tests/unit/net/%.c $(NET_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(SERVER_LIBS)
 $(BUILD)/tests/runtime/%: tests/unit/runtime/%.c $(RUNTIME_OBJ) $(IMAGE_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(SERVER_LIBS)
-$(BUILD)/tests/server/%: tests/unit/server/%.c $(SERVER_OBJ) $(RUNTIME_OBJ) $(IMAGE_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+$(BUILD)/tests/server/%: tests/unit/server/%.c $(SERVER_OBJ) $(RUNTIME_OBJ) $(IMAGE_OBJ) $(NET_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(SERVER_LIBS)
