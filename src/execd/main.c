@@ -13,16 +13,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "common/xalloc.h"
 #include "execd/execd.h"
 #include "execd/pool.h"
 #include "execd/spawn.h"
+#include "execd/cmd_util.h"
+#include "execd/users.h"
 
 #define DEFAULT_PORT 44772
 #define TOKEN_HEADER "X-EXECD-ACCESS-TOKEN"
@@ -103,12 +107,17 @@ static void usage(FILE *f)
                "  --unix PATH         also listen on a unix socket\n"
                "  --access-token T    require header X-EXECD-ACCESS-TOKEN (or env "
                "EXECD_ACCESS_TOKEN)\n"
-               "  --ready-fd N        write a byte to fd N once listening, then close it\n");
+               "  --ready-fd N        write a byte to fd N once listening, then close it\n"
+               "  --workdir DIR       working directory of the entrypoint and default of every\n"
+               "                      command (created if missing, as Docker's WORKDIR)\n"
+               "  --user USER[:GROUP] default user of the entrypoint and commands (names from\n"
+               "                      the image's /etc/passwd and /etc/group, or numbers)\n"
+               "  --keep-fd N         keep fd N open for the runtime, out of children's reach\n");
 }
 
 struct opts {
-    int port, ready_fd;
-    const char *host, *unix_path, *token;
+    int port, ready_fd, keep_fd;
+    const char *host, *unix_path, *token, *workdir, *user;
     char **entry;
 };
 
@@ -118,9 +127,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"port", required_argument, NULL, 'p'},   {"unix", required_argument, NULL, 'u'},
         {"listen", required_argument, NULL, 'l'}, {"access-token", required_argument, NULL, 't'},
         {"ready-fd", required_argument, NULL, 'r'},
+        {"workdir", required_argument, NULL, 'w'}, {"user", required_argument, NULL, 'U'},
+        {"keep-fd", required_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
-    *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .ready_fd = -1,
+    *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .ready_fd = -1, .keep_fd = -1,
                        .token = getenv("EXECD_ACCESS_TOKEN")};
     int ch;
     char *end;
@@ -144,6 +155,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
             }
             /* No child may inherit it. */
             fcntl(o->ready_fd, F_SETFD, FD_CLOEXEC);
+            break;
+        case 'w': o->workdir = optarg; break;
+        case 'U': o->user = optarg; break;
+        case 'k':
+            o->keep_fd = (int)strtol(optarg, &end, 10);
+            if (*end || o->keep_fd < 3 || fcntl(o->keep_fd, F_SETFD, FD_CLOEXEC) < 0) {
+                fprintf(stderr, "execd: invalid --keep-fd '%s'\n", optarg);
+                return -1;
+            }
             break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -172,6 +192,62 @@ static void start_entrypoint(char **argv)
     }
     execd.entrypoint_pid = pid;
     osb_execd_watch_child(pid, on_entrypoint_exit, NULL);
+}
+
+/* "uid[:gid]" or "name[:group]" against the image's own files; the group
+ * defaults to the user's primary one, as Docker's --user. */
+static int resolve_user(const char *spec, uid_t *uid, gid_t *gid)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *grp = strchr(buf, ':');
+    if (grp)
+        *grp++ = '\0';
+    char *end;
+    unsigned long n = strtoul(buf, &end, 10);
+    if (*buf && !*end)
+        *uid = (uid_t)n;
+    else if (osb_users_uid(buf, uid) < 0)
+        return -1;
+    if (!grp || !*grp) {
+        *gid = osb_cmd_primary_gid(*uid);
+        return 0;
+    }
+    n = strtoul(grp, &end, 10);
+    if (!*end) {
+        *gid = (gid_t)n;
+        return 0;
+    }
+    return osb_users_gid(grp, gid);
+}
+
+/* The image's WORKDIR and USER (--workdir, --user). */
+static int apply_image_defaults(const struct opts *o)
+{
+    struct osb_err err = {0};
+    if (o->workdir) {
+        if (osb_mkdir_p(o->workdir, 0755, &err) < 0 || chdir(o->workdir) < 0) {
+            osb_err_log("workdir %s: %s", o->workdir, err.msg[0] ? err.msg : strerror(errno));
+            return -1;
+        }
+        setenv("PWD", o->workdir, 1);
+    }
+    if (o->user) {
+        uid_t uid;
+        gid_t gid;
+        if (resolve_user(o->user, &uid, &gid) < 0) {
+            osb_err_log("user %s: no such user or group in the image's /etc/passwd or /etc/group",
+                        o->user);
+            return -1;
+        }
+        if (uid != 0 || gid != 0)
+            osb_execd_spawn_default_user(uid, gid);
+    }
+    /* The runtime's fd (--keep-fd) and execd's memory stay out of reach of
+     * root in the sandbox: /proc/1/fd and ptrace need dumpable. */
+    if (o->keep_fd >= 0)
+        prctl(PR_SET_DUMPABLE, 0);
+    return 0;
 }
 
 static int listen_all(const struct opts *o)
@@ -221,7 +297,7 @@ int main(int argc, char **argv)
     uv_signal_init(execd.loop, &sigint);
     uv_signal_start(&sigint, on_term, SIGINT);
 
-    if (listen_all(&o) < 0)
+    if (apply_image_defaults(&o) < 0 || listen_all(&o) < 0)
         return 1;
     if (o.ready_fd >= 0) {
         ssize_t w = write(o.ready_fd, "1", 1);

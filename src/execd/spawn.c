@@ -150,9 +150,31 @@ static char *resolve(const char *name)
 
 #define CHILD_STACK (64 * 1024)
 
-pid_t osb_execd_spawn(const struct osb_spawn *sp, struct osb_err *err)
+static struct {
+    bool set;
+    uid_t uid;
+    gid_t gid;
+} default_user;
+
+void osb_execd_spawn_default_user(uid_t uid, gid_t gid)
+{
+    default_user.set = true;
+    default_user.uid = uid;
+    default_user.gid = gid;
+}
+
+pid_t osb_execd_spawn(const struct osb_spawn *req, struct osb_err *err)
 {
     osb_execd_pool_start();
+    struct osb_spawn with_user;
+    const struct osb_spawn *sp = req;
+    if (!req->set_ids && default_user.set) {
+        with_user = *req;
+        with_user.set_ids = true;
+        with_user.uid = default_user.uid;
+        with_user.gid = default_user.gid;
+        sp = &with_user;
+    }
     gid_t groups[256];
     struct child_args a = {.sp = sp, .groups = groups};
     if (sp->set_ids)

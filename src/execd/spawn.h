@@ -29,6 +29,10 @@ struct osb_spawn {
  * cannot be missed: reaping happens on the loop, after this returns). */
 pid_t osb_execd_spawn(const struct osb_spawn *sp, struct osb_err *err);
 
+/* The user of spawns that do not set_ids themselves (the image's USER, as
+ * `docker exec` uses it); unset, they run as execd (root). */
+void osb_execd_spawn_default_user(uid_t uid, gid_t gid);
+
 /* Raise execd's open-files soft limit to the hard limit (every command
  * holds pipes, every stream a socket), as Go's runtime does; children get
  * the original limit back. */

@@ -27,6 +27,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <linux/magic.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,6 +40,8 @@
 #include "common/xalloc.h"
 #include "runtime/native/cgroup.h"
 #include "runtime/native/fsutil.h"
+#include "image/layer.h"
+#include "image/store.h"
 #include "runtime/native/image.h"
 
 extern char **environ;
@@ -84,6 +87,7 @@ struct osb_rt {
     char *state_dir, *sandboxes_dir, *images_dir, *execd_path, *init_path;
     struct osb_cg_plan plan;
     struct osb_img_host host;
+    struct osb_istore *store;
     char describe[512];
     uv_signal_t sigchld;
     uv_timer_t log_timer;
@@ -107,6 +111,7 @@ static void maybe_free(struct osb_rt *rt)
     free(rt->execd_path);
     free(rt->init_path);
     free(rt->kids);
+    osb_istore_close(rt->store);
     free(rt);
 }
 
@@ -289,7 +294,8 @@ int osb_rt_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_rt 
     }
     if (make_dirs(rt, err) < 0 || check_binaries(rt, err) < 0 ||
         osb_cg_plan_init(&rt->plan, rt->state_dir, err) < 0 ||
-        osb_img_host_prepare(rt->images_dir, &rt->host, err) < 0)
+        osb_img_host_prepare(rt->images_dir, &rt->host, err) < 0 ||
+        osb_istore_open(rt->state_dir, &rt->store, err) < 0)
         goto fail;
     /* Sandbox PID 1s re-parent to us when their helper exits: we can
      * reap them and learn their exit promptly. */
@@ -399,7 +405,7 @@ static struct rt_create *find_create(struct osb_rt *rt, const char *id)
 
 /* The helper's spec: the validated request plus every path it needs. */
 static char *encode_spec(struct osb_rt *rt, const struct osb_rt_spec *s, const char *lower,
-                         size_t *len)
+                         bool host, size_t *len)
 {
     char dir[PATH_MAX], hostname[16];
     sandbox_dir(rt, s->id, dir, sizeof dir);
@@ -409,11 +415,11 @@ static char *encode_spec(struct osb_rt *rt, const struct osb_rt_spec *s, const c
     struct osb_init_cgroup cgs[OSB_CG_NROLES];
     for (size_t i = 0; i < set.n; i++)
         cgs[i] = (struct osb_init_cgroup){set.role[i], set.dir[i], rt->plan.bases[i].home};
-    bool host = strcmp(s->image, OSB_IMG_HOST) == 0;
     struct osb_init_spec is = {
         .id = (char *)s->id, .dir = dir, .image = (char *)s->image, .lower = (char *)lower,
         .execd = rt->execd_path, .hostname = s->hostname ? (char *)s->hostname : hostname,
         .token = (char *)s->execd_token, .entrypoint = (char **)s->entrypoint,
+        .workdir = (char *)s->workdir, .user = (char *)s->user,
         .env = (char **)s->env, .binds = host ? rt->host.binds : NULL,
         .n_binds = host ? rt->host.n_binds : 0, .cgroups = cgs, .n_cgroups = set.n,
         .memory_bytes = s->memory_bytes, .cpu_millicores = s->cpu_millicores,
@@ -616,20 +622,55 @@ static int start_create(struct osb_rt *rt, const struct osb_rt_spec *spec, pid_t
     return 0;
 }
 
-static int image_lower(struct osb_rt *rt, const char *image, char *lower, size_t n,
-                       struct osb_err *err)
+/* Snapshots stack on their base image, which may itself be a snapshot. */
+#define MAX_IMAGE_CHAIN 32
+
+/* The overlay lowerdir of an image: its layers top first, ':'-joined,
+ * then its base's, down to a pulled/imported image or the host skeleton
+ * (*host: the host's program dirs get bound in). Caller frees. */
+static char *image_lowers(struct osb_rt *rt, const char *image, bool *host, char *stored,
+                          size_t stored_n, struct osb_err *err)
 {
-    if (!image || strcmp(image, OSB_IMG_HOST) == 0) {
-        snprintf(lower, n, "%s/%s/rootfs", rt->images_dir, OSB_IMG_HOST);
-        return 0;
+    struct osb_buf b;
+    osb_buf_init(&b, 1 << 20);
+    char name[256];
+    snprintf(name, sizeof name, "%s", image ? image : OSB_IMG_HOST);
+    *host = false;
+    for (int depth = 0; depth < MAX_IMAGE_CHAIN; depth++) {
+        if (depth == 0 && stored_n)
+            snprintf(stored, stored_n, "%s", name);
+        if (strcmp(name, OSB_IMG_HOST) == 0) {
+            osb_buf_addf(&b, "%s%s/%s/rootfs", b.len ? ":" : "", rt->images_dir, OSB_IMG_HOST);
+            *host = true;
+            return osb_buf_steal(&b, NULL);
+        }
+        struct osb_image im;
+        if (osb_istore_get(rt->store, name, &im, err) < 0) {
+            osb_buf_free(&b);
+            return NULL;
+        }
+        if (depth == 0 && stored_n) /* the canonical name, for in-use checks */
+            snprintf(stored, stored_n, "%s", im.name);
+        size_t n = 0;
+        while (im.layers && im.layers[n])
+            n++;
+        for (size_t i = n; i-- > 0;)
+            osb_buf_addf(&b, "%s%s", b.len ? ":" : "", im.layers[i]);
+        snprintf(name, sizeof name, "%s", im.base);
+        osb_image_free(&im);
+        if (!name[0])
+            return osb_buf_steal(&b, NULL);
     }
-    return osb_img_lower(rt->images_dir, image, lower, n, err);
+    osb_buf_free(&b);
+    osb_err_set(err, OSB_E_INVALID, "image `%s`: its chain of bases is longer than %d", image,
+                MAX_IMAGE_CHAIN);
+    return NULL;
 }
 
 int osb_rt_create(struct osb_rt *rt, const struct osb_rt_spec *spec, osb_rt_create_cb cb,
                   void *ud, struct osb_err *err)
 {
-    char dir[PATH_MAX], lower[PATH_MAX];
+    char dir[PATH_MAX];
     if (rt->closing)
         return osb_err_set(err, OSB_E_INTERNAL, "the runtime is closing");
     if (validate_spec(spec, err) < 0)
@@ -637,13 +678,15 @@ int osb_rt_create(struct osb_rt *rt, const struct osb_rt_spec *spec, osb_rt_crea
     sandbox_dir(rt, spec->id, dir, sizeof dir);
     if (access(dir, F_OK) == 0 || find_create(rt, spec->id))
         return osb_err_set(err, OSB_E_EXISTS, "sandbox `%s` already exists", spec->id);
-    if (image_lower(rt, spec->image, lower, sizeof lower, err) < 0 ||
-        osb_cg_ensure_bases(&rt->plan, err) < 0)
+    bool host;
+    char stored[256];
+    _cleanup_free_ char *lower = image_lowers(rt, spec->image, &host, stored, sizeof stored, err);
+    if (!lower || osb_cg_ensure_bases(&rt->plan, err) < 0)
         return -1;
     struct osb_rt_spec s = *spec;
-    s.image = spec->image ? spec->image : OSB_IMG_HOST;
+    s.image = stored;
     size_t len;
-    _cleanup_free_ char *json = encode_spec(rt, &s, lower, &len);
+    _cleanup_free_ char *json = encode_spec(rt, &s, lower, host, &len);
     _cleanup_close_ int spec_fd = spec_memfd(json, len, err);
     if (spec_fd < 0)
         return -1;
@@ -782,6 +825,95 @@ int osb_rt_pause(struct osb_rt *rt, const char *id, struct osb_err *err)
 int osb_rt_resume(struct osb_rt *rt, const char *id, struct osb_err *err)
 {
     return set_frozen(rt, id, false, err);
+}
+
+/* ------------------------------------------------------------ snapshot */
+
+struct rt_snap {
+    uv_work_t work;
+    struct osb_rt *rt;
+    char id[OSB_RT_ID_MAX + 1];
+    int upper;
+    char *dst;
+    int rc;
+    struct osb_err err;
+    osb_rt_snapshot_cb cb;
+    void *ud;
+};
+
+/* A copy of the O_PATH fd execd keeps of the writable layer. pidfd_open
+ * first, then the liveness check: the pidfd pins the process the handle
+ * names, so the fd cannot come from a recycled pid. */
+static int take_upper(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
+                      struct osb_err *err)
+{
+    _cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, h->pid, 0);
+    if (pfd < 0 || !osb_rt_alive(rt, id, h))
+        return osb_err_set(err, OSB_E_EXISTS, "sandbox `%s` is not running", id);
+    _cleanup_close_ int path = (int)syscall(SYS_pidfd_getfd, pfd, OSB_SANDBOX_LAYER_FD, 0);
+    if (path < 0)
+        return osb_err_sys(err, "take the writable layer of sandbox `%s`", id);
+    /* execd holds an O_PATH handle; reading the directory needs a real one. */
+    int fd = openat(path, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return osb_err_sys(err, "open the writable layer of sandbox `%s`", id);
+    struct statfs sf;
+    struct stat st;
+    if (fstatfs(fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC || fstat(fd, &st) < 0 ||
+        !S_ISDIR(st.st_mode)) {
+        close(fd);
+        return osb_err_set(err, OSB_E_INTERNAL,
+                           "sandbox `%s`: its writable layer handle is not a tmpfs directory", id);
+    }
+    return fd;
+}
+
+static void snap_work(uv_work_t *w)
+{
+    struct rt_snap *sn = w->data;
+    sn->rc = osb_layer_copy_tree(sn->upper, sn->dst, &sn->err);
+}
+
+static void snap_done(uv_work_t *w, int status)
+{
+    struct rt_snap *sn = w->data;
+    struct osb_rt *rt = sn->rt;
+    close(sn->upper);
+    if (status < 0 && sn->rc == 0)
+        sn->rc = osb_err_set(&sn->err, OSB_E_INTERNAL, "snapshot of `%s` cancelled", sn->id);
+    /* The sandbox may be gone meanwhile: thawing it then fails harmlessly. */
+    set_frozen(rt, sn->id, false, NULL);
+    rt->open_handles--;
+    if (!rt->closing)
+        sn->cb(sn->ud, sn->rc < 0 ? &sn->err : NULL);
+    free(sn->dst);
+    free(sn);
+    maybe_free(rt);
+}
+
+int osb_rt_snapshot(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
+                    const char *dst_dir, osb_rt_snapshot_cb cb, void *ud, struct osb_err *err)
+{
+    if (rt->closing)
+        return osb_err_set(err, OSB_E_INTERNAL, "the runtime is closing");
+    int upper = take_upper(rt, id, h, err);
+    if (upper < 0)
+        return -1;
+    if (set_frozen(rt, id, true, err) < 0) {
+        close(upper);
+        return -1;
+    }
+    struct rt_snap *sn = osb_xcalloc(1, sizeof *sn);
+    sn->rt = rt;
+    snprintf(sn->id, sizeof sn->id, "%s", id);
+    sn->upper = upper;
+    sn->dst = osb_xstrdup(dst_dir);
+    sn->cb = cb;
+    sn->ud = ud;
+    sn->work.data = sn;
+    rt->open_handles++;
+    uv_queue_work(rt->loop, &sn->work, snap_work, snap_done);
+    return 0;
 }
 
 /* A helper still building this sandbox: stop it first so that it cannot
@@ -940,33 +1072,73 @@ static void log_trim_tick(uv_timer_t *t)
 
 /* ------------------------------------------------------------ images */
 
+struct osb_istore *osb_rt_images(struct osb_rt *rt)
+{
+    return rt->store;
+}
+
+bool osb_rt_image_in_use(struct osb_rt *rt, const char *name, char *by, size_t n)
+{
+    /* Sandbox records hold the stored name ("docker.io/library/x:1"). */
+    struct osb_image im;
+    if (strcmp(name, OSB_IMG_HOST) != 0 && osb_istore_get(rt->store, name, &im, NULL) == 0) {
+        bool used = osb_img_user_of(rt->sandboxes_dir, im.name, by, n);
+        osb_image_free(&im);
+        return used;
+    }
+    return osb_img_user_of(rt->sandboxes_dir, name, by, n);
+}
+
+static bool in_use_cb(void *ud, const char *name)
+{
+    return osb_rt_image_in_use(ud, name, NULL, 0);
+}
+
 int osb_rt_image_import(struct osb_rt *rt, const char *name, const char *tar_path,
                         struct osb_err *err)
 {
-    return osb_img_import(rt->images_dir, name, tar_path, err);
+    if (strcmp(name, OSB_IMG_HOST) == 0)
+        return osb_err_set(err, OSB_E_INVALID, "`host` is the built-in image's name");
+    return osb_istore_import(rt->store, name, tar_path, err);
 }
 
 int osb_rt_image_remove(struct osb_rt *rt, const char *name, struct osb_err *err)
 {
-    return osb_img_remove(rt->images_dir, rt->sandboxes_dir, name, err);
-}
-
-bool osb_rt_image_exists(struct osb_rt *rt, const char *name)
-{
-    char lower[PATH_MAX];
-    return image_lower(rt, name, lower, sizeof lower, NULL) == 0;
+    if (strcmp(name, OSB_IMG_HOST) == 0)
+        return osb_err_set(err, OSB_E_INVALID, "the built-in `host` image cannot be removed");
+    char by[OSB_RT_ID_MAX + 1];
+    if (osb_rt_image_in_use(rt, name, by, sizeof by))
+        return osb_err_set(err, OSB_E_EXISTS, "image `%s` is in use by sandbox `%s`", name, by);
+    return osb_istore_remove(rt->store, name, in_use_cb, rt, err);
 }
 
 int osb_rt_image_list(struct osb_rt *rt, struct osb_rt_image *out, size_t max,
                       struct osb_err *err)
 {
-    struct osb_img_info *infos = osb_xcalloc(max ? max : 1, sizeof *infos);
-    int n = osb_img_list(rt->images_dir, infos, max, err);
-    for (int i = 0; i < n; i++) {
-        snprintf(out[i].name, sizeof out[i].name, "%s", infos[i].name);
-        out[i].size_bytes = infos[i].size_bytes;
-        out[i].created_ms = infos[i].created_ms;
+    if (max == 0)
+        return 0;
+    out[0] = (struct osb_rt_image){.name = OSB_IMG_HOST};
+    struct osb_image *ims;
+    size_t n, k = 1;
+    if (osb_istore_list(rt->store, &ims, &n, err) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (k < max) {
+            snprintf(out[k].name, sizeof out[k].name, "%s", ims[i].name);
+            out[k].size_bytes = ims[i].size_bytes;
+            out[k].created_ms = ims[i].created_ms;
+            k++;
+        }
+        osb_image_free(&ims[i]);
     }
-    free(infos);
-    return n;
+    free(ims);
+    return (int)k;
+}
+
+bool osb_rt_image_exists(struct osb_rt *rt, const char *name)
+{
+    bool host;
+    char *lower = image_lowers(rt, name, &host, NULL, 0, NULL);
+    free(lower);
+    return lower != NULL;
 }

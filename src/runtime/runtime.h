@@ -29,6 +29,8 @@
 
 #include "common/err.h"
 
+struct osb_istore;
+
 struct osb_rt;
 
 /* Sandbox ids: [a-zA-Z0-9-]{1,OSB_RT_ID_MAX}. */
@@ -62,6 +64,10 @@ struct osb_rt_spec {
                                        threads count) */
     int64_t disk_bytes;             /* writable layer size; 0: the runtime default (1 GiB) */
     const char *hostname;           /* NULL: the first 12 chars of id */
+    const char *workdir;            /* the image's WORKDIR: cwd of the entrypoint and
+                                       default of commands; NULL: / */
+    const char *user;               /* the image's USER ("uid[:gid]", "name[:group]"):
+                                       entrypoint and commands; NULL: root */
     const char *execd_token;        /* required: execd's access token */
 };
 
@@ -131,16 +137,33 @@ int osb_rt_stats(struct osb_rt *rt, const char *id, struct osb_rt_stats *out, st
  * runtime's timer also does this every second). */
 int osb_rt_log_trim(struct osb_rt *rt, const char *id, struct osb_err *err);
 
-/* Images: "host" is built in; others are imported root filesystems.
- * Names: [a-z0-9][a-z0-9._:/-]*, at most 200 characters, no "..", no empty
- * path component. Import unpacks a tar (gzip/xz/zstd/bzip2 too) safely
- * (see docs/security.md); a failed import leaves nothing behind. Remove
- * refuses with OSB_E_EXISTS while a sandbox uses the image; removing
- * "host" is OSB_E_INVALID. */
+/* Snapshots: copy the sandbox's writable layer (overlayfs upper dir, with
+ * its whiteouts and opaque dirs) into dst_dir, a new layer directory (see
+ * src/image/layer.h), with the sandbox frozen for the copy. The copy runs
+ * on the libuv thread pool; cb runs on the loop once it is done and the
+ * sandbox thawed (it runs even if the sandbox was destroyed meanwhile, with
+ * an error). Returns -1 (cb never runs) if the sandbox is not running or
+ * cannot be frozen. The runtime reaches the layer through a descriptor
+ * execd keeps for it (OSB_SANDBOX_LAYER_FD), taken with pidfd_getfd. */
+typedef void (*osb_rt_snapshot_cb)(void *ud, const struct osb_err *err /* NULL on success */);
+int osb_rt_snapshot(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
+                    const char *dst_dir, osb_rt_snapshot_cb cb, void *ud, struct osb_err *err);
+
+/* Images: "host" is built in; the others live in the image store
+ * (src/image/store.h): pulled from registries, imported from tars, or
+ * snapshots. The runtime resolves an image to its layers (a snapshot's
+ * own layer above its base's) when it creates a sandbox. */
+struct osb_istore *osb_rt_images(struct osb_rt *rt);
+/* Whether a sandbox uses the image (directly; the store refuses to remove
+ * a base of another image). by gets the sandbox id (may be NULL, n = 0). */
+bool osb_rt_image_in_use(struct osb_rt *rt, const char *name, char *by, size_t n);
+bool osb_rt_image_exists(struct osb_rt *rt, const char *name);
+/* CLI and tests: import a root filesystem tar as a one-layer image; remove
+ * an image (OSB_E_EXISTS while a sandbox uses it; "host" is
+ * OSB_E_INVALID); list the built-in "host" first, then the store's. */
 int osb_rt_image_import(struct osb_rt *rt, const char *name, const char *tar_path,
                         struct osb_err *err);
 int osb_rt_image_remove(struct osb_rt *rt, const char *name, struct osb_err *err);
-bool osb_rt_image_exists(struct osb_rt *rt, const char *name);
 struct osb_rt_image {
     char name[256];
     uint64_t size_bytes;

@@ -13,6 +13,7 @@
 #include "common/xalloc.h"
 #include "common/random.h"
 #include "server/server.h"
+#include "server/snapshots.h"
 #include "server/timefmt.h"
 
 #define API_KEY_HEADER "OPEN-SANDBOX-API-KEY"
@@ -28,6 +29,9 @@ json_t *osb_api_sandbox_json(const struct osb_sbx *s, bool full)
     json_t *img = json_object_get(s->spec, "image");
     if (full && img)
         json_object_set(j, "image", img);
+    json_t *snap = json_object_get(s->spec, "snapshotId");
+    if (full && snap)
+        json_object_set(j, "snapshotId", snap);
     json_t *st = json_pack("{s:s}", "state", osb_state_name(s->state));
     if (s->reason)
         json_object_set_new(st, "reason", json_string(s->reason));
@@ -237,6 +241,7 @@ void osb_api_register(struct osb_server *srv)
     add_table(srv, osb_api_sandbox_routes, osb_api_sandbox_nroutes);
     add_table(srv, osb_api_diag_routes, osb_api_diag_nroutes);
     add_table(srv, osb_api_proxy_routes, osb_api_proxy_nroutes);
+    add_table(srv, osb_api_snapshot_routes, osb_api_snapshot_nroutes);
     add_table(srv, osb_api_misc_routes, osb_api_misc_nroutes);
     static const struct osb_http_route fallback = {NULL, "*rest", h_fallback, 0, NULL};
     osb_http_server_add_routes(srv->http, &fallback, 1);

@@ -1,6 +1,6 @@
 /* Server-only routes (protocol.md 1.11) and the features of later issues:
  * /health, the JS SDK's fire-and-forget metrics POST, pools (Kubernetes
- * only upstream) and snapshots (issue #4). */
+ * only upstream). */
 #include "server/server.h"
 
 static void h_health(struct osb_http_req *req, void *ud)
@@ -24,20 +24,10 @@ static void h_pools(struct osb_http_req *req, void *ud)
                            "Pool management is only available when runtime.type is 'kubernetes'.");
 }
 
-static void h_snapshots(struct osb_http_req *req, void *ud)
-{
-    (void)ud;
-    osb_http_respond_error(req, 501, "SNAPSHOT::NOT_IMPLEMENTED",
-                           "Snapshots are not implemented by this server yet.");
-}
-
 const struct osb_http_route osb_api_misc_routes[] = {
     {"GET", "/health", h_health, 0, NULL},
     {"POST", "/metrics/events", h_metrics_event, 0, NULL},
     {NULL, "/pools", h_pools, 0, NULL},
     {NULL, "/pools/:name", h_pools, 0, NULL},
-    {NULL, "/sandboxes/:id/snapshots", h_snapshots, 0, NULL},
-    {NULL, "/snapshots", h_snapshots, 0, NULL},
-    {NULL, "/snapshots/:id", h_snapshots, 0, NULL},
 };
 const size_t osb_api_misc_nroutes = sizeof osb_api_misc_routes / sizeof osb_api_misc_routes[0];

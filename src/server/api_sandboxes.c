@@ -7,7 +7,9 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "server/pull.h"
 #include "server/server.h"
+#include "server/snapshots.h"
 #include "server/timefmt.h"
 
 #define BAD "SANDBOX::INVALID_PARAMETER"
@@ -15,6 +17,50 @@
 #define DEFAULT_PAGE_SIZE 20
 
 /* -------------------------------------------------------------- create */
+
+/* A create waiting for its image to be pulled. */
+struct pending {
+    struct osb_server *srv;
+    struct osb_http_req *req;  /* NULL once the client left */
+    struct osb_create_spec spec;
+};
+
+static void pending_gone(struct osb_http_req *req, void *ud)
+{
+    (void)req;
+    ((struct pending *)ud)->req = NULL;
+}
+
+/* The image is in the store: apply its config and build the sandbox. */
+static void create_from_image(struct osb_server *srv, struct osb_http_req *req,
+                              struct osb_create_spec *spec)
+{
+    struct osb_err err = {0};
+    if (osb_pull_apply_config(srv, spec, &err) < 0) {
+        struct osb_apierr e;
+        osb_pull_apierr(&err, spec->snapshot_id ? spec->snapshot_id : spec->image, &e);
+        osb_apierr_respond(req, &e);
+        return;
+    }
+    osb_lc_create(srv, req, spec);
+}
+
+static void on_pulled(void *ud, const struct osb_err *err)
+{
+    struct pending *p = ud;
+    if (p->req) {
+        osb_http_req_on_close(p->req, NULL, NULL);
+        if (err) {
+            struct osb_apierr e;
+            osb_pull_apierr(err, p->spec.image, &e);
+            osb_apierr_respond(p->req, &e);
+        } else {
+            create_from_image(p->srv, p->req, &p->spec);
+        }
+    }
+    osb_spec_free(&p->spec);
+    free(p);
+}
 
 static void h_create(struct osb_http_req *req, void *ud)
 {
@@ -30,17 +76,28 @@ static void h_create(struct osb_http_req *req, void *ud)
         osb_apierr_respond(req, &e);
         return;
     }
-    if (!osb_rt_image_exists(srv->rt, spec.image)) {
-        osb_http_respond_error(req, 400, "SANDBOX::IMAGE_NOT_FOUND",
-                               "field 'image.uri': image '%s' not found (the built-in image is "
-                               "'host'; import others with `opensandbox-server image import NAME "
-                               "FILE.tar`)",
-                               spec.image);
+    if (spec.snapshot_id) {
+        char image[256];
+        if (osb_snaps_image_for(srv, spec.snapshot_id, image, sizeof image, &e) < 0) {
+            osb_apierr_respond(req, &e);
+            osb_spec_free(&spec);
+            return;
+        }
+        spec.image = osb_xstrdup(image);
+    }
+    if (spec.snapshot_id || osb_rt_image_exists(srv->rt, spec.image)) {
+        create_from_image(srv, req, &spec);
         osb_spec_free(&spec);
         return;
     }
-    osb_lc_create(srv, req, &spec);
-    osb_spec_free(&spec);
+    /* Docker provisions inside the request (protocol.md 1.4): so do we,
+     * pulling first. */
+    struct pending *p = osb_xcalloc(1, sizeof *p);
+    p->srv = srv;
+    p->req = req;
+    p->spec = spec;
+    osb_http_req_on_close(req, pending_gone, p);
+    osb_pull_ensure(srv, &p->spec, on_pulled, p);
 }
 
 /* ---------------------------------------------------------------- list */

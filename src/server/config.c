@@ -36,6 +36,7 @@ enum kind {
     K_SIZE,     /* bytes: an integer or a quantity string ("1Gi") */
     K_LOGLEVEL, /* error | warn | info | debug */
     K_RUNTIME,  /* native (docker, kubernetes: not yet) */
+    K_STRLIST,  /* array of non-empty strings into a NULL-terminated char ** */
     K_IGNORED,  /* an upstream key with no meaning here: accepted, ignored */
 };
 
@@ -101,9 +102,16 @@ static const struct option options[] = {
      false, "Most processes and threads a sandbox may run at once."},
     {"native", "log_max_bytes", K_SIZE, OFF(native.log_max_bytes), 4 * KiB, GiB, "\"1Mi\"", false,
      "Output of the entrypoint and execd kept per sandbox (oldest dropped first)."},
+    {"image", "insecure_registries", K_STRLIST, OFF(image.insecure_registries), 0, 0,
+     "[\"127.0.0.1:5000\"]", true,
+     "Registries (host or host:port, as written in image references) reached over\n"
+     "plain HTTP instead of HTTPS."},
+    {"image", "mirrors", K_STRLIST, OFF(image.mirrors), 0, 0,
+     "[\"https://mirror.example.com\"]", true,
+     "Base URLs tried, in order, before Docker Hub for docker.io images."},
 };
 
-static const char *const our_tables[] = {"server", "runtime", "native"};
+static const char *const our_tables[] = {"server", "runtime", "native", "image"};
 
 /* ---- small helpers ---- */
 
@@ -269,6 +277,31 @@ static int check_string(struct ctx *c, const struct option *o, json_t *v, const 
     return 0;
 }
 
+static void free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+static int check_strlist(struct ctx *c, const struct option *o, json_t *v, char ***out)
+{
+    if (!json_is_array(v))
+        return bad(c, o->table, o->key, "must be an array of strings");
+    size_t n = json_array_size(v);
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(v, i);
+        if (!json_is_string(e) || !json_string_value(e)[0])
+            return bad(c, o->table, o->key, "element %zu must be a non-empty string", i);
+    }
+    char **list = osb_xcalloc(n + 1, sizeof *list);
+    for (size_t i = 0; i < n; i++)
+        list[i] = osb_xstrdup(json_string_value(json_array_get(v, i)));
+    free_strv(*out);
+    *out = list;
+    return 0;
+}
+
 static int check_log_level(struct ctx *c, const struct option *o, const char *s, char **out)
 {
     static const char *const levels[] = {"error", "warn", "info", "debug"};
@@ -311,6 +344,8 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
         return check_int(c, o, v, field(cfg, o));
     case K_SIZE:
         return check_size(c, o, v, field(cfg, o));
+    case K_STRLIST:
+        return check_strlist(c, o, v, field(cfg, o));
     case K_STR:
     case K_HOST:
     case K_PATH:
@@ -533,7 +568,10 @@ void osb_config_free(struct osb_config *cfg)
     free(cfg->path);
     for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {
         const struct option *o = &options[i];
-        if (o->kind != K_IGNORED && o->kind != K_INT && o->kind != K_I64 && o->kind != K_SIZE)
+        if (o->kind == K_STRLIST)
+            free_strv(*(char ***)field(cfg, o));
+        else if (o->kind != K_IGNORED && o->kind != K_INT && o->kind != K_I64 &&
+                 o->kind != K_SIZE)
             free(*(char **)field(cfg, o));
     }
     memset(cfg, 0, sizeof *cfg);

@@ -33,6 +33,10 @@ struct osb_config {
         int64_t default_pids_max;        /* 4096 */
         int64_t log_max_bytes;           /* bounded per-sandbox log: 1 MiB */
     } native;
+    struct {
+        char **insecure_registries;      /* NULL-terminated; NULL = none */
+        char **mirrors;                  /* docker.io mirrors (base URLs); NULL = none */
+    } image;
     bool insecure;                       /* OPENSANDBOX_INSECURE_SERVER=YES */
 };
 

@@ -223,6 +223,8 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
         .memory_bytes = spec->memory_bytes,
         .pids_max = spec->pids_max,
         .disk_bytes = spec->disk_bytes,
+        .workdir = spec->workdir,
+        .user = spec->user,
         .execd_token = op->s->token,
     };
     return osb_rt_create(srv->rt, &rs, on_created, op, err);
@@ -310,6 +312,9 @@ void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_re
 
 int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e)
 {
+    if (s->snapshotting)
+        return osb_apierr_set(e, 409, "SANDBOX::SNAPSHOT_IN_PROGRESS",
+                              "Sandbox %s is being snapshotted; try again in a moment.", s->id);
     if (s->state != OSB_ST_RUNNING || s->op)
         return osb_apierr_set(e, 409, "SANDBOX::NOT_RUNNING",
                               "Sandbox is not in a running state (sandbox %s is %s).", s->id,
@@ -324,6 +329,9 @@ int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e
 
 int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e)
 {
+    if (s->snapshotting)
+        return osb_apierr_set(e, 409, "SANDBOX::SNAPSHOT_IN_PROGRESS",
+                              "Sandbox %s is being snapshotted; try again in a moment.", s->id);
     if (s->state != OSB_ST_PAUSED)
         return osb_apierr_set(e, 409, "SANDBOX::NOT_PAUSED",
                               "Sandbox is not in a paused state (sandbox %s is %s).", s->id,

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "server/server.h"
+#include "server/snapshots.h"
 
 /* execd gets this long to answer /ping after the runtime started it; a
  * healthy sandbox answers in a few ms, 50 concurrent creates on two cores
@@ -241,6 +242,8 @@ static int start(struct osb_server *srv)
     osb_lc_init(srv);
     if (osb_lc_recover(srv, &err) < 0)
         return fail("recover sandboxes", &err);
+    if (osb_snaps_open(srv, &err) < 0)
+        return fail("load snapshots", &err);
     srv->http = osb_http_server_new(srv->loop);
     osb_api_register(srv);
     if (osb_http_listen_tcp(srv->http, cfg->server.host, cfg->server.port, &err) < 0)
@@ -260,6 +263,7 @@ static void stop(struct osb_server *srv)
     if (srv->rt)
         osb_rt_close(srv->rt);
     uv_run(srv->loop, UV_RUN_NOWAIT);
+    osb_snaps_close(srv);
     osb_store_close(srv->store);
     osb_reg_free(srv->reg);
 }

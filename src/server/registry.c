@@ -68,7 +68,7 @@ void osb_sbx_set_status(struct osb_sbx *s, enum osb_sbx_state st, const char *re
 
 #define NBUCKETS 1024
 
-struct osb_registry {
+struct osb_sbx_index {
     struct osb_sbx *buckets[NBUCKETS];
     struct osb_sbx **order; /* list order */
     size_t n, cap;
@@ -82,12 +82,12 @@ static unsigned hash(const char *s)
     return h % NBUCKETS;
 }
 
-struct osb_registry *osb_reg_new(void)
+struct osb_sbx_index *osb_reg_new(void)
 {
-    return osb_xcalloc(1, sizeof(struct osb_registry));
+    return osb_xcalloc(1, sizeof(struct osb_sbx_index));
 }
 
-void osb_reg_free(struct osb_registry *r)
+void osb_reg_free(struct osb_sbx_index *r)
 {
     if (!r)
         return;
@@ -106,7 +106,7 @@ static bool before(const struct osb_sbx *a, const struct osb_sbx *b)
 }
 
 /* First index whose record does not come before s. */
-static size_t lower_bound(const struct osb_registry *r, const struct osb_sbx *s)
+static size_t lower_bound(const struct osb_sbx_index *r, const struct osb_sbx *s)
 {
     size_t lo = 0, hi = r->n;
     while (lo < hi) {
@@ -119,7 +119,7 @@ static size_t lower_bound(const struct osb_registry *r, const struct osb_sbx *s)
     return lo;
 }
 
-void osb_reg_add(struct osb_registry *r, struct osb_sbx *s)
+void osb_reg_add(struct osb_sbx_index *r, struct osb_sbx *s)
 {
     unsigned h = hash(s->id);
     s->hnext = r->buckets[h];
@@ -134,7 +134,7 @@ void osb_reg_add(struct osb_registry *r, struct osb_sbx *s)
     r->n++;
 }
 
-struct osb_sbx *osb_reg_get(const struct osb_registry *r, const char *id)
+struct osb_sbx *osb_reg_get(const struct osb_sbx_index *r, const char *id)
 {
     for (struct osb_sbx *s = r->buckets[hash(id)]; s; s = s->hnext)
         if (strcmp(s->id, id) == 0)
@@ -142,7 +142,7 @@ struct osb_sbx *osb_reg_get(const struct osb_registry *r, const char *id)
     return NULL;
 }
 
-struct osb_sbx *osb_reg_remove(struct osb_registry *r, const char *id)
+struct osb_sbx *osb_reg_remove(struct osb_sbx_index *r, const char *id)
 {
     struct osb_sbx **pp = &r->buckets[hash(id)];
     while (*pp && strcmp((*pp)->id, id) != 0)
@@ -162,12 +162,12 @@ struct osb_sbx *osb_reg_remove(struct osb_registry *r, const char *id)
     return s;
 }
 
-size_t osb_reg_count(const struct osb_registry *r)
+size_t osb_reg_count(const struct osb_sbx_index *r)
 {
     return r->n;
 }
 
-struct osb_sbx *osb_reg_at(const struct osb_registry *r, size_t i)
+struct osb_sbx *osb_reg_at(const struct osb_sbx_index *r, size_t i)
 {
     return i < r->n ? r->order[i] : NULL;
 }

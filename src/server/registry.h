@@ -39,6 +39,7 @@ struct osb_sbx {
     struct osb_rt_handle handle;
     bool has_handle;
     struct osb_create_op *op;    /* non-NULL while creating */
+    int snapshotting;            /* snapshots being taken (it is frozen meanwhile) */
     struct osb_sbx *hnext;       /* hash chain */
 };
 
@@ -49,16 +50,16 @@ void osb_sbx_free(struct osb_sbx *s);
 void osb_sbx_set_status(struct osb_sbx *s, enum osb_sbx_state st, const char *reason,
                         const char *message, int64_t now_us);
 
-struct osb_registry;
-struct osb_registry *osb_reg_new(void);
+struct osb_sbx_index;
+struct osb_sbx_index *osb_reg_new(void);
 /* Frees every record still registered. */
-void osb_reg_free(struct osb_registry *r);
+void osb_reg_free(struct osb_sbx_index *r);
 /* Takes ownership; created_us must be set. The id must be new. */
-void osb_reg_add(struct osb_registry *r, struct osb_sbx *s);
-struct osb_sbx *osb_reg_get(const struct osb_registry *r, const char *id);
+void osb_reg_add(struct osb_sbx_index *r, struct osb_sbx *s);
+struct osb_sbx *osb_reg_get(const struct osb_sbx_index *r, const char *id);
 /* Unlinks the record and returns it (caller frees), or NULL. */
-struct osb_sbx *osb_reg_remove(struct osb_registry *r, const char *id);
-size_t osb_reg_count(const struct osb_registry *r);
+struct osb_sbx *osb_reg_remove(struct osb_sbx_index *r, const char *id);
+size_t osb_reg_count(const struct osb_sbx_index *r);
 /* The i-th record in list order (createdAt descending). */
-struct osb_sbx *osb_reg_at(const struct osb_registry *r, size_t i);
+struct osb_sbx *osb_reg_at(const struct osb_sbx_index *r, size_t i);
 #endif

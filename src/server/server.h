@@ -23,7 +23,7 @@ struct osb_server {
     const struct osb_config *cfg;
     struct osb_rt *rt;
     struct osb_store *store;
-    struct osb_registry *reg;
+    struct osb_sbx_index *reg;
     struct osb_http_server *http;
     uv_timer_t ttl_timer;
     int port;                     /* bound TCP port */

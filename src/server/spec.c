@@ -127,6 +127,22 @@ static void strv_free(char **v)
     free(v);
 }
 
+static int parse_auth(json_t *img, struct osb_create_spec *out, struct osb_apierr *e)
+{
+    json_t *auth = field(img, "auth");
+    if (!auth)
+        return 0;
+    if (!json_is_object(auth))
+        return osb_apierr_set(e, 400, BAD, "field 'image.auth' must be an object");
+    json_t *u = field(auth, "username"), *p = field(auth, "password");
+    if (!json_is_string(u) || !json_is_string(p))
+        return osb_apierr_set(e, 400, BAD,
+                              "field 'image.auth' needs string fields 'username' and 'password'");
+    out->auth_user = osb_xstrdup(json_string_value(u));
+    out->auth_pass = osb_xstrdup(json_string_value(p));
+    return 0;
+}
+
 static int parse_image(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
     json_t *img = field(body, "image");
@@ -139,29 +155,39 @@ static int parse_image(json_t *body, struct osb_create_spec *out, struct osb_api
         if (u && !json_is_string(u))
             return osb_apierr_set(e, 400, BAD, "field 'image.uri' must be a string");
         uri = u ? json_string_value(u) : NULL;
-        json_t *auth = field(img, "auth");
-        if (auth && !json_is_object(auth))
-            return osb_apierr_set(e, 400, BAD, "field 'image.auth' must be an object");
     }
     bool has_uri = uri && strspn(uri, " \t") != strlen(uri);
     if (snap && !json_is_string(snap))
         return osb_apierr_set(e, 400, BAD, "field 'snapshotId' must be a string");
     if (snap && has_uri)
         return osb_apierr_set(e, 400, BAD, "fields 'image' and 'snapshotId' are mutually exclusive");
-    if (snap)
-        return osb_apierr_set(e, 501, "SNAPSHOT::NOT_IMPLEMENTED",
-                              "field 'snapshotId': creating a sandbox from a snapshot is not "
-                              "implemented by this server yet");
+    if (snap) {
+        const char *id = json_string_value(snap);
+        if (!*id || strlen(id) > 64 || strspn(id, "0123456789abcdefABCDEF-") != strlen(id))
+            return osb_apierr_set(e, 404, "SNAPSHOT::NOT_FOUND", "snapshot '%.80s' not found", id);
+        out->snapshot_id = osb_xstrdup(id);
+        return 0;
+    }
     if (!has_uri)
         return osb_apierr_set(e, 400, BAD, "field 'image.uri' is required");
+    if (strlen(uri) > 512)
+        return osb_apierr_set(e, 400, BAD, "field 'image.uri' is longer than 512 characters");
     out->image = osb_xstrdup(uri);
-    return 0;
+    return parse_auth(img, out, e);
 }
 
 static int parse_entrypoint(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
     static const char *code = "SANDBOX::INVALID_ENTRYPOINT";
     json_t *ep = field(body, "entrypoint");
+    if (!ep && out->snapshot_id) {
+        /* protocol.md 1.4: a restore defaults to the SDKs' keep-alive. */
+        static const char *const keep[] = {"tail", "-f", "/dev/null"};
+        out->entrypoint = strv_new(3);
+        for (size_t i = 0; i < 3; i++)
+            out->entrypoint[i] = osb_xstrdup(keep[i]);
+        return 0;
+    }
     if (!ep)
         return osb_apierr_set(e, 400, code, "field 'entrypoint' is required");
     if (!json_is_array(ep) || json_array_size(ep) == 0)
@@ -489,6 +515,13 @@ int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
 void osb_spec_free(struct osb_create_spec *s)
 {
     free(s->image);
+    free(s->snapshot_id);
+    free(s->auth_user);
+    if (s->auth_pass)
+        explicit_bzero(s->auth_pass, strlen(s->auth_pass));
+    free(s->auth_pass);
+    free(s->workdir);
+    free(s->user);
     strv_free(s->entrypoint);
     strv_free(s->env);
     json_decref(s->metadata);
@@ -502,7 +535,11 @@ json_t *osb_spec_record(const struct osb_create_spec *s)
     json_t *ep = json_array();
     for (size_t i = 0; s->entrypoint[i]; i++)
         json_array_append_new(ep, json_string(s->entrypoint[i]));
-    json_t *r = json_pack("{s:{s:s},s:o}", "image", "uri", s->image, "entrypoint", ep);
+    json_t *r = json_pack("{s:o}", "entrypoint", ep);
+    if (s->snapshot_id)
+        json_object_set_new(r, "snapshotId", json_string(s->snapshot_id));
+    else
+        json_object_set_new(r, "image", json_pack("{s:s}", "uri", s->image));
     if (s->platform)
         json_object_set(r, "platform", s->platform);
     if (s->resource_limits)

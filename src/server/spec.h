@@ -10,7 +10,12 @@
 #include "server/apierr.h"
 
 struct osb_create_spec {
-    char *image;               /* image.uri */
+    char *image;               /* image.uri; NULL with snapshot_id */
+    char *snapshot_id;         /* snapshotId (a restore), or NULL */
+    char *auth_user;           /* image.auth: used for the pull only, never stored */
+    char *auth_pass;
+    char *workdir;             /* from the image config (set by the server) */
+    char *user;
     char **entrypoint;         /* NULL-terminated, >= 1 element */
     char **env;                /* NULL-terminated "K=V" */
     int64_t cpu_millicores;    /* 0 = no limit */

@@ -33,7 +33,10 @@ static const char schema[] =
     " ts_us INTEGER NOT NULL,"
     " type TEXT NOT NULL,"
     " message TEXT);"
-    "CREATE INDEX IF NOT EXISTS events_by_sandbox ON events(sandbox_id, seq);";
+    "CREATE INDEX IF NOT EXISTS events_by_sandbox ON events(sandbox_id, seq);"
+    "CREATE TABLE IF NOT EXISTS snapshots ("
+    " id TEXT PRIMARY KEY,"
+    " record TEXT NOT NULL);";
 
 enum {
     Q_PUT,
@@ -43,6 +46,9 @@ enum {
     Q_DEL_EVENTS,
     Q_LOAD,
     Q_EVENTS,
+    Q_SNAP_PUT,
+    Q_SNAP_DEL,
+    Q_SNAP_LOAD,
     Q_BEGIN,
     Q_COMMIT,
     Q_ROLLBACK,
@@ -62,6 +68,9 @@ static const char *const queries[Q_COUNT] = {
                " metadata, token, pid, start_time, sock_path, log_path FROM sandboxes",
     [Q_EVENTS] = "SELECT ts_us, type, message FROM (SELECT seq, ts_us, type, message FROM events"
                  " WHERE sandbox_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
+    [Q_SNAP_PUT] = "INSERT OR REPLACE INTO snapshots (id, record) VALUES (?1, ?2)",
+    [Q_SNAP_DEL] = "DELETE FROM snapshots WHERE id = ?1",
+    [Q_SNAP_LOAD] = "SELECT record FROM snapshots",
     [Q_BEGIN] = "BEGIN IMMEDIATE",
     [Q_COMMIT] = "COMMIT",
     [Q_ROLLBACK] = "ROLLBACK",
@@ -315,4 +324,33 @@ void osb_store_events_free(struct osb_store_event *ev, size_t n)
         free(ev[i].message);
     }
     free(ev);
+}
+
+/* ------------------------------------------------------------ snapshots */
+
+int osb_store_snap_put(struct osb_store *st, const char *id, const json_t *record,
+                       struct osb_err *err)
+{
+    bind_text(st->q[Q_SNAP_PUT], 1, id);
+    bind_json(st->q[Q_SNAP_PUT], 2, record);
+    return step_done(st, Q_SNAP_PUT, err);
+}
+
+int osb_store_snap_delete(struct osb_store *st, const char *id, struct osb_err *err)
+{
+    bind_text(st->q[Q_SNAP_DEL], 1, id);
+    return step_done(st, Q_SNAP_DEL, err);
+}
+
+int osb_store_snap_load(struct osb_store *st, osb_store_snap_cb cb, void *ud, struct osb_err *err)
+{
+    sqlite3_stmt *q = st->q[Q_SNAP_LOAD];
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        json_t *j = col_json(q, 0, true);
+        cb(ud, j);
+        json_decref(j);
+    }
+    sqlite3_reset(q);
+    return rc == SQLITE_DONE ? 0 : db_err(st, err, queries[Q_SNAP_LOAD]);
 }

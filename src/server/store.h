@@ -8,6 +8,7 @@
  * SIGKILLed at any moment (only a power loss can drop the last commits). */
 #ifndef OSB_SERVER_STORE_H
 #define OSB_SERVER_STORE_H
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,14 @@ struct osb_store_event {
 int osb_store_events(struct osb_store *st, const char *id, size_t limit,
                      struct osb_store_event **out, size_t *n, struct osb_err *err);
 void osb_store_events_free(struct osb_store_event *ev, size_t n);
+
+/* Snapshot records (server/snapshots.c owns their JSON shape). */
+int osb_store_snap_put(struct osb_store *st, const char *id, const json_t *record,
+                       struct osb_err *err);
+int osb_store_snap_delete(struct osb_store *st, const char *id, struct osb_err *err);
+/* Every record, each lent to cb. */
+typedef void (*osb_store_snap_cb)(void *ud, json_t *record);
+int osb_store_snap_load(struct osb_store *st, osb_store_snap_cb cb, void *ud, struct osb_err *err);
 
 /* Events kept per sandbox; older ones are dropped as new ones arrive. */
 #define OSB_STORE_MAX_EVENTS 1000

@@ -103,9 +103,10 @@ static char **build_argv(const struct osb_init_spec *s, int readyfd)
     size_t n = 0;
     while (s->entrypoint[n])
         n++;
-    char **argv = osb_xcalloc(n + 9, sizeof *argv);
-    static char fdnum[16];
+    char **argv = osb_xcalloc(n + 15, sizeof *argv);
+    static char fdnum[16], keepfd[16];
     snprintf(fdnum, sizeof fdnum, "%d", readyfd);
+    snprintf(keepfd, sizeof keepfd, "%d", OSB_SANDBOX_LAYER_FD);
     size_t j = 0;
     argv[j++] = OSB_SANDBOX_EXECD;
     argv[j++] = "--port";
@@ -114,6 +115,16 @@ static char **build_argv(const struct osb_init_spec *s, int readyfd)
     argv[j++] = OSB_SANDBOX_SOCK;
     argv[j++] = "--ready-fd";
     argv[j++] = fdnum;
+    argv[j++] = "--keep-fd";
+    argv[j++] = keepfd;
+    if (s->workdir) {
+        argv[j++] = "--workdir";
+        argv[j++] = s->workdir;
+    }
+    if (s->user) {
+        argv[j++] = "--user";
+        argv[j++] = s->user;
+    }
     argv[j++] = "--";
     for (size_t i = 0; i < n; i++)
         argv[j++] = s->entrypoint[i];
@@ -123,15 +134,19 @@ static char **build_argv(const struct osb_init_spec *s, int readyfd)
 void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd, int readyfd)
 {
     struct osb_err err = {0};
-    int rootfd = -1;
+    int rootfd = -1, layerfd = -1;
     reset_signals();
     if (setsid() < 0)
         osb_err_sys(&err, "setsid"), fail(errfd, &err);
     /* Rooted at the sandbox's own cgroups: /proc/self/cgroup shows "/". */
     if (unshare(CLONE_NEWCGROUP) < 0)
         osb_err_sys(&err, "new cgroup namespace"), fail(errfd, &err);
-    if (osb_init_rootfs_prepare(s, &rootfd, &err) < 0)
+    if (osb_init_rootfs_prepare(s, &rootfd, &layerfd, &err) < 0)
         fail(errfd, &err);
+    /* Kept open across exec for execd to hold (see OSB_SANDBOX_LAYER_FD). */
+    if (dup2(layerfd, OSB_SANDBOX_LAYER_FD) < 0)
+        osb_err_sys(&err, "keep the writable layer's fd"), fail(errfd, &err);
+    close(layerfd);
     osb_init_trace("child: root prepared");
     if (osb_init_rootfs_pivot(rootfd, &err) < 0)
         fail(errfd, &err);

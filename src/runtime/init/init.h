@@ -27,7 +27,9 @@ __attribute__((noreturn)) void osb_init_child(const struct osb_init_spec *s, int
 
 /* rootfs.c: the pieces of the child's root filesystem. Each returns -1 with
  * err naming the step. */
-int osb_init_rootfs_prepare(const struct osb_init_spec *s, int *rootfd, struct osb_err *err);
+/* *layerfd: an O_PATH fd of the writable layer (upper/), for execd to keep. */
+int osb_init_rootfs_prepare(const struct osb_init_spec *s, int *rootfd, int *layerfd,
+                            struct osb_err *err);
 int osb_init_rootfs_pivot(int rootfd, struct osb_err *err);
 int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err);
 

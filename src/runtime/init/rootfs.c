@@ -30,6 +30,7 @@
 
 #include "common/cleanup.h"
 #include "common/fsutil.h"
+#include "common/xalloc.h"
 #include "runtime/init/init.h"
 
 /* Devices bound from the host into /dev. */
@@ -206,18 +207,43 @@ static int setup_dev(int rootfd, struct osb_err *err)
     return 0;
 }
 
+/* The overlay, with the new mount API: one "lowerdir+" per layer (Linux
+ * 6.8+) has no limit on the number of layers, where the classic option
+ * string must fit in a page. Older kernels fall back to that string. */
 static int mount_overlay(const struct osb_init_spec *s, const char *top, struct osb_err *err)
 {
-    char opts[3 * PATH_MAX + 64], root[PATH_MAX];
+    char root[PATH_MAX], upper[PATH_MAX], work[PATH_MAX];
     snprintf(root, sizeof root, "%s/rootfs", top);
-    snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", s->lower, top,
-             top);
-    if (mount("overlay", root, "overlay", MS_NODEV, opts) < 0)
-        return osb_err_sys(err, "mount the overlay root (%s)", opts);
+    snprintf(upper, sizeof upper, "%s/" OSB_SANDBOX_UPPER, top);
+    snprintf(work, sizeof work, "%s/work", top);
+    _cleanup_close_ int fs = fsopen("overlay", FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return osb_err_sys(err, "open overlayfs");
+    _cleanup_free_ char *lowers = osb_xstrdup(s->lower);
+    char *save = NULL;
+    bool plus = true;
+    for (char *l = strtok_r(lowers, ":", &save); l && plus; l = strtok_r(NULL, ":", &save))
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", l, 0) < 0) {
+            if (errno != EINVAL)
+                return osb_err_sys(err, "overlay layer `%s`", l);
+            plus = false;
+        }
+    if (!plus && fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", s->lower, 0) < 0)
+        return osb_err_sys(err, "overlay layers `%s`", s->lower);
+    if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0 ||
+        fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        return osb_err_sys(err, "create the overlay root (layers %s)", s->lower);
+    _cleanup_close_ int m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV);
+    if (m < 0)
+        return osb_err_sys(err, "mount the overlay root");
+    if (move_mount(m, "", AT_FDCWD, root, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return osb_err_sys(err, "attach the overlay root");
     return 0;
 }
 
-int osb_init_rootfs_prepare(const struct osb_init_spec *s, int *rootfd, struct osb_err *err)
+int osb_init_rootfs_prepare(const struct osb_init_spec *s, int *rootfd, int *layerfd,
+                            struct osb_err *err)
 {
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return osb_err_sys(err, "make mounts private");
@@ -227,13 +253,18 @@ int osb_init_rootfs_prepare(const struct osb_init_spec *s, int *rootfd, struct o
     snprintf(opts, sizeof opts, "size=%lld,mode=0755", (long long)s->disk_bytes);
     if (mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
         return osb_err_sys(err, "mount the writable layer tmpfs (%s)", opts);
-    static const char *const sub[] = {"upper", "work", "rootfs"};
+    static const char *const sub[] = {OSB_SANDBOX_UPPER, "work", "rootfs"};
     _cleanup_close_ int t = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (t < 0)
+        return osb_err_sys(err, "open `%s`", top);
     for (size_t i = 0; i < OSB_ARRAY_LEN(sub); i++)
         if (mkdirat(t, sub[i], 0755) < 0)
             return osb_err_sys(err, "create %s/%s", top, sub[i]);
     if (mount_overlay(s, top, err) < 0)
         return -1;
+    *layerfd = openat(t, OSB_SANDBOX_UPPER, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (*layerfd < 0)
+        return osb_err_sys(err, "open the writable layer");
     char root[PATH_MAX];
     snprintf(root, sizeof root, "%s/rootfs", top);
     *rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);

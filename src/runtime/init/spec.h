@@ -54,10 +54,13 @@ struct osb_init_spec {
     char *id;
     char *dir;               /* <state>/sandboxes/<id>: created by the helper */
     char *image;             /* image name, recorded for `image rm` checks */
-    char *lower;             /* overlay lower dir: the image's rootfs */
+    char *lower;             /* overlay lowerdirs, top first, ':'-joined: the image's
+                                layers (a snapshot's own layer above its base's) */
     char *execd;             /* host path of the static execd */
     char *hostname;
     char *token;             /* EXECD_ACCESS_TOKEN */
+    char *workdir;           /* the image's WORKDIR, or NULL */
+    char *user;              /* the image's USER, or NULL */
     char **entrypoint;       /* NULL-terminated */
     char **env;              /* NULL-terminated "K=V" */
     struct osb_init_bind *binds; /* read-only host binds (the host image's /usr...) */
@@ -89,4 +92,11 @@ void osb_init_spec_free(struct osb_init_spec *s);
 #define OSB_SANDBOX_RUNDIR "/run/opensandbox"
 #define OSB_SANDBOX_SOCK "/run/opensandbox/execd.sock"
 #define OSB_EXECD_PORT "44772"
+/* execd (PID 1) keeps this fd open: an O_PATH handle of the tmpfs holding
+ * the sandbox's writable layer (upper/), which no path reaches once the old
+ * root is detached. The runtime takes a copy with pidfd_getfd to snapshot
+ * it; execd marks it close-on-exec and makes itself non-dumpable, so no
+ * process in the sandbox can reach it through /proc/1/fd. */
+#define OSB_SANDBOX_LAYER_FD 100
+#define OSB_SANDBOX_UPPER "upper"
 #endif

@@ -1,16 +1,13 @@
-/* Images of the native runtime, kept under <state>/images:
- *   host/rootfs         the built-in `host` image: a small skeleton (a
- *                       private /etc and mount points); the host's /usr,
- *                       /bin, /sbin and /lib* are bound read-only on top
- *                       (or mirrored as symlinks on merged-/usr hosts)
- *   <dir>/rootfs        an imported root filesystem; <dir> is the name
- *                       with '/' spelled '+' and ':' spelled '@'
- *   <dir>/meta          "<size bytes> <created ms>\n"
- * Sandboxes use an image's rootfs as the read-only lower layer of their
- * overlay, so an image in use is never changed or removed. */
+/* The native runtime's side of images: the built-in `host` image
+ * (<state>/images/host/rootfs: a small skeleton with a private /etc and
+ * mount points; the host's /usr, /bin, /sbin and /lib* are bound read-only
+ * on top, or mirrored as symlinks on merged-/usr hosts), and which sandbox
+ * uses an image. Pulled, imported and snapshot images live in the image
+ * store (src/image/store.h). */
 #ifndef OSB_RT_IMAGE_H
 #define OSB_RT_IMAGE_H
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,27 +31,7 @@ struct osb_img_host {
 /* Build <images>/host if missing or made for another host layout. */
 int osb_img_host_prepare(const char *images_dir, struct osb_img_host *h, struct osb_err *err);
 
-/* The lower dir of an image (NOTFOUND if it does not exist). */
-int osb_img_lower(const char *images_dir, const char *name, char *out, size_t n,
-                  struct osb_err *err);
-/* Unpack a tar (any compression libarchive reads) as image name. Blocking:
- * meant for the CLI. The archive is extracted by a child process
- * chroot()ed into a fresh directory, with libarchive's secure flags
- * (no "..", no absolute paths, no extraction through symlinks); any
- * refused entry fails the whole import and nothing is left behind. */
-int osb_img_import(const char *images_dir, const char *name, const char *tar_path,
-                   struct osb_err *err);
-/* Refuses (EXISTS) while a sandbox under sandboxes_dir uses the image. */
-int osb_img_remove(const char *images_dir, const char *sandboxes_dir, const char *name,
-                   struct osb_err *err);
-
-struct osb_img_info {
-    char name[256];
-    uint64_t size_bytes;
-    int64_t created_ms;
-};
-/* The host image first, then imported ones by name; returns the count
- * written (at most max). */
-int osb_img_list(const char *images_dir, struct osb_img_info *out, size_t max,
-                 struct osb_err *err);
+/* Whether a sandbox under sandboxes_dir records image `name` (its id goes
+ * to id[0..n), which may be NULL with n = 0). */
+bool osb_img_user_of(const char *sandboxes_dir, const char *name, char *id, size_t n);
 #endif

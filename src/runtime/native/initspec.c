@@ -22,6 +22,10 @@ char *osb_init_spec_encode(const struct osb_init_spec *s, size_t *len)
     json_object_set_new(o, "execd", json_string(s->execd));
     json_object_set_new(o, "hostname", json_string(s->hostname));
     json_object_set_new(o, "token", json_string(s->token));
+    if (s->workdir)
+        json_object_set_new(o, "workdir", json_string(s->workdir));
+    if (s->user)
+        json_object_set_new(o, "user", json_string(s->user));
     json_object_set_new(o, "entrypoint", strv(s->entrypoint));
     json_object_set_new(o, "env", strv(s->env));
     json_object_set_new(o, "memory", json_integer(s->memory_bytes));

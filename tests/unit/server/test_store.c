@@ -41,7 +41,7 @@ static struct osb_sbx *make(const char *id, int64_t created)
 
 static void test_registry(void)
 {
-    struct osb_registry *r = osb_reg_new();
+    struct osb_sbx_index *r = osb_reg_new();
     osb_reg_add(r, make("b", 200));
     osb_reg_add(r, make("a", 100));
     osb_reg_add(r, make("c", 300));
