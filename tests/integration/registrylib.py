@@ -52,7 +52,8 @@ import urllib.parse
 import urllib.request
 
 __all__ = ["Registry", "tar_layer", "busybox_layer", "oci_archive_files", "layer_files",
-           "sha256_digest", "MT", "REGISTRY_BIN", "registry_available", "scratch_dir"]
+           "sha256_digest", "MT", "REGISTRY_BIN", "registry_available", "scratch_dir",
+           "scratch_base"]
 
 REGISTRY_BIN = os.environ.get("OSB_REGISTRY_BIN", "/usr/bin/docker-registry")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -81,12 +82,17 @@ def registry_available():
     return os.access(REGISTRY_BIN, os.X_OK) and shutil.which("htpasswd") is not None
 
 
-def scratch_dir(prefix):
-    """A temp dir under $HOME (or /var/tmp): not /tmp, where file creation is slow here."""
+def scratch_base():
+    """$HOME, else /var/tmp: not /tmp, where file creation is slow on the test VM."""
     for base in (os.environ.get("HOME"), "/var/tmp"):
         if base and os.path.isdir(base) and os.access(base, os.W_OK):
-            return tempfile.mkdtemp(prefix=prefix, dir=base)
-    return tempfile.mkdtemp(prefix=prefix)
+            return base
+    return tempfile.gettempdir()
+
+
+def scratch_dir(prefix):
+    """A fresh temp dir under scratch_base()."""
+    return tempfile.mkdtemp(prefix=prefix, dir=scratch_base())
 
 
 def sha256_digest(data):
