@@ -8,3 +8,5 @@ export EXECD_BIN=$PWD/$BUILD/bin/execd
 /usr/bin/python3 bench/execd_bench.py "$@"
 # opensandbox-server with the host image (issue #3 goals in brackets).
 /usr/bin/python3 bench/server_bench.py
+# Images from a loopback registry and snapshots (issue #4 goals in brackets).
+/usr/bin/python3 bench/image_bench.py

@@ -43,7 +43,8 @@ def pct(xs, p):
 class Server:
     """A private opensandbox-server: temp state dir, API key, free port."""
 
-    def __init__(self):
+    def __init__(self, extra=""):
+        """extra: TOML text appended to the config (e.g. an [image] table)."""
         if not os.access(SERVER, os.X_OK):
             raise SystemExit(f"{SERVER} does not exist: run make first")
         # Under $HOME, like the default state dir (~/.opensandbox): on this
@@ -56,10 +57,11 @@ class Server:
         cfg = os.path.join(self.tmp, "sandbox.toml")
         with open(cfg, "w") as f:
             f.write(f'[server]\nhost = "127.0.0.1"\nport = {self.port}\napi_key = "{self.key}"\n\n'
-                    f'[runtime]\ntype = "native"\n\n[native]\nstate_dir = "{self.state}"\n')
+                    f'[runtime]\ntype = "native"\n\n[native]\nstate_dir = "{self.state}"\n{extra}\n')
         env = {k: v for k, v in os.environ.items()
                if k not in ("OPENSANDBOX_SERVER_API_KEY", "OPENSANDBOX_INSECURE_SERVER")}
         self.log = open(os.path.join(self.tmp, "server.log"), "wb")
+        self.config = cfg
         self.proc = subprocess.Popen([SERVER, "--config", cfg], stdout=self.log, stderr=self.log, env=env)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -127,10 +129,11 @@ class Client:
                 if attempt:
                     raise
 
-    def create_ready(self):
-        """The SDK's create sequence; returns (id, seconds) or raises."""
+    def create_ready(self, body=None):
+        """The SDK's create sequence (body: the create request, default
+        CREATE_BODY); returns (id, seconds) or raises."""
         t0 = time.perf_counter()
-        st, body = self.req("POST", "/v1/sandboxes", CREATE_BODY)
+        st, body = self.req("POST", "/v1/sandboxes", body or CREATE_BODY)
         if st != 202:
             raise RuntimeError(f"create: {st} {body[:200]!r}")
         sid = json.loads(body)["id"]

@@ -2,7 +2,10 @@
 
     from serverlib import *
 
-    with Server(api_key=None, min_timeout=1, max_timeout=0, extra="", state_dir=None) as s:
+    with Server(api_key=None, min_timeout=1, max_timeout=0, extra="", state_dir=None,
+                tmp_dir=None) as s:
+        extra: TOML text appended to the config (e.g. an [image] table)
+        tmp_dir: where the temp dir (config, log, state) is made; default $TMPDIR
         s.url, s.port, s.state_dir, s.proc, s.log_text()
         s.req(method, path, ...)          osbtest.Client.req plus OPEN-SANDBOX-API-KEY
         s.create(**fields) -> Resp        POST /v1/sandboxes with defaults (host image,
@@ -158,10 +161,10 @@ class ProxyExecd(Client):
 
 class Server(Client):
     def __init__(self, api_key=None, min_timeout=1, max_timeout=0, extra="", state_dir=None,
-                 env=None, start_timeout=10.0):
+                 env=None, start_timeout=10.0, tmp_dir=None):
         Client.__init__(self, "127.0.0.1", free_port())
         self.api_key = api_key
-        self.tmp = tempfile.mkdtemp(prefix="osb-srv-")
+        self.tmp = tempfile.mkdtemp(prefix="osb-srv-", dir=tmp_dir)
         self.state_dir = state_dir or os.path.join(self.tmp, "state")
         self.config = os.path.join(self.tmp, "sandbox.toml")
         self.env_extra = dict(env or {})
