@@ -37,6 +37,7 @@ enum kind {
     K_LOGLEVEL, /* error | warn | info | debug */
     K_RUNTIME,  /* native (docker, kubernetes: not yet) */
     K_STRLIST,  /* array of non-empty strings into a NULL-terminated char ** */
+    K_PULL,     /* missing | never */
     K_IGNORED,  /* an upstream key with no meaning here: accepted, ignored */
 };
 
@@ -106,6 +107,10 @@ static const struct option options[] = {
      "[\"127.0.0.1:5000\"]", true,
      "Registries (host or host:port, as written in image references) reached over\n"
      "plain HTTP instead of HTTPS."},
+    {"image", "pull_policy", K_PULL, OFF(image.pull_policy), 0, 0, "\"missing\"", false,
+     "\"missing\": images not in the store are pulled when a sandbox needs them.\n"
+     "\"never\": only images already in the store (pulled with `image pull`,\n"
+     "imported, or snapshots) can be used; the server never contacts a registry."},
     {"image", "mirrors", K_STRLIST, OFF(image.mirrors), 0, 0,
      "[\"https://mirror.example.com\"]", true,
      "Base URLs tried, in order, before Docker Hub for docker.io images."},
@@ -182,6 +187,7 @@ static void set_defaults(struct osb_config *cfg)
     cfg->runtime.init_path = default_exe("osb-sandbox-init");
     cfg->native.state_dir = expand_path("~/.opensandbox");
     cfg->native.default_disk_bytes = GiB;
+    cfg->image.pull_policy = osb_xstrdup("missing");
     cfg->native.default_pids_max = 4096;
     cfg->native.log_max_bytes = MiB;
 }
@@ -351,6 +357,7 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
     case K_PATH:
     case K_LOGLEVEL:
     case K_RUNTIME:
+    case K_PULL:
         break;
     }
     if (check_string(c, o, v, &s) < 0)
@@ -360,6 +367,9 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
             return -1;
     } else if (o->kind == K_RUNTIME && check_runtime(c, o, s) < 0) {
         return -1;
+    } else if (o->kind == K_PULL && strcmp(s, "missing") && strcmp(s, "never")) {
+        return bad(c, o->table, o->key, "unknown pull policy '%s' (expected \"missing\" or "
+                                        "\"never\")", s);
     } else {
         norm = o->kind == K_PATH ? expand_path(s) : osb_xstrdup(s);
     }

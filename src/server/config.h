@@ -36,6 +36,7 @@ struct osb_config {
     struct {
         char **insecure_registries;      /* NULL-terminated; NULL = none */
         char **mirrors;                  /* docker.io mirrors (base URLs); NULL = none */
+        char *pull_policy;               /* "missing" (default) | "never" */
     } image;
     bool insecure;                       /* OPENSANDBOX_INSECURE_SERVER=YES */
 };

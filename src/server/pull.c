@@ -97,6 +97,13 @@ void osb_pull_ensure(struct osb_server *srv, const struct osb_create_spec *spec,
         cb(ud, NULL);
         return;
     }
+    if (strcmp(srv->cfg->image.pull_policy, "never") == 0) {
+        struct osb_err err = {0};
+        osb_err_set(&err, OSB_E_NOTFOUND,
+                    "not in the image store, and [image] pull_policy is \"never\"");
+        cb(ud, &err);
+        return;
+    }
     struct pull *p = pulls;
     while (p && !(strcmp(p->image, spec->image) == 0 && same(p->user, spec->auth_user) &&
                   same(p->pass, spec->auth_pass)))

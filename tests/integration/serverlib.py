@@ -179,7 +179,12 @@ class Server(Client):
         if api_key:
             lines.append("api_key = %s" % _json.dumps(api_key))
         lines += ["[runtime]", "execd_path = %s" % _json.dumps(EXECD_BIN),
-                  "[native]", "state_dir = %s" % _json.dumps(self.state_dir), extra, ""]
+                  "[native]", "state_dir = %s" % _json.dumps(self.state_dir)]
+        if "[image]" not in extra:
+            # Tests never reach a registry outside this machine: an unknown
+            # name must not turn into a pull from Docker Hub.
+            lines += ["[image]", 'pull_policy = "never"']
+        lines += [extra, ""]
         with open(self.config, "w") as f:
             f.write("\n".join(lines))
 

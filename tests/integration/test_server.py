@@ -186,10 +186,13 @@ def test_misc_routes(s):
                  ("DELETE", "/v1/pools/p1")):
         t.is_error(s.req(m, p, json={} if m == "POST" else None), 501,
                    "KUBERNETES::POOL_NOT_SUPPORTED", "%s %s -> 501" % (m, p))
-    for m, p in (("GET", "/v1/snapshots"), ("GET", "/snapshots/x"), ("DELETE", "/v1/snapshots/x"),
-                 ("POST", "/v1/sandboxes/x/snapshots")):
-        t.is_error(s.req(m, p, json={} if m == "POST" else None), 501,
-                   "SNAPSHOT::NOT_IMPLEMENTED", "%s %s -> 501" % (m, p))
+    r = s.get("/v1/snapshots")
+    t.eq((r.status, r.json().get("items")), (200, []), "GET /v1/snapshots -> 200, no items")
+    for m, p, code in (("GET", "/snapshots/x", "SNAPSHOT::NOT_FOUND"),
+                       ("DELETE", "/v1/snapshots/x", "SNAPSHOT::NOT_FOUND"),
+                       ("POST", "/v1/sandboxes/x/snapshots", "SANDBOX::NOT_FOUND")):
+        t.is_error(s.req(m, p, json={} if m == "POST" else None), 404, code,
+                   "%s %s -> 404" % (m, p))
     r = s.get("/v1/no/such/route")
     t.is_error(r, 404, None, "unknown route -> 404 JSON")
 
@@ -234,9 +237,11 @@ def test_create_and_get(s):
 
 
 def test_create_unknown_image(s):
+    # serverlib's config sets [image] pull_policy = "never": no registry is asked.
     r = s.create(image={"uri": "no-such-image:1.0"})
     t.is_error(r, 400, "SANDBOX::IMAGE_NOT_FOUND", "unknown image -> 400")
     t.ok("no-such-image:1.0" in r.json().get("message", ""), "message names the image")
+    t.ok("pull_policy" in r.json().get("message", ""), "message says pulls are off")
     t.eq(s.list_all(), [], "nothing created")
 
 

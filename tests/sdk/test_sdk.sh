@@ -53,6 +53,10 @@ type = "native"
 
 [native]
 state_dir = "$state"
+
+# The SDK tests never reach a registry (none is outside this machine).
+[image]
+pull_policy = "never"
 EOF
 
 server_pid=
