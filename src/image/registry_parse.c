@@ -138,8 +138,8 @@ int osb_index_select(json_t *index, const char *os, const char *arch, const char
         json_t *plat = json_object_get(m, "platform");
         const char *mos = str_of(plat, "os"), *march = str_of(plat, "architecture");
         const char *d = str_of(m, "digest");
-        if (!mos || !march || !d)
-            continue;
+        if (!mos || !march || !d || strcmp(mos, "unknown") == 0)
+            continue; /* unknown/unknown: attestations, not images */
         if (strcmp(mos, os) == 0 && strcmp(march, arch) == 0) {
             if (!osb_digest_ok(d))
                 return osb_err_set(err, OSB_E_UNSUPPORTED,
@@ -147,7 +147,7 @@ int osb_index_select(json_t *index, const char *os, const char *arch, const char
             snprintf(digest, OSB_DIGEST_MAX, "%s", d);
             return 0;
         }
-        if (strcmp(mos, "unknown") != 0 && off + 1 < sizeof offered)
+        if (off + 1 < sizeof offered)
             off += (size_t)snprintf(offered + off, sizeof offered - off, "%s%s/%s",
                                     off ? ", " : "", mos, march);
     }
