@@ -41,6 +41,10 @@ int osb_layer_copy_tree(int src_dirfd, const char *dir, struct osb_err *err);
  * OCI ones) to fd; used by `image export`. */
 int osb_layer_to_tar(const char *dir, int fd, struct osb_err *err);
 
+/* rm -rf without following symlinks or crossing into another filesystem;
+ * a missing dir is fine. err may be NULL. */
+int osb_layer_remove(const char *dir, struct osb_err *err);
+
 /* Bytes used by the files of a layer dir (st_blocks * 512, hard links once). */
 int osb_layer_size(const char *dir, unsigned long long *bytes, struct osb_err *err);
 #endif

@@ -12,6 +12,7 @@
  * "latest"; with both, the digest decides what is pulled. */
 #ifndef OSB_IMAGE_REF_H
 #define OSB_IMAGE_REF_H
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/err.h"
@@ -29,4 +30,6 @@ struct osb_ref {
 int osb_ref_parse(const char *s, struct osb_ref *out, struct osb_err *err);
 /* Canonical form: domain/path[:tag][@digest]. */
 void osb_ref_string(const struct osb_ref *r, char *out, size_t n);
+/* "sha256:" and 64 lower-case hex digits (the only digests accepted). */
+bool osb_digest_ok(const char *d);
 #endif

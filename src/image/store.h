@@ -76,6 +76,9 @@ int osb_istore_pull(struct osb_istore *s, const char *ref, const struct osb_regi
 int osb_istore_import(struct osb_istore *s, const char *name, const char *tar_path,
                       struct osb_err *err);
 
+/* The rules for imported names above (OSB_E_INVALID naming the problem). */
+int osb_istore_name_check(const char *name, struct osb_err *err);
+
 /* Record an image made elsewhere (a snapshot): im->layers must already be
  * committed layer dirs under <state>/layers. OSB_E_EXISTS if taken. */
 int osb_istore_add(struct osb_istore *s, const struct osb_image *im, struct osb_err *err);
