@@ -2,7 +2,7 @@
  *
  *   opensandbox-server [--config FILE]
  *   opensandbox-server init-config PATH [--example native]
- *   opensandbox-server image import NAME FILE.tar | image list | image rm NAME
+ *   opensandbox-server image pull|list|rm|prune|import|export ...
  *
  * Start-up is a checklist: config, API key policy, state dir (locked: two
  * servers on one state dir would clean up each other's sandboxes as
@@ -22,6 +22,8 @@
 
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "server/image_cli.h"
+#include "server/pull.h"
 #include "server/server.h"
 #include "server/snapshots.h"
 
@@ -35,9 +37,12 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: opensandbox-server [--config FILE]\n"
             "       opensandbox-server init-config PATH [--example native]\n"
-            "       opensandbox-server [--config FILE] image import NAME FILE.tar\n"
-            "       opensandbox-server [--config FILE] image list\n"
+            "       opensandbox-server [--config FILE] image pull REF [--username U "
+            "--password-stdin] [--platform OS/ARCH]\n"
+            "       opensandbox-server [--config FILE] image list | image prune\n"
             "       opensandbox-server [--config FILE] image rm NAME\n"
+            "       opensandbox-server [--config FILE] image import NAME FILE.tar\n"
+            "       opensandbox-server [--config FILE] image export NAME|SNAPSHOT_ID FILE.tar\n"
             "\n"
             "The config file defaults to $SANDBOX_CONFIG_PATH, else ~/.sandbox.toml.\n"
             "Environment: OPENSANDBOX_SERVER_API_KEY (overrides [server] api_key),\n"
@@ -114,46 +119,19 @@ static int open_runtime(const struct osb_config *cfg, uv_loop_t *loop, struct os
     return 0;
 }
 
-static int image_list(struct osb_rt *rt)
+static bool image_in_use(void *ud, const char *name)
 {
-    struct osb_rt_image imgs[256];
-    struct osb_err err = {0};
-    int n = osb_rt_image_list(rt, imgs, sizeof imgs / sizeof imgs[0], &err);
-    if (n < 0)
-        return fail("image list", &err);
-    printf("%-32s %12s  %s\n", "NAME", "SIZE", "CREATED");
-    for (int i = 0; i < n; i++) {
-        char when[32] = "-";
-        if (imgs[i].created_ms > 0) {
-            time_t t = (time_t)(imgs[i].created_ms / 1000);
-            struct tm tm;
-            gmtime_r(&t, &tm);
-            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        }
-        printf("%-32s %12llu  %s\n", imgs[i].name, (unsigned long long)imgs[i].size_bytes, when);
-    }
-    return 0;
+    return osb_rt_image_in_use(ud, name, NULL, 0);
 }
 
-static int image_run(struct osb_rt *rt, int argc, char **argv)
+/* `image export SNAPSHOT_ID`: snapshots are stored as snapshot/<id>. */
+static void snapshot_alias(struct osb_rt *rt, int argc, char **argv, char *buf, size_t n)
 {
-    struct osb_err err = {0};
-    if (argc == 2 && strcmp(argv[1], "list") == 0)
-        return image_list(rt);
-    if (argc == 4 && strcmp(argv[1], "import") == 0) {
-        if (osb_rt_image_import(rt, argv[2], argv[3], &err) < 0)
-            return fail("image import", &err);
-        printf("imported %s from %s\n", argv[2], argv[3]);
-        return 0;
-    }
-    if (argc == 3 && strcmp(argv[1], "rm") == 0) {
-        if (osb_rt_image_remove(rt, argv[2], &err) < 0)
-            return fail("image rm", &err);
-        printf("removed %s\n", argv[2]);
-        return 0;
-    }
-    usage(stderr);
-    return 2;
+    if (argc < 3 || strcmp(argv[1], "export") != 0 || osb_rt_image_exists(rt, argv[2]))
+        return;
+    snprintf(buf, n, OSB_SNAP_IMAGE_PREFIX "%s", argv[2]);
+    if (osb_rt_image_exists(rt, buf))
+        argv[2] = buf;
 }
 
 static int cmd_image(const char *config, int argc, char **argv)
@@ -166,7 +144,11 @@ static int cmd_image(const char *config, int argc, char **argv)
     struct osb_rt *rt = NULL;
     int rc = open_runtime(&cfg, loop, &rt);
     if (rc == 0) {
-        rc = image_run(rt, argc, argv);
+        struct osb_registry_opts opts;
+        char alias[300];
+        osb_pull_opts(&cfg, &opts);
+        snapshot_alias(rt, argc, argv, alias, sizeof alias);
+        rc = osb_image_cli(osb_rt_images(rt), &opts, image_in_use, rt, argc, argv);
         osb_rt_close(rt);
         uv_run(loop, UV_RUN_NOWAIT);
     }

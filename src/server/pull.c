@@ -35,11 +35,11 @@ static const char *host_arch(void)
 #endif
 }
 
-void osb_pull_opts(const struct osb_server *srv, struct osb_registry_opts *o)
+void osb_pull_opts(const struct osb_config *cfg, struct osb_registry_opts *o)
 {
     *o = (struct osb_registry_opts){
-        .insecure = (const char *const *)srv->cfg->image.insecure_registries,
-        .mirrors = (const char *const *)srv->cfg->image.mirrors,
+        .insecure = (const char *const *)cfg->image.insecure_registries,
+        .mirrors = (const char *const *)cfg->image.mirrors,
         .os = "linux",
         .arch = host_arch(),
     };
@@ -49,7 +49,7 @@ static void pull_work(uv_work_t *w)
 {
     struct pull *p = w->data;
     struct osb_registry_opts o;
-    osb_pull_opts(p->srv, &o);
+    osb_pull_opts(p->srv->cfg, &o);
     o.username = p->user;
     o.password = p->pass;
     p->rc = osb_istore_pull(osb_rt_images(p->srv->rt), p->image, &o, NULL, NULL, NULL, &p->err);

@@ -23,5 +23,5 @@ void osb_pull_apierr(const struct osb_err *err, const char *image, struct osb_ap
 
 /* Registry options from the server config (insecure registries, mirrors,
  * this host's platform); credentials left NULL. */
-void osb_pull_opts(const struct osb_server *srv, struct osb_registry_opts *o);
+void osb_pull_opts(const struct osb_config *cfg, struct osb_registry_opts *o);
 #endif
