@@ -36,6 +36,7 @@ enum kind {
     K_SIZE,     /* bytes: an integer or a quantity string ("1Gi") */
     K_LOGLEVEL, /* error | warn | info | debug */
     K_RUNTIME,  /* native (docker, kubernetes: not yet) */
+    K_PATHS,    /* array of absolute paths, normalized, into a NULL-terminated char ** */
     K_IGNORED,  /* an upstream key with no meaning here: accepted, ignored */
 };
 
@@ -101,9 +102,19 @@ static const struct option options[] = {
      false, "Most processes and threads a sandbox may run at once."},
     {"native", "log_max_bytes", K_SIZE, OFF(native.log_max_bytes), 4 * KiB, GiB, "\"1Mi\"", false,
      "Output of the entrypoint and execd kept per sandbox (oldest dropped first)."},
+    {"storage", "allowed_host_paths", K_PATHS, OFF(storage.allowed_host_paths), 0, 0, "[]", false,
+     "Host directories that \"host\" volumes may mount (themselves or anything\n"
+     "beneath them), e.g. [\"/data\", \"/srv/datasets\"]. Empty: every host volume is\n"
+     "refused. Symlinks inside them cannot lead outside (see docs/volumes.md)."},
+    {"storage", "volumes_dir", K_PATH, OFF(storage.volumes_dir), 0, 0,
+     "\"~/.opensandbox/volumes\"", true,
+     "Where \"pvc\" volumes (server-managed named volumes) keep their data.\n"
+     "Default: volumes/ in [native] state_dir."},
+    {"storage", "ossfs_mount_root", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"storage", "volume_default_size", K_IGNORED, 0, 0, 0, NULL, false, NULL},
 };
 
-static const char *const our_tables[] = {"server", "runtime", "native"};
+static const char *const our_tables[] = {"server", "runtime", "native", "storage"};
 
 /* ---- small helpers ---- */
 
@@ -176,6 +187,7 @@ static void set_defaults(struct osb_config *cfg)
     cfg->native.default_disk_bytes = GiB;
     cfg->native.default_pids_max = 4096;
     cfg->native.log_max_bytes = MiB;
+    cfg->storage.allowed_host_paths = osb_xcalloc(1, sizeof(char *));
 }
 
 /* Edit distance, for "did you mean" on unknown keys. */
@@ -293,6 +305,60 @@ static int check_runtime(struct ctx *c, const struct option *o, const char *s)
     return bad(c, o->table, o->key, "unknown runtime type '%s' (expected \"native\")", s);
 }
 
+static void free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* An absolute path without "..", "." or empty components and without a
+ * trailing slash ("/" stays "/"); NULL when it needs "..". Caller frees. */
+static char *normal_abs(const char *p)
+{
+    char *out = osb_xmalloc(strlen(p) + 2), *o = out;
+    for (const char *c = p; *c;) {
+        while (*c == '/')
+            c++;
+        size_t len = strcspn(c, "/");
+        if (len == 2 && c[0] == '.' && c[1] == '.') {
+            free(out);
+            return NULL;
+        }
+        if (len && !(len == 1 && c[0] == '.')) {
+            *o++ = '/';
+            memcpy(o, c, len);
+            o += len;
+        }
+        c += len;
+    }
+    if (o == out)
+        *o++ = '/';
+    *o = 0;
+    return out;
+}
+
+static int check_paths(struct ctx *c, const struct option *o, json_t *v, char ***out)
+{
+    if (!json_is_array(v))
+        return bad(c, o->table, o->key, "must be an array of absolute paths");
+    char **paths = osb_xcalloc(json_array_size(v) + 1, sizeof *paths);
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        const char *s = json_string_value(e);
+        if (!s || s[0] != '/' || !(paths[i] = normal_abs(s))) {
+            free_strv(paths);
+            return bad(c, o->table, o->key, "element %zu must be an absolute path without '..'",
+                       i + 1);
+        }
+    }
+    free_strv(*out);
+    *out = paths;
+    return 0;
+}
+
 /* Validate one value and store it. */
 static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, json_t *v)
 {
@@ -311,6 +377,8 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
         return check_int(c, o, v, field(cfg, o));
     case K_SIZE:
         return check_size(c, o, v, field(cfg, o));
+    case K_PATHS:
+        return check_paths(c, o, v, field(cfg, o));
     case K_STR:
     case K_HOST:
     case K_PATH:
@@ -404,7 +472,7 @@ static int upstream_log_level(struct ctx *c, struct osb_config *cfg, json_t *doc
 }
 
 /* Apply a parsed document: our tables are validated key by key; other
- * tables (upstream's [docker], [egress], [storage], ...) are ignored so
+ * tables (upstream's [docker], [egress], [store], ...) are ignored so
  * upstream files load; top-level keys outside any table are errors. */
 static int apply_doc(struct ctx *c, struct osb_config *cfg, json_t *doc)
 {
@@ -521,6 +589,8 @@ int osb_config_load(const char *path, struct osb_config *out, struct osb_err *er
         osb_config_free(&cfg);
         return -1;
     }
+    if (!cfg.storage.volumes_dir)
+        cfg.storage.volumes_dir = osb_xasprintf("%s/volumes", cfg.native.state_dir);
     apply_env(&cfg);
     *out = cfg;
     return 0;
@@ -533,7 +603,10 @@ void osb_config_free(struct osb_config *cfg)
     free(cfg->path);
     for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {
         const struct option *o = &options[i];
-        if (o->kind != K_IGNORED && o->kind != K_INT && o->kind != K_I64 && o->kind != K_SIZE)
+        if (o->kind == K_PATHS)
+            free_strv(*(char ***)field(cfg, o));
+        else if (o->kind != K_IGNORED && o->kind != K_INT && o->kind != K_I64 &&
+                 o->kind != K_SIZE)
             free(*(char **)field(cfg, o));
     }
     memset(cfg, 0, sizeof *cfg);
@@ -565,7 +638,7 @@ static char *example_text(void)
     osb_buf_adds(&b,
                  "# opensandbox-server configuration (native runtime).\n"
                  "# Every key is shown with its default; commented-out keys are unset.\n"
-                 "# Upstream OpenSandbox tables such as [docker], [egress], [storage] or\n"
+                 "# Upstream OpenSandbox tables such as [docker], [egress] or\n"
                  "# [ingress] are accepted and ignored. See docs/configuration.md.\n");
     const char *table = "";
     for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {

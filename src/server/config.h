@@ -33,6 +33,11 @@ struct osb_config {
         int64_t default_pids_max;        /* 4096 */
         int64_t log_max_bytes;           /* bounded per-sandbox log: 1 MiB */
     } native;
+    struct {
+        char **allowed_host_paths;       /* NULL-terminated, never NULL; absolute, normalized;
+                                            empty = every host volume refused */
+        char *volumes_dir;               /* pvc volumes; default <native.state_dir>/volumes */
+    } storage;
     bool insecure;                       /* OPENSANDBOX_INSECURE_SERVER=YES */
 };
 
