@@ -721,6 +721,8 @@ static void volume_free(struct osb_volume *v)
     free(v->pvc.storage_class);
     free(v->pvc.storage);
     json_decref(v->pvc.access_modes);
+    free(v->src_root);
+    free(v->src_rel);
 }
 
 static json_t *volume_record(const struct osb_volume *v)

@@ -30,6 +30,9 @@ struct osb_volume {
         char *storage;         /* recorded only (no quota) */
         json_t *access_modes;  /* NULL or array of strings; recorded only */
     } pvc;
+    /* Filled by osb_vol_prepare (server/volumes.c): what the runtime mounts. */
+    char *src_root;            /* the allowed root, or the claim's data directory */
+    char *src_rel;             /* host path relative to src_root ("" = itself) */
 };
 
 struct osb_create_spec {
