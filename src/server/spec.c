@@ -743,6 +743,8 @@ static json_t *volume_record(const struct osb_volume *v)
         json_object_set_new(c, "storage", json_string(v->pvc.storage));
     if (v->pvc.access_modes)
         json_object_set(c, "accessModes", v->pvc.access_modes);
+    if (v->pvc.created)
+        json_object_set_new(c, "autoCreated", json_true());
     json_object_set_new(r, "pvc", c);
     return r;
 }

@@ -29,6 +29,9 @@ struct osb_volume {
         char *storage_class;   /* recorded only */
         char *storage;         /* recorded only (no quota) */
         json_t *access_modes;  /* NULL or array of strings; recorded only */
+        bool created;          /* set by osb_vol_prepare: this request made the claim
+                                  (recorded as "autoCreated"; only such a claim is
+                                  removed on termination, as upstream does) */
     } pvc;
     /* Filled by osb_vol_prepare (server/volumes.c): what the runtime mounts. */
     char *src_root;            /* the allowed root, or the claim's data directory */

@@ -133,6 +133,7 @@ static int open_claim(const struct osb_config *cfg, struct osb_volume *v, size_t
     if (fd < 0)
         return osb_apierr_set(e, 500, "VOLUME::CREATE_FAILED", "volume '%s': %s", v->name, err.msg);
     osb_info("created volume %s", v->pvc.claim);
+    v->pvc.created = true;
     return fd;
 }
 
@@ -181,7 +182,8 @@ struct osb_rt_volume *osb_vol_rt(const struct osb_create_spec *spec)
 /* ---------------------------------------------------------------- release */
 
 /* Whether record s names claim among its volumes (and, with want_delete,
- * asks for it to go with the sandbox). */
+ * made it and asks for it to go with the sandbox: a claim that existed
+ * before is never removed). */
 static bool uses_claim(const struct osb_sbx *s, const char *claim, bool want_delete)
 {
     size_t i;
@@ -191,7 +193,8 @@ static bool uses_claim(const struct osb_sbx *s, const char *claim, bool want_del
         json_t *pvc = json_object_get(v, "pvc");
         const char *c = json_string_value(json_object_get(pvc, "claimName"));
         if (c && strcmp(c, claim) == 0 &&
-            (!want_delete || json_is_true(json_object_get(pvc, "deleteOnSandboxTermination"))))
+            (!want_delete || (json_is_true(json_object_get(pvc, "deleteOnSandboxTermination")) &&
+                              json_is_true(json_object_get(pvc, "autoCreated")))))
             return true;
     }
     return false;

@@ -5,8 +5,9 @@
  *         resolved beneath that root (openat2 RESOLVE_BENEATH: a symlink
  *         inside it cannot lead out);
  *   pvc   a server-managed named volume: <volumes_dir>/<claimName>/data,
- *         created on demand, shared by every sandbox that names it, removed
- *         with the last sandbox that asked for deleteOnSandboxTermination.
+ *         created on demand, shared by every sandbox that names it; with
+ *         deleteOnSandboxTermination, removed with the sandbox whose request
+ *         created it unless another sandbox still uses it.
  *
  * Loop thread only. See docs/volumes.md. */
 #ifndef OSB_SERVER_VOLUMES_H
@@ -29,7 +30,8 @@ int osb_vol_prepare(const struct osb_config *cfg, struct osb_create_spec *spec,
 /* The runtime's view of spec's prepared volumes (strings borrowed from
  * spec); NULL when there are none; caller frees. */
 struct osb_rt_volume *osb_vol_rt(const struct osb_create_spec *spec);
-/* s is being forgotten: remove the claims it asked to delete on
- * termination that no other sandbox of the registry still uses. */
+/* s is being forgotten: remove the claims its request created and asked
+ * to delete on termination, unless another sandbox of the registry (not
+ * Failed or Terminated) still names them. */
 void osb_vol_release(struct osb_server *srv, const struct osb_sbx *s);
 #endif

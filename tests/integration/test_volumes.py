@@ -205,21 +205,25 @@ def test_pvc_missing_and_bad(s):
 
 
 def test_pvc_delete_on_termination(s):
-    keep = s.new(volumes=[pvc_vol("temp")])
-    gone = s.new(volumes=[pvc_vol("temp", deleteOnSandboxTermination=True)])
-    sh(s, gone["id"], "echo x > /mnt/p/x")
-    s.delete("/v1/sandboxes/" + gone["id"])
-    t.ok(os.path.exists(os.path.join(claim_dir(s, "temp"), "data", "x")),
-         "kept while another sandbox uses the claim")
-    s.delete("/v1/sandboxes/" + keep["id"])
-    t.ok(os.path.exists(claim_dir(s, "temp")),
-         "the last user did not ask for deletion: the claim stays")
     lone = s.new(volumes=[pvc_vol("lone", deleteOnSandboxTermination=True)])
     sh(s, lone["id"], "mkdir -p /mnt/p/a/b && ln -s / /mnt/p/a/root && echo y > /mnt/p/a/b/y")
     s.delete("/v1/sandboxes/" + lone["id"])
-    t.ok(not os.path.exists(claim_dir(s, "lone")), "removed with its only sandbox")
+    t.ok(not os.path.exists(claim_dir(s, "lone")), "a claim is removed with the sandbox that "
+         "created it")
     t.ok(os.path.isdir("/etc") and os.path.exists("/etc/passwd"),
          "removing it did not follow the symlink to /")
+    first = s.new(volumes=[pvc_vol("both", deleteOnSandboxTermination=True)])
+    other = s.new(volumes=[pvc_vol("both")])
+    sh(s, first["id"], "echo x > /mnt/p/x")
+    s.delete("/v1/sandboxes/" + first["id"])
+    t.ok(os.path.exists(os.path.join(claim_dir(s, "both"), "data", "x")),
+         "kept while another sandbox uses the claim")
+    s.delete("/v1/sandboxes/" + other["id"])
+    t.ok(os.path.exists(claim_dir(s, "both")), "kept after that (the other did not ask)")
+    pre = s.new(volumes=[pvc_vol("both", deleteOnSandboxTermination=True)])
+    s.delete("/v1/sandboxes/" + pre["id"])
+    t.ok(os.path.exists(os.path.join(claim_dir(s, "both"), "data", "x")),
+         "a claim that existed before the request is never removed")
 
 
 def test_pvc_restart(s):

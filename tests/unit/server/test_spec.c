@@ -150,8 +150,12 @@ static void test_volumes_valid(void)
     IS_STR(s.volumes[1].pvc.storage, "1.5Gi", "storage recorded");
     OK(!s.volumes[2].pvc.create && s.volumes[2].pvc.delete_on_term, "pvc flags");
     OK(s.volumes[2].sub_path == NULL, "subPath '.' is the root");
+    s.volumes[2].pvc.created = true;
     json_t *r = osb_spec_record(&s);
     json_t *v = json_object_get(r, "volumes");
+    OK(json_is_true(json_object_get(json_object_get(json_array_get(v, 2), "pvc"), "autoCreated")) &&
+           !json_object_get(json_object_get(json_array_get(v, 1), "pvc"), "autoCreated"),
+       "record: autoCreated only for a claim this request made");
     IS_INT((int)json_array_size(v), 3, "record has the volumes");
     IS_STR(json_string_value(json_object_get(json_object_get(json_array_get(v, 0), "host"), "path")),
            "/data/x", "record: host path");
