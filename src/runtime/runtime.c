@@ -372,6 +372,56 @@ static int validate_hostname(const char *h, struct osb_err *err)
     return 0;
 }
 
+/* ------------------------------------------------------------ volumes */
+
+/* A relative path of plain components: no leading "/", no "..". */
+static bool rel_ok(const char *p)
+{
+    if (!p || !*p)
+        return true;
+    if (p[0] == '/')
+        return false;
+    for (const char *c = p; *c;) {
+        size_t len = strcspn(c, "/");
+        if (len == 2 && c[0] == '.' && c[1] == '.')
+            return false;
+        c += len;
+        c += *c == '/';
+    }
+    return true;
+}
+
+static int validate_volumes(const struct osb_rt_spec *s, struct osb_err *err)
+{
+    for (size_t i = 0; i < s->n_volumes; i++) {
+        const struct osb_rt_volume *v = &s->volumes[i];
+        if (!v->name || !*v->name || !v->src_root || v->src_root[0] != '/')
+            return osb_err_set(err, OSB_E_INVALID, "volume %zu: a name and an absolute source "
+                               "root are required", i);
+        if (!rel_ok(v->src_rel) || !rel_ok(v->sub_path))
+            return osb_err_set(err, OSB_E_INVALID, "volume `%s`: source paths must be relative "
+                               "without '..'", v->name);
+        if (!v->dst || v->dst[0] != '/' || !v->dst[1] || !rel_ok(v->dst + 1))
+            return osb_err_set(err, OSB_E_INVALID, "volume `%s`: the mount path must be absolute, "
+                               "not '/', without '..'", v->name);
+    }
+    return 0;
+}
+
+/* The init spec's view of s->volumes (strings borrowed); caller frees. */
+static struct osb_init_volume *init_volumes(const struct osb_rt_spec *s)
+{
+    struct osb_init_volume *iv = osb_xcalloc(s->n_volumes + 1, sizeof *iv);
+    for (size_t i = 0; i < s->n_volumes; i++) {
+        const struct osb_rt_volume *v = &s->volumes[i];
+        iv[i] = (struct osb_init_volume){(char *)v->name, (char *)v->src_root,
+                                         (char *)(v->src_rel ? v->src_rel : ""),
+                                         (char *)(v->sub_path ? v->sub_path : ""), (char *)v->dst,
+                                         v->read_only};
+    }
+    return iv;
+}
+
 static int validate_spec(const struct osb_rt_spec *s, struct osb_err *err)
 {
     if (check_id(s->id, err) < 0)
@@ -391,6 +441,8 @@ static int validate_spec(const struct osb_rt_spec *s, struct osb_err *err)
     if (s->disk_bytes > 0 && s->disk_bytes < MIN_DISK)
         return osb_err_set(err, OSB_E_INVALID, "disk limit below 1 MiB");
     if (s->hostname && validate_hostname(s->hostname, err) < 0)
+        return -1;
+    if (validate_volumes(s, err) < 0)
         return -1;
     return validate_env(s->env, err);
 }
@@ -426,6 +478,9 @@ static char *encode_spec(struct osb_rt *rt, const struct osb_rt_spec *s, const c
         .pids_max = s->pids_max ? s->pids_max : DEFAULT_PIDS,
         .disk_bytes = s->disk_bytes ? s->disk_bytes : DEFAULT_DISK,
     };
+    _cleanup_free_ struct osb_init_volume *vols = init_volumes(s);
+    is.volumes = vols;
+    is.n_volumes = s->n_volumes;
     return osb_init_spec_encode(&is, len);
 }
 

@@ -50,6 +50,21 @@ struct osb_rt_config {
                                 running program */
 };
 
+/* A volume bind-mounted into the sandbox. The caller (the server) decides
+ * what may be mounted; the runtime re-resolves every path at mount time,
+ * with openat2(RESOLVE_BENEATH), so a symlink swapped in since cannot lead
+ * outside src_root (nor a sub_path outside src_root/src_rel). */
+struct osb_rt_volume {
+    const char *name;               /* named in errors */
+    const char *src_root;           /* absolute host directory: the allowed root or a
+                                       claim's data directory */
+    const char *src_rel;            /* relative to src_root; "" = src_root itself */
+    const char *sub_path;           /* relative to src_root/src_rel; NULL or "" = none */
+    const char *dst;                /* absolute path in the sandbox, not "/"; a directory or
+                                       a file (created if missing) as the source is */
+    bool read_only;                 /* always nosuid, nodev */
+};
+
 /* A validated sandbox spec. Strings are borrowed for the duration of the
  * call. Zero limits mean "no limit" except where noted. */
 struct osb_rt_spec {
@@ -69,6 +84,9 @@ struct osb_rt_spec {
     const char *user;               /* the image's USER ("uid[:gid]", "name[:group]"):
                                        entrypoint and commands; NULL: root */
     const char *execd_token;        /* required: execd's access token */
+    const struct osb_rt_volume *volumes; /* n_volumes entries; mounted after the root is
+                                            complete, parents before children */
+    size_t n_volumes;
 };
 
 /* What identifies a running sandbox; stored by the server so that a

@@ -38,6 +38,7 @@ enum kind {
     K_RUNTIME,  /* native (docker, kubernetes: not yet) */
     K_STRLIST,  /* array of non-empty strings into a NULL-terminated char ** */
     K_PULL,     /* missing | never */
+    K_PATHS,    /* array of absolute paths, normalized, into a NULL-terminated char ** */
     K_IGNORED,  /* an upstream key with no meaning here: accepted, ignored */
 };
 
@@ -114,9 +115,19 @@ static const struct option options[] = {
     {"image", "mirrors", K_STRLIST, OFF(image.mirrors), 0, 0,
      "[\"https://mirror.example.com\"]", true,
      "Base URLs tried, in order, before Docker Hub for docker.io images."},
+    {"storage", "allowed_host_paths", K_PATHS, OFF(storage.allowed_host_paths), 0, 0, "[]", false,
+     "Host directories that \"host\" volumes may mount (themselves or anything\n"
+     "beneath them), e.g. [\"/data\", \"/srv/datasets\"]. Empty: every host volume is\n"
+     "refused. Symlinks inside them cannot lead outside (see docs/volumes.md)."},
+    {"storage", "volumes_dir", K_PATH, OFF(storage.volumes_dir), 0, 0,
+     "\"~/.opensandbox/volumes\"", true,
+     "Where \"pvc\" volumes (server-managed named volumes) keep their data.\n"
+     "Default: volumes/ in [native] state_dir."},
+    {"storage", "ossfs_mount_root", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"storage", "volume_default_size", K_IGNORED, 0, 0, 0, NULL, false, NULL},
 };
 
-static const char *const our_tables[] = {"server", "runtime", "native", "image"};
+static const char *const our_tables[] = {"server", "runtime", "native", "image", "storage"};
 
 /* ---- small helpers ---- */
 
@@ -190,6 +201,7 @@ static void set_defaults(struct osb_config *cfg)
     cfg->image.pull_policy = osb_xstrdup("missing");
     cfg->native.default_pids_max = 4096;
     cfg->native.log_max_bytes = MiB;
+    cfg->storage.allowed_host_paths = osb_xcalloc(1, sizeof(char *));
 }
 
 /* Edit distance, for "did you mean" on unknown keys. */
@@ -332,6 +344,53 @@ static int check_runtime(struct ctx *c, const struct option *o, const char *s)
     return bad(c, o->table, o->key, "unknown runtime type '%s' (expected \"native\")", s);
 }
 
+/* An absolute path without "..", "." or empty components and without a
+ * trailing slash ("/" stays "/"); NULL when it needs "..". Caller frees. */
+static char *normal_abs(const char *p)
+{
+    char *out = osb_xmalloc(strlen(p) + 2), *o = out;
+    for (const char *c = p; *c;) {
+        while (*c == '/')
+            c++;
+        size_t len = strcspn(c, "/");
+        if (len == 2 && c[0] == '.' && c[1] == '.') {
+            free(out);
+            return NULL;
+        }
+        if (len && !(len == 1 && c[0] == '.')) {
+            *o++ = '/';
+            memcpy(o, c, len);
+            o += len;
+        }
+        c += len;
+    }
+    if (o == out)
+        *o++ = '/';
+    *o = 0;
+    return out;
+}
+
+static int check_paths(struct ctx *c, const struct option *o, json_t *v, char ***out)
+{
+    if (!json_is_array(v))
+        return bad(c, o->table, o->key, "must be an array of absolute paths");
+    char **paths = osb_xcalloc(json_array_size(v) + 1, sizeof *paths);
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        const char *s = json_string_value(e);
+        if (!s || s[0] != '/' || !(paths[i] = normal_abs(s))) {
+            free_strv(paths);
+            return bad(c, o->table, o->key, "element %zu must be an absolute path without '..'",
+                       i + 1);
+        }
+    }
+    free_strv(*out);
+    *out = paths;
+    return 0;
+}
+
 /* Validate one value and store it. */
 static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, json_t *v)
 {
@@ -352,6 +411,8 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
         return check_size(c, o, v, field(cfg, o));
     case K_STRLIST:
         return check_strlist(c, o, v, field(cfg, o));
+    case K_PATHS:
+        return check_paths(c, o, v, field(cfg, o));
     case K_STR:
     case K_HOST:
     case K_PATH:
@@ -449,7 +510,7 @@ static int upstream_log_level(struct ctx *c, struct osb_config *cfg, json_t *doc
 }
 
 /* Apply a parsed document: our tables are validated key by key; other
- * tables (upstream's [docker], [egress], [storage], ...) are ignored so
+ * tables (upstream's [docker], [egress], [store], ...) are ignored so
  * upstream files load; top-level keys outside any table are errors. */
 static int apply_doc(struct ctx *c, struct osb_config *cfg, json_t *doc)
 {
@@ -566,6 +627,8 @@ int osb_config_load(const char *path, struct osb_config *out, struct osb_err *er
         osb_config_free(&cfg);
         return -1;
     }
+    if (!cfg.storage.volumes_dir)
+        cfg.storage.volumes_dir = osb_xasprintf("%s/volumes", cfg.native.state_dir);
     apply_env(&cfg);
     *out = cfg;
     return 0;
@@ -578,7 +641,7 @@ void osb_config_free(struct osb_config *cfg)
     free(cfg->path);
     for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {
         const struct option *o = &options[i];
-        if (o->kind == K_STRLIST)
+        if (o->kind == K_STRLIST || o->kind == K_PATHS)
             free_strv(*(char ***)field(cfg, o));
         else if (o->kind != K_IGNORED && o->kind != K_INT && o->kind != K_I64 &&
                  o->kind != K_SIZE)
@@ -613,7 +676,7 @@ static char *example_text(void)
     osb_buf_adds(&b,
                  "# opensandbox-server configuration (native runtime).\n"
                  "# Every key is shown with its default; commented-out keys are unset.\n"
-                 "# Upstream OpenSandbox tables such as [docker], [egress], [storage] or\n"
+                 "# Upstream OpenSandbox tables such as [docker], [egress] or\n"
                  "# [ingress] are accepted and ignored. See docs/configuration.md.\n");
     const char *table = "";
     for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {

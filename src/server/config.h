@@ -38,6 +38,11 @@ struct osb_config {
         char **mirrors;                  /* docker.io mirrors (base URLs); NULL = none */
         char *pull_policy;               /* "missing" (default) | "never" */
     } image;
+    struct {
+        char **allowed_host_paths;       /* NULL-terminated, never NULL; absolute, normalized;
+                                            empty = every host volume refused */
+        char *volumes_dir;               /* pvc volumes; default <native.state_dir>/volumes */
+    } storage;
     bool insecure;                       /* OPENSANDBOX_INSECURE_SERVER=YES */
 };
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cleanup.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -20,6 +21,7 @@
 #include "server/ping.h"
 #include "server/server.h"
 #include "server/timefmt.h"
+#include "server/volumes.h"
 
 struct osb_create_op {
     struct osb_server *srv;
@@ -54,6 +56,7 @@ static void forget(struct osb_server *srv, struct osb_sbx *s)
     if (osb_store_delete(srv->store, s->id, &err) < 0)
         osb_err_log("delete sandbox %s from the store: %s", s->id, err.msg);
     osb_reg_remove(srv->reg, s->id);
+    osb_vol_release(srv, s);
     osb_sbx_free(s);
 }
 
@@ -227,13 +230,22 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
         .user = spec->user,
         .execd_token = op->s->token,
     };
+    _cleanup_free_ struct osb_rt_volume *vols = osb_vol_rt(spec);
+    rs.volumes = vols;
+    rs.n_volumes = spec->n_volumes;
     return osb_rt_create(srv->rt, &rs, on_created, op, err);
 }
 
 void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_create_spec *spec)
 {
-    struct osb_sbx *s = new_record(spec);
     struct osb_apierr e;
+    /* Claims are created here, in the same loop turn as the record that
+     * uses them is registered: no release can slip in between. */
+    if (osb_vol_prepare(srv->cfg, spec, &e) < 0) {
+        osb_apierr_respond(req, &e);
+        return;
+    }
+    struct osb_sbx *s = new_record(spec);
     if (osb_lc_save(srv, s, "Pending", "Sandbox accepted; building it.", &e) < 0) {
         osb_sbx_free(s);
         osb_apierr_respond(req, &e);

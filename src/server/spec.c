@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/cleanup.h"
 #include "common/quantity.h"
 #include "common/xalloc.h"
 
@@ -427,15 +428,357 @@ static int parse_platform(json_t *body, struct osb_create_spec *out, struct osb_
     return 0;
 }
 
+/* ------------------------------------------------------------- volumes */
+
+/* Far beyond any real request; each one is a mount in the sandbox. */
+#define MAX_VOLUMES 64
+#define VBAD(...) osb_apierr_set(e, 400, BAD, __VA_ARGS__)
+
+/* Paths the runtime itself mounts or needs: a volume on, under or above
+ * one of them would hide or replace it (execd's binary and socket, the
+ * kernel filesystems). */
+static const char *const reserved_paths[] = {"/proc", "/sys", "/dev", "/run/opensandbox",
+                                             "/opt/opensandbox"};
+
+/* Whether a is b or lies under it (both normalized, absolute). */
+static bool path_within(const char *a, const char *b)
+{
+    size_t n = strlen(b);
+    return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
+}
+
+/* Lexical normalization: "//" and "." components dropped, no trailing
+ * slash; ".." is refused rather than resolved (a path that needs it is a
+ * mistake or an attack). abs: the result starts with "/" ("/" itself
+ * allowed). Returns NULL with *why set. Caller frees. */
+static char *norm_path(const char *in, bool abs, const char **why)
+{
+    size_t n = strlen(in);
+    char *out = osb_xmalloc(n + 2), *o = out;
+    if (abs)
+        *o++ = '/';
+    for (const char *c = in; *c;) {
+        while (*c == '/')
+            c++;
+        size_t len = strcspn(c, "/");
+        if (len == 2 && c[0] == '.' && c[1] == '.') {
+            free(out);
+            *why = "must not contain '..'";
+            return NULL;
+        }
+        if (len && !(len == 1 && c[0] == '.')) {
+            if (o > out && o[-1] != '/')
+                *o++ = '/';
+            memcpy(o, c, len);
+            o += len;
+        }
+        c += len;
+    }
+    *o = '\0';
+    return out;
+}
+
+static bool vol_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        bool edge = i == 0 || i == n - 1;
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || (s[i] == '-' && !edge)))
+            return false;
+    }
+    return true;
+}
+
+/* ^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei)?$ */
+static bool storage_ok(const char *s)
+{
+    size_t d = strspn(s, "0123456789");
+    if (d == 0)
+        return false;
+    s += d;
+    if (*s == '.') {
+        d = strspn(s + 1, "0123456789");
+        if (d == 0)
+            return false;
+        s += 1 + d;
+    }
+    if (!*s)
+        return true;
+    return strlen(s) == 2 && strchr("KMGTPE", s[0]) && s[1] == 'i';
+}
+
+/* A string field: required or optional (NULL when absent/null); a string
+ * holding NUL is refused (C sees only its head). */
+static int vol_str(json_t *o, const char *key, size_t i, const char *where, bool required,
+                   const char **out, struct osb_apierr *e)
+{
+    json_t *v = field(o, key);
+    *out = NULL;
+    if (!v && required)
+        return VBAD("field 'volumes[%zu].%s%s' is required", i, where, key);
+    if (!v)
+        return 0;
+    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+        return VBAD("field 'volumes[%zu].%s%s' must be a string", i, where, key);
+    *out = json_string_value(v);
+    if (required && !**out)
+        return VBAD("field 'volumes[%zu].%s%s' must not be empty", i, where, key);
+    return 0;
+}
+
+static int vol_bool(json_t *o, const char *key, size_t i, const char *where, bool def, bool *out,
+                    struct osb_apierr *e)
+{
+    json_t *v = field(o, key);
+    *out = def;
+    if (!v)
+        return 0;
+    if (!json_is_boolean(v))
+        return VBAD("field 'volumes[%zu].%s%s' must be a boolean", i, where, key);
+    *out = json_is_true(v);
+    return 0;
+}
+
+static int vol_strings(json_t *o, const char *key, size_t i, const char *where, json_t **out,
+                       struct osb_apierr *e)
+{
+    json_t *a = field(o, key);
+    *out = NULL;
+    if (!a)
+        return 0;
+    if (!json_is_array(a) || json_array_size(a) > 64)
+        return VBAD("field 'volumes[%zu].%s%s' must be an array of strings", i, where, key);
+    size_t k;
+    json_t *v;
+    json_array_foreach(a, k, v)
+    {
+        if (!json_is_string(v))
+            return VBAD("field 'volumes[%zu].%s%s[%zu]' must be a string", i, where, key, k);
+    }
+    *out = json_deep_copy(a);
+    return 0;
+}
+
+static int parse_mount_path(json_t *o, size_t i, struct osb_volume *v, struct osb_apierr *e)
+{
+    const char *mp, *why = NULL;
+    if (vol_str(o, "mountPath", i, "", true, &mp, e) < 0)
+        return -1;
+    if (mp[0] != '/')
+        return VBAD("field 'volumes[%zu].mountPath' must be an absolute path (got '%s')", i, mp);
+    if (!(v->mount_path = norm_path(mp, true, &why)))
+        return VBAD("field 'volumes[%zu].mountPath' %s (got '%s')", i, why, mp);
+    if (strcmp(v->mount_path, "/") == 0)
+        return VBAD("field 'volumes[%zu].mountPath' must not be '/'", i);
+    for (size_t k = 0; k < OSB_ARRAY_LEN(reserved_paths); k++)
+        if (path_within(v->mount_path, reserved_paths[k]) ||
+            path_within(reserved_paths[k], v->mount_path))
+            return VBAD("field 'volumes[%zu].mountPath': '%s' is reserved by the runtime (no "
+                        "volume on, under or above %s)",
+                        i, v->mount_path, reserved_paths[k]);
+    return 0;
+}
+
+static int parse_sub_path(json_t *o, size_t i, struct osb_volume *v, struct osb_apierr *e)
+{
+    const char *sp, *why = NULL;
+    if (vol_str(o, "subPath", i, "", false, &sp, e) < 0)
+        return -1;
+    if (!sp)
+        return 0;
+    if (sp[0] == '/')
+        return VBAD("field 'volumes[%zu].subPath' must be a relative path (got '%s')", i, sp);
+    if (!(v->sub_path = norm_path(sp, false, &why)))
+        return VBAD("field 'volumes[%zu].subPath' %s (got '%s')", i, why, sp);
+    if (!*v->sub_path) {
+        free(v->sub_path);
+        v->sub_path = NULL; /* "" or ".": the volume's root */
+    }
+    return 0;
+}
+
+static int parse_host(json_t *h, size_t i, struct osb_volume *v, struct osb_apierr *e)
+{
+    const char *p, *why = NULL;
+    if (!json_is_object(h))
+        return VBAD("field 'volumes[%zu].host' must be an object {\"path\": ...}", i);
+    if (vol_str(h, "path", i, "host.", true, &p, e) < 0)
+        return -1;
+    if (p[0] != '/')
+        return VBAD("field 'volumes[%zu].host.path' must be an absolute Linux path (got '%s')", i,
+                    p);
+    if (!(v->host_path = norm_path(p, true, &why)))
+        return VBAD("field 'volumes[%zu].host.path' %s (got '%s')", i, why, p);
+    v->backend = OSB_VOL_HOST;
+    return 0;
+}
+
+static int parse_pvc(json_t *c, size_t i, struct osb_volume *v, struct osb_apierr *e)
+{
+    const char *claim, *sc, *st;
+    if (!json_is_object(c))
+        return VBAD("field 'volumes[%zu].pvc' must be an object {\"claimName\": ...}", i);
+    v->backend = OSB_VOL_PVC;
+    if (vol_str(c, "claimName", i, "pvc.", true, &claim, e) < 0)
+        return -1;
+    if (!dns_subdomain(claim, strlen(claim)))
+        return VBAD("field 'volumes[%zu].pvc.claimName': '%s' must be a DNS name (lower-case "
+                    "alphanumerics, '-' and '.', at most 253 characters)",
+                    i, claim);
+    if (vol_bool(c, "createIfNotExists", i, "pvc.", true, &v->pvc.create, e) < 0 ||
+        vol_bool(c, "deleteOnSandboxTermination", i, "pvc.", false, &v->pvc.delete_on_term, e) < 0 ||
+        vol_str(c, "storageClass", i, "pvc.", false, &sc, e) < 0 ||
+        vol_str(c, "storage", i, "pvc.", false, &st, e) < 0 ||
+        vol_strings(c, "accessModes", i, "pvc.", &v->pvc.access_modes, e) < 0)
+        return -1;
+    if (st && !storage_ok(st))
+        return VBAD("field 'volumes[%zu].pvc.storage': '%s' is not a size such as \"1Gi\" or "
+                    "\"500Mi\"",
+                    i, st);
+    v->pvc.claim = osb_xstrdup(claim);
+    v->pvc.storage_class = sc ? osb_xstrdup(sc) : NULL;
+    v->pvc.storage = st ? osb_xstrdup(st) : NULL;
+    return 0;
+}
+
+/* Checked in full so a client learns of a malformed entry first, then
+ * refused: mounting a bucket needs ossfs (FUSE) and credentials on the host. */
+static int parse_ossfs(json_t *o, size_t i, struct osb_apierr *e)
+{
+    const char *bucket, *s;
+    json_t *opts = NULL;
+    if (!json_is_object(o))
+        return VBAD("field 'volumes[%zu].ossfs' must be an object", i);
+    if (vol_str(o, "bucket", i, "ossfs.", true, &bucket, e) < 0 ||
+        vol_str(o, "endpoint", i, "ossfs.", true, &s, e) < 0 ||
+        vol_str(o, "accessKeyId", i, "ossfs.", true, &s, e) < 0 ||
+        vol_str(o, "accessKeySecret", i, "ossfs.", true, &s, e) < 0 ||
+        vol_str(o, "version", i, "ossfs.", false, &s, e) < 0)
+        return -1;
+    if (strlen(bucket) < 3 || strlen(bucket) > 63)
+        return VBAD("field 'volumes[%zu].ossfs.bucket' must be 3-63 characters", i);
+    if (s && strcmp(s, "1.0") != 0 && strcmp(s, "2.0") != 0)
+        return VBAD("field 'volumes[%zu].ossfs.version' must be \"1.0\" or \"2.0\"", i);
+    if (vol_strings(o, "options", i, "ossfs.", &opts, e) < 0)
+        return -1;
+    json_decref(opts);
+    return osb_apierr_set(e, 400, "VOLUME::UNSUPPORTED_BACKEND",
+                          "field 'volumes[%zu].ossfs': ossfs volumes are not supported by this "
+                          "runtime (use a host or pvc volume)",
+                          i);
+}
+
+static int parse_backend(json_t *o, size_t i, struct osb_volume *v, struct osb_apierr *e)
+{
+    json_t *h = field(o, "host"), *c = field(o, "pvc"), *x = field(o, "ossfs");
+    int n = !!h + !!c + !!x;
+    if (n != 1)
+        return VBAD("field 'volumes[%zu]' must have exactly one backend of 'host', 'pvc' or "
+                    "'ossfs' (got %d)",
+                    i, n);
+    if (x)
+        return parse_ossfs(x, i, e);
+    return h ? parse_host(h, i, v, e) : parse_pvc(c, i, v, e);
+}
+
+static int parse_volume(json_t *o, size_t i, struct osb_volume *v, struct osb_apierr *e)
+{
+    const char *name;
+    if (!json_is_object(o))
+        return VBAD("field 'volumes[%zu]' must be an object", i);
+    if (vol_str(o, "name", i, "", true, &name, e) < 0)
+        return -1;
+    if (!vol_name_ok(name))
+        return VBAD("field 'volumes[%zu].name': '%s' must be 1-63 lower-case alphanumerics or "
+                    "'-', starting and ending with an alphanumeric",
+                    i, name);
+    v->name = osb_xstrdup(name);
+    if (parse_mount_path(o, i, v, e) < 0 || vol_bool(o, "readOnly", i, "", false, &v->read_only, e) < 0 ||
+        parse_sub_path(o, i, v, e) < 0)
+        return -1;
+    return parse_backend(o, i, v, e);
+}
+
+static int volumes_unique(const struct osb_create_spec *out, struct osb_apierr *e)
+{
+    for (size_t i = 0; i < out->n_volumes; i++)
+        for (size_t k = 0; k < i; k++) {
+            if (strcmp(out->volumes[i].name, out->volumes[k].name) == 0)
+                return VBAD("field 'volumes[%zu].name': '%s' is already used by volumes[%zu]", i,
+                            out->volumes[i].name, k);
+            if (strcmp(out->volumes[i].mount_path, out->volumes[k].mount_path) == 0)
+                return VBAD("field 'volumes[%zu].mountPath': '%s' is already used by "
+                            "volumes[%zu]",
+                            i, out->volumes[i].mount_path, k);
+        }
+    return 0;
+}
+
+static int parse_volumes(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
+{
+    json_t *a = field(body, "volumes");
+    if (!a)
+        return 0;
+    if (!json_is_array(a))
+        return VBAD("field 'volumes' must be an array");
+    if (json_array_size(a) > MAX_VOLUMES)
+        return VBAD("field 'volumes' has more than %d entries", MAX_VOLUMES);
+    out->volumes = osb_xcalloc(json_array_size(a) + 1, sizeof *out->volumes);
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+    {
+        out->n_volumes++;
+        if (parse_volume(v, i, &out->volumes[i], e) < 0)
+            return -1;
+    }
+    return volumes_unique(out, e);
+}
+
+static void volume_free(struct osb_volume *v)
+{
+    free(v->name);
+    free(v->mount_path);
+    free(v->sub_path);
+    free(v->host_path);
+    free(v->pvc.claim);
+    free(v->pvc.storage_class);
+    free(v->pvc.storage);
+    json_decref(v->pvc.access_modes);
+    free(v->src_root);
+    free(v->src_rel);
+}
+
+static json_t *volume_record(const struct osb_volume *v)
+{
+    json_t *r = json_pack("{s:s,s:s,s:b}", "name", v->name, "mountPath", v->mount_path,
+                          "readOnly", v->read_only);
+    if (v->sub_path)
+        json_object_set_new(r, "subPath", json_string(v->sub_path));
+    if (v->backend == OSB_VOL_HOST) {
+        json_object_set_new(r, "host", json_pack("{s:s}", "path", v->host_path));
+        return r;
+    }
+    json_t *c = json_pack("{s:s,s:b,s:b}", "claimName", v->pvc.claim, "createIfNotExists",
+                          v->pvc.create, "deleteOnSandboxTermination", v->pvc.delete_on_term);
+    if (v->pvc.storage_class)
+        json_object_set_new(c, "storageClass", json_string(v->pvc.storage_class));
+    if (v->pvc.storage)
+        json_object_set_new(c, "storage", json_string(v->pvc.storage));
+    if (v->pvc.access_modes)
+        json_object_set(c, "accessModes", v->pvc.access_modes);
+    if (v->pvc.created)
+        json_object_set_new(c, "autoCreated", json_true());
+    json_object_set_new(r, "pvc", c);
+    return r;
+}
+
 /* Features whose issues have not landed: a clear refusal, never silence. */
 static int parse_unsupported(json_t *body, struct osb_apierr *e)
 {
-    json_t *v = field(body, "volumes");
-    if (v && !json_is_array(v))
-        return osb_apierr_set(e, 400, BAD, "field 'volumes' must be an array");
-    if (v && json_array_size(v) > 0)
-        return osb_apierr_set(e, 501, "VOLUME::NOT_IMPLEMENTED",
-                              "field 'volumes': volume mounts are not implemented by this server yet");
+    json_t *v;
     if ((v = field(body, "networkPolicy")) && !json_is_object(v))
         return osb_apierr_set(e, 400, BAD, "field 'networkPolicy' must be an object");
     if (v)
@@ -504,7 +847,8 @@ int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
     if (parse_image(body, out, e) < 0 || parse_entrypoint(body, out, e) < 0 ||
         parse_limits(body, out, e) < 0 || parse_timeout(body, lim, out, e) < 0 ||
         parse_env(body, out, e) < 0 || parse_metadata(body, out, e) < 0 ||
-        parse_platform(body, out, e) < 0 || parse_unsupported(body, e) < 0 ||
+        parse_platform(body, out, e) < 0 || parse_volumes(body, out, e) < 0 ||
+        parse_unsupported(body, e) < 0 ||
         parse_extensions(body, e) < 0) {
         osb_spec_free(out);
         return -1;
@@ -527,6 +871,9 @@ void osb_spec_free(struct osb_create_spec *s)
     json_decref(s->metadata);
     json_decref(s->platform);
     json_decref(s->resource_limits);
+    for (size_t i = 0; i < s->n_volumes; i++)
+        volume_free(&s->volumes[i]);
+    free(s->volumes);
     memset(s, 0, sizeof *s);
 }
 
@@ -546,5 +893,11 @@ json_t *osb_spec_record(const struct osb_create_spec *s)
         json_object_set(r, "resourceLimits", s->resource_limits);
     if (s->timeout_s)
         json_object_set_new(r, "timeout", json_integer(s->timeout_s));
+    if (s->n_volumes) {
+        json_t *vols = json_array();
+        for (size_t i = 0; i < s->n_volumes; i++)
+            json_array_append_new(vols, volume_record(&s->volumes[i]));
+        json_object_set_new(r, "volumes", vols);
+    }
     return r;
 }

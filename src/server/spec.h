@@ -4,10 +4,39 @@
 #ifndef OSB_SERVER_SPEC_H
 #define OSB_SERVER_SPEC_H
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "server/apierr.h"
+
+/* One entry of "volumes" (protocol.md 1.9), shape-checked only: where a
+ * host path may come from and whether a claim exists is decided later
+ * (server/volumes.c), against the configuration and the filesystem. */
+enum osb_vol_backend { OSB_VOL_HOST, OSB_VOL_PVC };
+
+struct osb_volume {
+    char *name;                /* [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63, unique */
+    char *mount_path;          /* absolute, normalized, not "/" nor reserved */
+    char *sub_path;            /* NULL or relative, normalized, no ".." */
+    bool read_only;
+    enum osb_vol_backend backend;
+    char *host_path;           /* host: absolute, normalized, no ".." */
+    struct {
+        char *claim;           /* DNS subdomain, <= 253 */
+        bool create;           /* createIfNotExists (default true) */
+        bool delete_on_term;   /* deleteOnSandboxTermination (default false) */
+        char *storage_class;   /* recorded only */
+        char *storage;         /* recorded only (no quota) */
+        json_t *access_modes;  /* NULL or array of strings; recorded only */
+        bool created;          /* set by osb_vol_prepare: this request made the claim
+                                  (recorded as "autoCreated"; only such a claim is
+                                  removed on termination, as upstream does) */
+    } pvc;
+    /* Filled by osb_vol_prepare (server/volumes.c): what the runtime mounts. */
+    char *src_root;            /* the allowed root, or the claim's data directory */
+    char *src_rel;             /* host path relative to src_root ("" = itself) */
+};
 
 struct osb_create_spec {
     char *image;               /* image.uri; NULL with snapshot_id */
@@ -26,6 +55,8 @@ struct osb_create_spec {
     json_t *metadata;          /* object of strings, never NULL */
     json_t *platform;          /* NULL or {"os","arch"} lower-cased */
     json_t *resource_limits;   /* NULL or the map as given */
+    struct osb_volume *volumes;
+    size_t n_volumes;
 };
 
 struct osb_spec_limits {
@@ -40,7 +71,8 @@ int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
 void osb_spec_free(struct osb_create_spec *s);
 
 /* The spec kept in the store and echoed by GET: image, entrypoint,
- * platform, resourceLimits, timeout (no env: it may hold secrets). New ref. */
+ * platform, resourceLimits, timeout, volumes (no env: it may hold secrets;
+ * volumes hold no credentials: ossfs is refused before). New ref. */
 json_t *osb_spec_record(const struct osb_create_spec *s);
 
 /* Kubernetes label rules for one metadata entry (value may be NULL to check

@@ -40,6 +40,9 @@ sdk_version=$(node -p 'require("./tests/sdk/node_modules/@alibaba-group/opensand
 tmp=$(mktemp -d /tmp/osb-sdk.XXXXXX)
 state=$tmp/state
 mkdir -p "$state"
+# host volumes (volumes.test.mjs): the only directory they may mount
+hostvol=$tmp/hostvol
+mkdir -p "$hostvol"
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 key=sdk-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 cat >"$tmp/sandbox.toml" <<EOF
@@ -57,6 +60,9 @@ state_dir = "$state"
 # The SDK tests never reach a registry (none is outside this machine).
 [image]
 pull_policy = "never"
+
+[storage]
+allowed_host_paths = ["$hostvol"]
 EOF
 
 server_pid=
@@ -155,6 +161,7 @@ api -X DELETE -o /dev/null "$base/v1/sandboxes/$probe_id"
 files=()
 for f in ${SDK_TEST_FILES:-$(cd "$SDK" && ls *.test.mjs)}; do files+=("tests/sdk/$f"); done
 OPEN_SANDBOX_DOMAIN=127.0.0.1:$port OPEN_SANDBOX_API_KEY=$key \
+    OSB_SDK_HOST_VOLUME=$hostvol OSB_SDK_VOLUMES_DIR=$state/volumes \
     OSB_SDK_RUN=$(basename "$tmp" | tr -cd 'a-zA-Z0-9') \
     timeout -k 5 150 node --test --test-timeout=60000 --test-reporter="$SDK/lib/tap-reporter.mjs" "${files[@]}"
 rc=$?

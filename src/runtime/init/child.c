@@ -148,12 +148,21 @@ void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd, int rea
         osb_err_sys(&err, "keep the writable layer's fd"), fail(errfd, &err);
     close(layerfd);
     osb_init_trace("child: root prepared");
+    /* Volume sources are opened on the host, so before pivot_root. */
+    int *vfds = osb_xcalloc(s->n_volumes + 1, sizeof *vfds);
+    if (osb_init_volumes_open(s, vfds, &err) < 0)
+        fail(errfd, &err);
     if (osb_init_rootfs_pivot(rootfd, &err) < 0)
         fail(errfd, &err);
     close(rootfd);
     osb_init_trace("child: pivoted");
     if (osb_init_rootfs_finish(s, &err) < 0 || loopback_up(&err) < 0)
         fail(errfd, &err);
+    if (osb_init_volumes_attach(s, vfds, &err) < 0)
+        fail(errfd, &err);
+    for (size_t i = 0; i < s->n_volumes; i++)
+        close(vfds[i]);
+    free(vfds);
     osb_init_trace("child: mounts done");
     if (sethostname(s->hostname, strlen(s->hostname)) < 0)
         osb_err_sys(&err, "sethostname"), fail(errfd, &err);

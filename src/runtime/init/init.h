@@ -33,6 +33,20 @@ int osb_init_rootfs_prepare(const struct osb_init_spec *s, int *rootfd, int *lay
 int osb_init_rootfs_pivot(int rootfd, struct osb_err *err);
 int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err);
 
+/* Mount targets inside the root rootfd (resolved with RESOLVE_IN_ROOT,
+ * missing components created): an O_PATH fd of a directory, or of a
+ * regular file created empty if missing. -1 with err. */
+int osb_init_target_dir(int rootfd, const char *path, struct osb_err *err);
+int osb_init_target_file(int rootfd, const char *path, struct osb_err *err);
+
+/* volumes.c: before pivot_root, open each volume's source beneath its
+ * root on the host and clone it (detached, attributes set): fds[i] for
+ * s->volumes[i] (fds has s->n_volumes slots). After the root is complete,
+ * attach the clones at their mount paths inside the new root. Errors name
+ * the volume. */
+int osb_init_volumes_open(const struct osb_init_spec *s, int *fds, struct osb_err *err);
+int osb_init_volumes_attach(const struct osb_init_spec *s, const int *fds, struct osb_err *err);
+
 /* secure.c: capabilities, no_new_privs, seccomp, rlimits. */
 int osb_init_secure(struct osb_err *err);
 /* Before clone, in the helper: load the compiled seccomp filter from its

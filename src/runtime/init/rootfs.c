@@ -432,3 +432,14 @@ int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err)
         return osb_err_sys(err, "create /tmp");
     return 0;
 }
+
+/* Exported for volumes.c: the same confined creation of mount targets. */
+int osb_init_target_dir(int rootfd, const char *path, struct osb_err *err)
+{
+    return ensure_dir(rootfd, path, 0755, err);
+}
+
+int osb_init_target_file(int rootfd, const char *path, struct osb_err *err)
+{
+    return ensure_file(rootfd, path, err);
+}

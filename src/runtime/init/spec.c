@@ -101,6 +101,37 @@ static int get_cgroups(json_t *o, struct osb_init_spec *s, struct osb_err *err)
     return 0;
 }
 
+static int get_volume(json_t *e, struct osb_init_volume *v, struct osb_err *err)
+{
+    json_t *ro = json_object_get(e, "ro");
+    if (get_str(e, "name", true, &v->name, err) < 0 ||
+        get_str(e, "root", true, &v->src_root, err) < 0 ||
+        get_str(e, "rel", true, &v->src_rel, err) < 0 ||
+        get_str(e, "sub", true, &v->sub_path, err) < 0 || get_str(e, "dst", true, &v->dst, err) < 0)
+        return -1;
+    if (!json_is_boolean(ro))
+        return osb_err_set(err, OSB_E_INVALID, "init spec: \"ro\" must be a boolean");
+    v->read_only = json_is_true(ro);
+    return 0;
+}
+
+static int get_volumes(json_t *o, struct osb_init_spec *s, struct osb_err *err)
+{
+    json_t *a = json_object_get(o, "volumes");
+    if (!a || json_is_null(a))
+        return 0;
+    if (!json_is_array(a))
+        return osb_err_set(err, OSB_E_INVALID, "init spec: \"volumes\" must be an array");
+    s->volumes = osb_xcalloc(json_array_size(a) + 1, sizeof *s->volumes);
+    size_t i;
+    json_t *e;
+    json_array_foreach(a, i, e) {
+        if (get_volume(e, &s->volumes[s->n_volumes++], err) < 0)
+            return osb_err_wrap(err, "volumes[%zu]", i);
+    }
+    return 0;
+}
+
 static int decode_fields(json_t *o, struct osb_init_spec *s, struct osb_err *err)
 {
     if (get_str(o, "id", true, &s->id, err) < 0 || get_str(o, "dir", true, &s->dir, err) < 0 ||
@@ -119,6 +150,8 @@ static int decode_fields(json_t *o, struct osb_init_spec *s, struct osb_err *err
     if (get_int(o, "memory", &s->memory_bytes, err) < 0 ||
         get_int(o, "cpu", &s->cpu_millicores, err) < 0 ||
         get_int(o, "pids", &s->pids_max, err) < 0 || get_int(o, "disk", &s->disk_bytes, err) < 0)
+        return -1;
+    if (get_volumes(o, s, err) < 0)
         return -1;
     return get_binds(o, s, err) < 0 ? -1 : get_cgroups(o, s, err);
 }
@@ -165,5 +198,14 @@ void osb_init_spec_free(struct osb_init_spec *s)
         free(s->cgroups[i].home);
     }
     free(s->cgroups);
+    for (size_t i = 0; i < s->n_volumes; i++) {
+        struct osb_init_volume *v = &s->volumes[i];
+        free(v->name);
+        free(v->src_root);
+        free(v->src_rel);
+        free(v->sub_path);
+        free(v->dst);
+    }
+    free(s->volumes);
     memset(s, 0, sizeof *s);
 }

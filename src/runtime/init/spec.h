@@ -50,6 +50,16 @@ struct osb_init_bind {
     char *dst;               /* path inside the sandbox root */
 };
 
+/* A volume (see struct osb_rt_volume in runtime.h). */
+struct osb_init_volume {
+    char *name;
+    char *src_root;          /* absolute host directory */
+    char *src_rel;           /* beneath src_root; "" = itself */
+    char *sub_path;          /* beneath src_root/src_rel; "" = none */
+    char *dst;               /* absolute path inside the sandbox */
+    bool read_only;
+};
+
 struct osb_init_spec {
     char *id;
     char *dir;               /* <state>/sandboxes/<id>: created by the helper */
@@ -71,6 +81,8 @@ struct osb_init_spec {
     int64_t cpu_millicores;  /* 0: no limit */
     int64_t pids_max;        /* > 0 */
     int64_t disk_bytes;      /* > 0: size of the writable layer's tmpfs */
+    struct osb_init_volume *volumes;
+    size_t n_volumes;
 };
 
 /* Decode; on success *out owns its strings (free with osb_init_spec_free). */

@@ -12,6 +12,19 @@ static json_t *strv(char *const *v)
     return a;
 }
 
+static json_t *volumes(const struct osb_init_spec *s)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < s->n_volumes; i++) {
+        const struct osb_init_volume *v = &s->volumes[i];
+        json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "name", v->name, "root",
+                                           v->src_root, "rel", v->src_rel ? v->src_rel : "",
+                                           "sub", v->sub_path ? v->sub_path : "", "dst", v->dst,
+                                           "ro", v->read_only));
+    }
+    return a;
+}
+
 char *osb_init_spec_encode(const struct osb_init_spec *s, size_t *len)
 {
     json_t *o = json_object();
@@ -43,6 +56,7 @@ char *osb_init_spec_encode(const struct osb_init_spec *s, size_t *len)
                                              osb_cg_role_name(s->cgroups[i].role), "dir",
                                              s->cgroups[i].dir, "home", s->cgroups[i].home));
     json_object_set_new(o, "cgroups", cgs);
+    json_object_set_new(o, "volumes", volumes(s));
     char *out = osb_json_dump(o, len);
     json_decref(o);
     return out;

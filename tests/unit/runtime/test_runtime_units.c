@@ -25,11 +25,16 @@ static void test_spec_roundtrip(void)
         {OSB_CG_UNIFIED, "/sys/fs/cgroup/unified/opensandbox-1/x", "/sys/fs/cgroup/unified"},
         {OSB_CG_MEMORY, "/sys/fs/cgroup/memory/a/opensandbox-1/x", "/sys/fs/cgroup/memory/a"},
     };
+    struct osb_init_volume vols[] = {
+        {"data", "/data", "team/a", "", "/mnt/data", true},
+        {"claim", "/s/volumes/c/data", "", "sub/dir", "/work", false},
+    };
     struct osb_init_spec in = {
         .id = "x", .dir = "/s/sandboxes/x", .image = "library/busybox:1", .lower = "/s/i/rootfs",
         .execd = "/b/execd", .hostname = "x-host", .token = "tok\"en", .entrypoint = entry,
         .env = env, .binds = binds, .n_binds = 2, .cgroups = cgs, .n_cgroups = 2,
         .memory_bytes = 64 << 20, .cpu_millicores = 1500, .pids_max = 64, .disk_bytes = 1 << 30,
+        .volumes = vols, .n_volumes = 2,
     };
     size_t len;
     char *json = osb_init_spec_encode(&in, &len);
@@ -51,6 +56,13 @@ static void test_spec_roundtrip(void)
     IS_INT(out.cpu_millicores, 1500, "cpu");
     IS_INT(out.pids_max, 64, "pids");
     IS_INT(out.disk_bytes, 1 << 30, "disk");
+    IS_INT(out.n_volumes, 2, "volumes");
+    IS_STR(out.volumes[0].src_rel, "team/a", "volume src_rel");
+    OK(out.volumes[0].read_only && !out.volumes[1].read_only, "volume read_only");
+    IS_STR(out.volumes[1].sub_path, "sub/dir", "volume sub_path");
+    IS_STR(out.volumes[1].src_root, "/s/volumes/c/data", "volume src_root");
+    IS_STR(out.volumes[1].dst, "/work", "volume dst");
+    IS_STR(out.volumes[1].name, "claim", "volume name");
     osb_init_spec_free(&out);
     free(json);
 }

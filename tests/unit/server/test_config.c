@@ -444,6 +444,40 @@ static void test_example(void)
     free(p);
 }
 
+static void test_storage(void)
+{
+    clean_env();
+    struct osb_config c = load_ok("[native]\nstate_dir = \"/srv/osb\"\n", "no [storage]");
+    OK(c.storage.allowed_host_paths && !c.storage.allowed_host_paths[0],
+       "no allowed host paths by default");
+    IS_STR(c.storage.volumes_dir, "/srv/osb/volumes", "volumes_dir defaults under state_dir");
+    osb_config_free(&c);
+    c = load_ok("[storage]\nallowed_host_paths = [\"/data/\", \"//srv//x/./y\", \"/\"]\n"
+                "volumes_dir = \"/var/lib/vols\"\n",
+                "allowed_host_paths and volumes_dir");
+    IS_STR(c.storage.allowed_host_paths[0], "/data", "trailing slash dropped");
+    IS_STR(c.storage.allowed_host_paths[1], "/srv/x/y", "path normalized");
+    IS_STR(c.storage.allowed_host_paths[2], "/", "root stays /");
+    OK(c.storage.allowed_host_paths[3] == NULL, "NULL-terminated");
+    IS_STR(c.storage.volumes_dir, "/var/lib/vols", "volumes_dir");
+    osb_config_free(&c);
+    load_fails("[storage]\nallowed_host_paths = \"/data\"\n",
+               "FILE:2: [storage] allowed_host_paths: must be an array of absolute paths",
+               "allowed_host_paths not an array");
+    load_fails("[storage]\nallowed_host_paths = [\"/a\", \"rel\"]\n",
+               "FILE:2: [storage] allowed_host_paths: element 2 must be an absolute path without "
+               "'..'",
+               "relative allowed host path");
+    load_fails("[storage]\nallowed_host_paths = [\"/a/../etc\"]\n",
+               "FILE:2: [storage] allowed_host_paths: element 1 must be an absolute path without "
+               "'..'",
+               "'..' in an allowed host path");
+    load_fails("[storage]\nalowed_host_paths = []\n",
+               "FILE:2: [storage] alowed_host_paths: unknown key (did you mean "
+               "'allowed_host_paths'?)",
+               "typo in [storage]");
+}
+
 int main(void)
 {
     char tmpl[] = "/tmp/osb-config-test.XXXXXX";
@@ -457,6 +491,7 @@ int main(void)
     test_env();
     test_errors();
     test_example();
+    test_storage();
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0)

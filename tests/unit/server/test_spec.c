@@ -113,7 +113,6 @@ static void test_invalid(void)
                  "SANDBOX::INVALID_METADATA_LABEL", "'k'");
     expect_error("{" BASE ",\"platform\":{\"os\":\"linux\",\"arch\":\"s390x\"}}", 400, bad,
                  "platform.arch");
-    expect_error("{" BASE ",\"volumes\":[{}]}", 501, "VOLUME::NOT_IMPLEMENTED", "volumes");
     expect_error("{" BASE ",\"networkPolicy\":{}}", 501, "SANDBOX::NETWORK_POLICY_NOT_IMPLEMENTED",
                  "networkPolicy");
     expect_error("{" BASE ",\"credentialProxy\":{\"enabled\":true}}", 501,
@@ -121,6 +120,132 @@ static void test_invalid(void)
     expect_error("{" BASE ",\"secureAccess\":true}", 400, bad, "secureAccess");
     expect_error("{" BASE ",\"extensions\":{\"poolRef\":\"p\"}}", 400, "SANDBOX::UNSUPPORTED_POOL_REF",
                  "poolRef");
+}
+
+#define VOL(x) "{" BASE ",\"volumes\":[" x "]}"
+#define HOSTV "\"host\":{\"path\":\"/data\"}"
+
+static void test_volumes_valid(void)
+{
+    struct osb_create_spec s;
+    struct osb_apierr e = {0};
+    IS_INT(parse(VOL("{\"name\":\"a\",\"mountPath\":\"/mnt//a/./\",\"host\":{\"path\":"
+                     "\"/data//x/\"},\"subPath\":\"./s//t/\"},"
+                     "{\"name\":\"b-1\",\"mountPath\":\"/b\",\"readOnly\":true,\"pvc\":{"
+                     "\"claimName\":\"my.claim\",\"storage\":\"1.5Gi\",\"storageClass\":\"x\","
+                     "\"accessModes\":[\"ReadWriteOnce\"]}},"
+                     "{\"name\":\"c\",\"mountPath\":\"/etc/c\",\"subPath\":\".\",\"pvc\":{"
+                     "\"claimName\":\"c\",\"createIfNotExists\":false,"
+                     "\"deleteOnSandboxTermination\":true},\"host\":null}"),
+                 &s, &e),
+           0, "volumes: host and pvc");
+    IS_INT((int)s.n_volumes, 3, "three volumes");
+    IS_STR(s.volumes[0].mount_path, "/mnt/a", "mountPath normalized");
+    IS_STR(s.volumes[0].host_path, "/data/x", "host.path normalized");
+    IS_STR(s.volumes[0].sub_path, "s/t", "subPath normalized");
+    OK(!s.volumes[0].read_only && s.volumes[0].backend == OSB_VOL_HOST, "readOnly defaults false");
+    OK(s.volumes[1].read_only && s.volumes[1].backend == OSB_VOL_PVC, "pvc, readOnly");
+    IS_STR(s.volumes[1].pvc.claim, "my.claim", "claimName");
+    OK(s.volumes[1].pvc.create && !s.volumes[1].pvc.delete_on_term, "pvc defaults");
+    IS_STR(s.volumes[1].pvc.storage, "1.5Gi", "storage recorded");
+    OK(!s.volumes[2].pvc.create && s.volumes[2].pvc.delete_on_term, "pvc flags");
+    OK(s.volumes[2].sub_path == NULL, "subPath '.' is the root");
+    s.volumes[2].pvc.created = true;
+    json_t *r = osb_spec_record(&s);
+    json_t *v = json_object_get(r, "volumes");
+    OK(json_is_true(json_object_get(json_object_get(json_array_get(v, 2), "pvc"), "autoCreated")) &&
+           !json_object_get(json_object_get(json_array_get(v, 1), "pvc"), "autoCreated"),
+       "record: autoCreated only for a claim this request made");
+    IS_INT((int)json_array_size(v), 3, "record has the volumes");
+    IS_STR(json_string_value(json_object_get(json_object_get(json_array_get(v, 0), "host"), "path")),
+           "/data/x", "record: host path");
+    IS_STR(json_string_value(json_object_get(json_array_get(v, 0), "subPath")), "s/t",
+           "record: subPath");
+    json_t *pvc = json_object_get(json_array_get(v, 2), "pvc");
+    OK(json_is_true(json_object_get(pvc, "deleteOnSandboxTermination")) &&
+           json_is_false(json_object_get(pvc, "createIfNotExists")),
+       "record: pvc flags");
+    IS_STR(json_string_value(json_array_get(
+               json_object_get(json_object_get(json_array_get(v, 1), "pvc"), "accessModes"), 0)),
+           "ReadWriteOnce", "record: accessModes");
+    json_decref(r);
+    osb_spec_free(&s);
+}
+
+static void test_volumes_invalid(void)
+{
+    const char *bad = "SANDBOX::INVALID_PARAMETER";
+    expect_error("{" BASE ",\"volumes\":{}}", 400, bad, "'volumes' must be an array");
+    expect_error(VOL("1"), 400, bad, "volumes[0]");
+    expect_error(VOL("{\"mountPath\":\"/a\"," HOSTV "}"), 400, bad, "volumes[0].name");
+    expect_error(VOL("{\"name\":\"A\",\"mountPath\":\"/a\"," HOSTV "}"), 400, bad,
+                 "volumes[0].name");
+    expect_error(VOL("{\"name\":\"a-\",\"mountPath\":\"/a\"," HOSTV "}"), 400, bad,
+                 "volumes[0].name");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\"," HOSTV "},{\"name\":\"a\","
+                     "\"mountPath\":\"/b\"," HOSTV "}"),
+                 400, bad, "volumes[1].name");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\"," HOSTV "},{\"name\":\"b\","
+                     "\"mountPath\":\"/a/\"," HOSTV "}"),
+                 400, bad, "volumes[1].mountPath");
+    expect_error(VOL("{\"name\":\"a\"," HOSTV "}"), 400, bad, "volumes[0].mountPath");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"rel\"," HOSTV "}"), 400, bad,
+                 "volumes[0].mountPath");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"//\"," HOSTV "}"), 400, bad,
+                 "volumes[0].mountPath");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a/../proc\"," HOSTV "}"), 400, bad,
+                 "'..'");
+    const char *reserved[] = {"/proc", "/proc/sys", "/sys/x", "/dev", "/run", "/run/opensandbox",
+                              "/opt", "/opt/opensandbox/x"};
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
+        char body[400];
+        snprintf(body, sizeof body, VOL("{\"name\":\"a\",\"mountPath\":\"%s\"," HOSTV "}"),
+                 reserved[i]);
+        expect_error(body, 400, bad, "reserved");
+    }
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"readOnly\":\"yes\"," HOSTV "}"),
+                 400, bad, "volumes[0].readOnly");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"subPath\":\"/abs\"," HOSTV "}"),
+                 400, bad, "volumes[0].subPath");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"subPath\":\"x/../../y\"," HOSTV
+                     "}"),
+                 400, bad, "volumes[0].subPath");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\"}"), 400, bad, "exactly one backend");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\"," HOSTV ",\"pvc\":{\"claimName\":"
+                     "\"c\"}}"),
+                 400, bad, "exactly one backend");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"host\":{}}"), 400, bad,
+                 "volumes[0].host.path");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"host\":{\"path\":\"C:\\\\x\"}}"),
+                 400, bad, "volumes[0].host.path");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"host\":{\"path\":\"/d/../e\"}}"),
+                 400, bad, "volumes[0].host.path");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"pvc\":{}}"), 400, bad,
+                 "volumes[0].pvc.claimName");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"pvc\":{\"claimName\":\"Bad_\"}}"),
+                 400, bad, "volumes[0].pvc.claimName");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"pvc\":{\"claimName\":\"c\","
+                     "\"storage\":\"1GB\"}}"),
+                 400, bad, "volumes[0].pvc.storage");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"pvc\":{\"claimName\":\"c\","
+                     "\"accessModes\":[1]}}"),
+                 400, bad, "volumes[0].pvc.accessModes[0]");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"pvc\":{\"claimName\":\"c\","
+                     "\"createIfNotExists\":1}}"),
+                 400, bad, "volumes[0].pvc.createIfNotExists");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"ossfs\":{\"bucket\":\"b\"}}"),
+                 400, bad, "volumes[0].ossfs.endpoint");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"ossfs\":{\"bucket\":\"bk\","
+                     "\"endpoint\":\"e\",\"accessKeyId\":\"i\",\"accessKeySecret\":\"s\"}}"),
+                 400, bad, "volumes[0].ossfs.bucket");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"ossfs\":{\"bucket\":\"bkt\","
+                     "\"endpoint\":\"e\",\"accessKeyId\":\"i\",\"accessKeySecret\":\"s\","
+                     "\"version\":\"2.0\"}}"),
+                 400, "VOLUME::UNSUPPORTED_BACKEND", "not supported by this runtime");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"ossfs\":{\"bucket\":\"bkt\","
+                     "\"endpoint\":\"e\",\"accessKeyId\":\"i\",\"accessKeySecret\":\"s\","
+                     "\"version\":\"3.0\"}}"),
+                 400, bad, "volumes[0].ossfs.version");
 }
 
 static void test_labels(void)
@@ -182,6 +307,8 @@ int main(void)
 {
     test_valid();
     test_invalid();
+    test_volumes_valid();
+    test_volumes_invalid();
     test_labels();
     test_time();
     return tap_done();
