@@ -18,6 +18,7 @@
 #include "common/random.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
+#include "image/export.h"
 #include "image/layer.h"
 #include "image/ref.h"
 
@@ -464,6 +465,20 @@ static int ensure_layer(struct pull *p, const struct osb_blob *b, const char *ke
     return r;
 }
 
+/* "image `x`: layer sha256:…: why", whether or not why named the image. */
+static int layer_error(struct pull *p, const char *digest, struct osb_err *err)
+{
+    if (!err)
+        return -1;
+    char prefix[700], msg[sizeof err->msg];
+    snprintf(prefix, sizeof prefix, "image `%s`: ", p->image);
+    size_t n = strlen(prefix);
+    const char *why = strncmp(err->msg, prefix, n) == 0 ? err->msg + n : err->msg;
+    snprintf(msg, sizeof msg, "%slayer %.19s: %s", prefix, digest, why);
+    snprintf(err->msg, sizeof err->msg, "%s", msg);
+    return -1;
+}
+
 static json_t *config_record(json_t *rec, json_t *config)
 {
     json_t *c = json_object_get(config, "config");
@@ -491,7 +506,7 @@ static int pull_layers(struct pull *p, const struct osb_manifest *m, char **keys
         if (dup)
             continue;
         if (ensure_layer(p, &m->layers[i], keys[i], err) < 0)
-            return osb_err_wrap(err, "image `%s`: layer %.19s", p->image, m->layers[i].digest);
+            return layer_error(p, m->layers[i].digest, err);
         _cleanup_free_ char *dir = layer_path(p->s, keys[i]);
         unsigned long long bytes = 0;
         if (osb_layer_size(dir, &bytes, err) < 0)
@@ -828,9 +843,59 @@ int osb_istore_prune(struct osb_istore *s, size_t *layers_removed, uint64_t *byt
 
 /* ------------------------------------------------------------ export */
 
+/* The layers of im with its bases' below, bottom first. */
+static int chain_layers(struct osb_istore *s, const struct osb_image *im, char ***out, size_t *n,
+                        struct osb_err *err)
+{
+    struct osb_image bases[8];
+    size_t depth = 0;
+    int r = 0;
+    for (const struct osb_image *cur = im; r == 0 && cur->base[0];) {
+        if (strcmp(cur->base, HOST) == 0)
+            r = osb_err_set(err, OSB_E_UNSUPPORTED, "image `%s`: it is based on the built-in "
+                            "`host` image, which cannot be exported", im->name);
+        else if (depth == OSB_ARRAY_LEN(bases))
+            r = osb_err_set(err, OSB_E_INVALID, "image `%s`: base chain too deep", im->name);
+        else if (find(s, cur->base, &bases[depth], err) < 0)
+            r = osb_err_wrap(err, "image `%s`: base", im->name);
+        else
+            cur = &bases[depth++];
+    }
+    size_t total = 0, k = 0;
+    for (size_t d = 0; d < depth; d++)
+        for (char **l = bases[d].layers; l && *l; l++)
+            total++;
+    for (char **l = im->layers; l && *l; l++)
+        total++;
+    char **v = osb_xcalloc(total + 1, sizeof *v);
+    for (size_t d = depth; d-- > 0;)
+        for (char **l = bases[d].layers; l && *l; l++)
+            v[k++] = osb_xstrdup(*l);
+    for (char **l = im->layers; l && *l; l++)
+        v[k++] = osb_xstrdup(*l);
+    for (size_t d = 0; d < depth; d++)
+        osb_image_free(&bases[d]);
+    if (r < 0) {
+        strv_free(v);
+        return -1;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
 int osb_istore_export(struct osb_istore *s, const char *name, const char *tar_path,
                       struct osb_err *err)
 {
-    (void)s, (void)tar_path;
-    return osb_err_set(err, OSB_E_UNSUPPORTED, "image `%s`: export is not implemented yet", name);
+    struct osb_image im;
+    if (find(s, name, &im, err) < 0)
+        return -1;
+    char **layers = NULL;
+    size_t n = 0;
+    int r = chain_layers(s, &im, &layers, &n, err);
+    if (r == 0 && osb_export_write(&im, layers, n, tar_path, err) < 0)
+        r = osb_err_wrap(err, "export image `%s` to `%s`", im.name, tar_path);
+    strv_free(layers);
+    osb_image_free(&im);
+    return r;
 }

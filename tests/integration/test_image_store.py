@@ -18,8 +18,8 @@ import tarfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from osbtest import TAP  # noqa: E402
-from registrylib import (MT, Registry, registry_available, scratch_dir,  # noqa: E402
-                         tar_layer)
+from registrylib import (MT, Registry, oci_archive_files, registry_available,  # noqa: E402
+                         scratch_dir, tar_layer)
 
 BUILD = os.environ.get("BUILD", "build")
 DRIVER = os.path.join(BUILD, "tests", "image", "test_pull_live")
@@ -272,6 +272,37 @@ def test_store_ops(reg, state):
                 names = sorted(tf.getnames())
             t.ok(".wh.gone" in names and "d/.wh..wh..opq" in names,
                  "to_tar turns overlay whiteouts back into OCI ones", names)
+        out = os.path.join(tmp, "export.tar")
+        t.eq(store(state, "export", "snapshot/s1", out), {"_stderr": ""}, "export a snapshot")
+        files = oci_archive_files(out)
+        t.ok(files.get("hello", ("",))[0] == "file" and files["hello"][1] == b"hello" and
+             files.get("d/f", (0, 0))[1] == b"f", "export holds the base's and its own files",
+             sorted(files))
+        with tarfile.open(out) as tf:
+            names = tf.getnames()
+            dm = json.load(tf.extractfile("manifest.json"))
+            idx = json.load(tf.extractfile("index.json"))
+            cfg = json.load(tf.extractfile(dm[0]["Config"]))
+        t.ok("oci-layout" in names and idx["schemaVersion"] == 2, "OCI layout files present")
+        t.eq(dm[0]["RepoTags"], ["snapshot/s1:latest"], "docker manifest.json has a tag")
+        t.eq(len(cfg["rootfs"]["diff_ids"]), 2, "config lists both layers' diff_ids")
+        store(state, "snapshot", "snapshot/onhost", "host", snapsrc)
+        r = store(state, "export", "snapshot/onhost", out)
+        t.eq(r.get("error"), "UNSUPPORTED", "export of an image based on host: UNSUPPORTED")
+        t.ok("host" in r.get("message", ""), "... the message says why", r)
+        store(state, "rm", "snapshot/onhost")
+        pulled = os.path.join(tmp, "pulled.tar")
+        t.eq(store(state, "export", "%s/test/fmt:v1" % reg.addr, pulled), {"_stderr": ""},
+             "export a pulled image")
+        files = oci_archive_files(pulled)
+        t.ok("data/gone" not in files and "opq/old" not in files and "opq/new" in files and
+             files.get("data/keep/a", (0, 0))[1] == b"a" and
+             files.get("bin/tool", (0, 0, 0))[2] & 0o4000,
+             "exported layers replay: whiteout, opaque dir, setuid", sorted(files))
+        with tarfile.open(pulled) as tf:
+            cfg = json.load(tf.extractfile(json.load(tf.extractfile("manifest.json"))[0]["Config"]))
+        t.eq(cfg["config"].get("Env"), ["PATH=/bin", "A=1"], "exported config keeps Env")
+        t.eq(cfg["config"].get("Entrypoint"), ["/bin/tool"], "... and Entrypoint")
         t.eq(store(state, "rm", "my/img:1").get("error"), "EXISTS",
              "rm of a snapshot's base: EXISTS")
         t.eq(store(state, "rm", "snapshot/s1"), {"_stderr": ""}, "rm snapshot")
