@@ -649,6 +649,15 @@ void osb_istore_new_layer(const struct osb_istore *cs, const char *prefix, char 
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The key of an absolute layer dir directly under <layers>. */
+static const char *key_of(const struct osb_istore *s, const char *dir)
+{
+    size_t n = strlen(s->layers);
+    if (strncmp(dir, s->layers, n) != 0 || dir[n] != '/' || !key_ok(dir + n + 1))
+        return NULL;
+    return dir + n + 1;
+}
+
 static void release_pending(struct osb_istore *s, const char *key)
 {
     pthread_mutex_lock(&s->mu);
@@ -661,14 +670,6 @@ static void release_pending(struct osb_istore *s, const char *key)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* The key of an absolute layer dir directly under <layers>. */
-static const char *key_of(const struct osb_istore *s, const char *dir)
-{
-    size_t n = strlen(s->layers);
-    if (strncmp(dir, s->layers, n) != 0 || dir[n] != '/' || !key_ok(dir + n + 1))
-        return NULL;
-    return dir + n + 1;
-}
 
 int osb_istore_add(struct osb_istore *s, const struct osb_image *im, struct osb_err *err)
 {
@@ -898,4 +899,12 @@ int osb_istore_export(struct osb_istore *s, const char *name, const char *tar_pa
     strv_free(layers);
     osb_image_free(&im);
     return r;
+}
+
+void osb_istore_discard_layer(struct osb_istore *s, const char *dir)
+{
+    const char *key = key_of(s, dir);
+    osb_layer_remove(dir, NULL);
+    if (key)
+        release_pending(s, key);
 }

@@ -109,4 +109,7 @@ int osb_istore_export(struct osb_istore *s, const char *name, const char *tar_pa
 const char *osb_istore_layers_dir(const struct osb_istore *s);
 /* A fresh "<layers>/<prefix>-<uuid>" path (not created). */
 void osb_istore_new_layer(const struct osb_istore *s, const char *prefix, char *out, size_t n);
+/* Remove a layer dir under <layers> that no record will name (a failed
+ * snapshot, a deleted one), and drop what osb_istore_new_layer held for it. */
+void osb_istore_discard_layer(struct osb_istore *s, const char *dir);
 #endif

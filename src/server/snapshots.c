@@ -11,7 +11,6 @@
 #include "common/xalloc.h"
 #include "image/layer.h"
 #include "image/store.h"
-#include "runtime/native/fsutil.h"
 #include "server/timefmt.h"
 
 #define MAX_PAGE_SIZE 200
@@ -128,7 +127,7 @@ static void load_one(void *ud, json_t *r)
             sn->state = (enum snap_state)i;
     if (sn->state == SNAP_CREATING) {
         /* The server stopped during the copy: what was copied is useless. */
-        osb_rtfs_remove_tree(sn->layer, NULL);
+        osb_istore_discard_layer(osb_rt_images(srv->rt), sn->layer);
         set_state(sn, SNAP_FAILED, "snapshot_recovery_failed",
                   "The server restarted while the snapshot was being taken.");
         struct osb_err err = {0};
@@ -261,7 +260,7 @@ static void on_snapshot(void *ud, const struct osb_err *rterr)
         osb_info("snapshot %s of sandbox %s ready", sn->id, sn->sandbox_id);
     } else {
         osb_warn("snapshot %s of sandbox %s failed: %s", sn->id, sn->sandbox_id, err.msg);
-        osb_rtfs_remove_tree(sn->layer, NULL);
+        osb_istore_discard_layer(osb_rt_images(srv->rt), sn->layer);
         char msg[600];
         snprintf(msg, sizeof msg, "Snapshot failed: %s", err.msg);
         set_state(sn, SNAP_FAILED, "snapshot_runtime_failed", msg);
@@ -317,6 +316,7 @@ static void h_create(struct osb_http_req *req, void *ud)
     if (base_of(srv, s, sn->base, sizeof sn->base, &err) < 0 || save(sn, &err) < 0 ||
         osb_rt_snapshot(srv->rt, s->id, &s->handle, sn->layer, on_snapshot, sn, &err) < 0) {
         osb_store_snap_delete(srv->store, sn->id, NULL);
+        osb_istore_discard_layer(osb_rt_images(srv->rt), sn->layer);
         osb_http_respond_error(req, err.code == OSB_E_EXISTS ? 409 : 500,
                                err.code == OSB_E_EXISTS ? "SNAPSHOT::INVALID_SOURCE_STATE"
                                                         : "SNAPSHOT::CREATE_FAILED",
@@ -434,7 +434,7 @@ static void h_delete(struct osb_http_req *req, void *ud)
                                    "Snapshot %s: %s", sn->id, err.msg);
             return;
         }
-        osb_rtfs_remove_tree(sn->layer, NULL);
+        osb_istore_discard_layer(osb_rt_images(srv->rt), sn->layer);
     }
     if (osb_store_snap_delete(srv->store, sn->id, &err) < 0) {
         osb_http_respond_error(req, 500, "SNAPSHOT::DELETE_FAILED", "Snapshot %s: %s", sn->id,

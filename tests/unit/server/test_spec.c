@@ -81,6 +81,37 @@ static void test_valid(void)
     osb_spec_free(&s);
 }
 
+/* snapshotId restores; image.auth is kept for the pull but never stored. */
+static void test_snapshot_and_auth(void)
+{
+    struct osb_create_spec s;
+    struct osb_apierr e = {0};
+    IS_INT(parse("{\"snapshotId\":\"0a1b2c3d-aaaa-4bbb-8ccc-0123456789ab\"}", &s, &e), 0,
+           "snapshotId without entrypoint");
+    IS_STR(s.snapshot_id, "0a1b2c3d-aaaa-4bbb-8ccc-0123456789ab", "snapshot id");
+    OK(s.image == NULL, "no image");
+    IS_STR(s.entrypoint[0], "tail", "entrypoint defaults to tail -f /dev/null");
+    IS_STR(s.entrypoint[2], "/dev/null", "  (all of it)");
+    json_t *rec = osb_spec_record(&s);
+    OK(json_is_string(json_object_get(rec, "snapshotId")) && !json_object_get(rec, "image"),
+       "record holds snapshotId, no image");
+    json_decref(rec);
+    osb_spec_free(&s);
+
+    IS_INT(parse("{\"image\":{\"uri\":\"reg:5000/a/b:1\",\"auth\":{\"username\":\"me\","
+                 "\"password\":\"s3cret\"}},\"entrypoint\":[\"x\"]}",
+                 &s, &e),
+           0, "image with auth");
+    IS_STR(s.auth_user, "me", "auth username");
+    IS_STR(s.auth_pass, "s3cret", "auth password");
+    rec = osb_spec_record(&s);
+    char *dump = json_dumps(rec, JSON_COMPACT);
+    OK(!strstr(dump, "s3cret") && !strstr(dump, "auth"), "the record holds no credentials");
+    free(dump);
+    json_decref(rec);
+    osb_spec_free(&s);
+}
+
 static void test_invalid(void)
 {
     const char *bad = "SANDBOX::INVALID_PARAMETER";
@@ -88,8 +119,15 @@ static void test_invalid(void)
     expect_error("{\"entrypoint\":[\"x\"]}", 400, bad, "image.uri");
     expect_error("{\"image\":{\"uri\":\"\"},\"entrypoint\":[\"x\"]}", 400, bad, "image.uri");
     expect_error("{\"image\":\"host\",\"entrypoint\":[\"x\"]}", 400, bad, "'image'");
-    expect_error("{\"snapshotId\":\"s\",\"entrypoint\":[\"x\"]}", 501, "SNAPSHOT::NOT_IMPLEMENTED",
-                 "snapshotId");
+    expect_error("{\"snapshotId\":\"s!\",\"entrypoint\":[\"x\"]}", 404, "SNAPSHOT::NOT_FOUND",
+                 "s!");
+    expect_error("{\"snapshotId\":5}", 400, bad, "snapshotId");
+    expect_error("{\"snapshotId\":\"ab\",\"image\":{\"uri\":\"host\"}}", 400, bad, "snapshotId");
+    expect_error("{\"image\":{\"uri\":\"host\",\"auth\":{\"username\":\"u\"}},"
+                 "\"entrypoint\":[\"x\"]}",
+                 400, bad, "image.auth");
+    expect_error("{\"image\":{\"uri\":\"host\",\"auth\":[]},\"entrypoint\":[\"x\"]}", 400, bad,
+                 "image.auth");
     expect_error("{\"image\":{\"uri\":\"host\"}}", 400, "SANDBOX::INVALID_ENTRYPOINT", "entrypoint");
     expect_error("{\"image\":{\"uri\":\"host\"},\"entrypoint\":[]}", 400,
                  "SANDBOX::INVALID_ENTRYPOINT", "entrypoint");
@@ -307,6 +345,7 @@ int main(void)
 {
     test_valid();
     test_invalid();
+    test_snapshot_and_auth();
     test_volumes_valid();
     test_volumes_invalid();
     test_labels();
