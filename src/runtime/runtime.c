@@ -1173,6 +1173,11 @@ int osb_rt_image_list(struct osb_rt *rt, struct osb_rt_image *out, size_t max,
     if (max == 0)
         return 0;
     out[0] = (struct osb_rt_image){.name = OSB_IMG_HOST};
+    char host[PATH_MAX];
+    struct stat st;
+    snprintf(host, sizeof host, "%s/%s", rt->images_dir, OSB_IMG_HOST);
+    if (stat(host, &st) == 0)
+        out[0].created_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
     struct osb_image *ims;
     size_t n, k = 1;
     if (osb_istore_list(rt->store, &ims, &n, err) < 0)

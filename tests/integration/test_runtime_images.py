@@ -5,6 +5,7 @@ symlink and hardlink escapes, overlayfs xattrs), names, list, remove.
 Drives the runtime through the driver of test_runtime.py."""
 import gzip
 import io
+import json
 import os
 import shutil
 import sys
@@ -137,7 +138,12 @@ def test_faithful(t, d, tars):
     tar = tars.make(build)
     r = d.call("import", name="faithful", tar=tar)
     t.ok(r["ok"], "import a tar with setuid files, owners, device nodes, links", r)
-    root = os.path.join(d.state, "images", "faithful", "rootfs")
+    # An import is a one-layer image in the store: images/<name>/image.json
+    # names the layer, unpacked under layers/.
+    with open(os.path.join(d.state, "images", "faithful", "image.json")) as f:
+        layers = json.load(f)["layers"]
+    t.eq(len(layers), 1, "an import is one layer")
+    root = os.path.join(d.state, "layers", layers[0])
     st = os.lstat(os.path.join(root, "bin", "suid"))
     t.eq((oct(st.st_mode & 0o7777), st.st_uid, st.st_gid), (oct(0o4755), 1234, 4321),
          "modes and numeric owners are kept")
