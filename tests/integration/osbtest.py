@@ -176,8 +176,9 @@ class TAP:
         self._dump_execd_logs()
         return False
 
-    def eq(self, got, want, name):
-        return self.ok(got == want, name, "got:  %r\nwant: %r" % (got, want))
+    def eq(self, got, want, name, diag=None):
+        extra = "" if diag is None else "\n%s" % (diag,)
+        return self.ok(got == want, name, "got:  %r\nwant: %r%s" % (got, want, extra))
 
     def skip(self, name, why):
         self.n += 1
