@@ -403,9 +403,23 @@ static void say(struct pull *p, const char *fmt, ...)
     p->progress(p->ud, line);
 }
 
+struct feed {
+    struct osb_layer_writer *w;
+    bool broken;                /* the unpacker stopped; why: */
+    struct osb_err why;
+};
+
+/* Once the unpacker fails, the rest of the blob is still read and hashed
+ * (the registry client bounds it by the manifest's size): a corrupted blob
+ * must be reported as a digest mismatch, not as whatever the damaged bytes
+ * made the unpacker say. */
 static int feed_layer(void *ud, const void *data, size_t len, struct osb_err *err)
 {
-    return osb_layer_write(ud, data, len, err);
+    struct feed *f = ud;
+    (void)err;
+    if (!f->broken && osb_layer_write(f->w, data, len, &f->why) < 0)
+        f->broken = true;
+    return 0;
 }
 
 /* Fetch one blob into a temporary layer, then commit it by rename(). */
@@ -420,8 +434,14 @@ static int fetch_layer(struct pull *p, const struct osb_blob *b, const char *key
     int64_t t0 = osb_mono_ms();
     if (osb_layer_begin(tmp, &w, err) < 0)
         return -1;
-    if (osb_registry_blob(p->reg, b, feed_layer, w, err) < 0) {
+    struct feed f = {.w = w};
+    if (osb_registry_blob(p->reg, b, feed_layer, &f, err) < 0) {
         osb_layer_abort(w);
+        return -1;
+    }
+    if (f.broken) {
+        osb_layer_abort(w);
+        *err = f.why;
         return -1;
     }
     if (osb_layer_commit(w, err) < 0)
