@@ -41,6 +41,7 @@
 #include "runtime/native/cgroup.h"
 #include "runtime/native/fsutil.h"
 #include "image/layer.h"
+#include "image/ref.h"
 #include "image/store.h"
 #include "runtime/native/image.h"
 
@@ -691,6 +692,13 @@ static char *image_lowers(struct osb_rt *rt, const char *image, bool *host, char
     char name[256];
     snprintf(name, sizeof name, "%s", image ? image : OSB_IMG_HOST);
     *host = false;
+    struct osb_ref ref;
+    if (strcmp(name, OSB_IMG_HOST) != 0 && osb_istore_name_check(name, NULL) < 0 &&
+        osb_ref_parse(name, &ref, NULL) < 0) {
+        osb_buf_free(&b);
+        osb_err_set(err, OSB_E_INVALID, "`%.200s` is not an image name or reference", name);
+        return NULL;
+    }
     for (int depth = 0; depth < MAX_IMAGE_CHAIN; depth++) {
         if (depth == 0 && stored_n)
             snprintf(stored, stored_n, "%s", name);

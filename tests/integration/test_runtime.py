@@ -237,10 +237,16 @@ def test_basics(t, d):
          "a command runs as root with the sandbox's hostname")
     out, _, _ = sb.run("cat /proc/1/cmdline | tr '\\0' ' '")
     t.ok(re.match(r"/opt/opensandbox/execd --port 44772 --unix /run/opensandbox/execd.sock"
-                  r" --ready-fd \d+ -- /bin/sh", out), "execd is PID 1 with the entrypoint after --",
+                  r" --ready-fd \d+ --keep-fd \d+ -- /bin/sh", out), "execd is PID 1 with the entrypoint after --",
          out)
     out, _, code = sb.run("/usr/bin/python3 -c 'print(6*7)'")
     t.eq((out, code), ("42", 0), "the host image runs the host's python3")
+    # execd keeps the writable layer's handle (fd 100) for snapshots; root in
+    # the sandbox must not reach it, nor execd's memory and environment.
+    out, _, code = sb.run("ls /proc/$$/fd/ | grep -cx 100; readlink /proc/1/fd/100 || echo denied;"
+                          " cat /proc/1/environ >/dev/null 2>&1 || echo denied")
+    t.eq(out.split("\n"), ["0", "denied", "denied"],
+         "the layer fd is not inherited; /proc/1/fd and /proc/1/environ are closed to the sandbox")
     out, _, _ = sb.run("grep -E '^(CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status")
     f = dict(l.split(":\t") for l in out.splitlines())
     t.eq((int(f.get("CapEff", "0"), 16), int(f.get("CapBnd", "0"), 16),
