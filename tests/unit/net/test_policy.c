@@ -10,9 +10,10 @@
 static json_t *J(const char *s)
 {
     json_error_t e;
-    json_t *v = json_loads(s, JSON_DECODE_ANY, &e);
+    json_t *v = json_loads(s, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
     if (!v) {
         printf("# bad test JSON %s: %s\n", s, e.text);
+        fflush(stdout);
         abort();
     }
     return v;
