@@ -751,8 +751,13 @@ int osb_net_allow(struct osb_net *net, unsigned index, int family, const void *a
         return -1;
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
     int r = osb_nft_allow(b, index, family, addr, prefix_len, (uint64_t)timeout_s * 1000, err);
-    if (r == 0 && (r = osb_nft_commit(b, err)) < 0)
-        osb_err_wrap(err, "allow on network slot %u", index);
+    if (r == 0 && (r = osb_nft_commit(b, err)) < 0) {
+        if (err->sys_errno == EEXIST) /* the kernel's interval sets refuse nesting */
+            osb_err_set(err, OSB_E_EXISTS, "allow on network slot %u: the /%u range overlaps "
+                        "a range already allowed", index, prefix_len);
+        else
+            osb_err_wrap(err, "allow on network slot %u", index);
+    }
     osb_nft_batch_free(b);
     return r;
 }

@@ -101,8 +101,13 @@ int osb_net_release(struct osb_net *net, const char *sandbox_id, struct osb_err 
  * next packet when this returns. */
 int osb_net_restrict(struct osb_net *net, unsigned index, bool on, struct osb_err *err);
 /* Adds family (AF_INET/AF_INET6) addr (network order) /prefix_len to the
- * allow sets; timeout_s 0 = permanent, else the entry expires (re-adding a
- * single address refreshes its timeout). */
+ * allow sets; timeout_s 0 = permanent, else the entry expires. Re-adding the
+ * same address or range refreshes its timeout. Single addresses (/32, /128)
+ * and ranges live in separate sets, so an address learned from DNS never
+ * conflicts with a range; but a range that nests with a range already present
+ * (10.0.0.0/8 after 10.1.0.0/16, or the reverse) fails with OSB_E_EXISTS:
+ * the caller passes its static CIDRs without nested duplicates (keep the
+ * widest). Host bits set beyond the prefix -> OSB_E_INVALID. */
 int osb_net_allow(struct osb_net *net, unsigned index, int family, const void *addr,
                   unsigned prefix_len, uint32_t timeout_s, struct osb_err *err);
 /* Empties the allow sets (static entries must be re-added by the caller).

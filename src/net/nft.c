@@ -11,6 +11,7 @@
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
+#include <libnftnl/udata.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_conntrack_tuple_common.h>
@@ -137,6 +138,12 @@ static void put_set(struct osb_nft_batch *b, const char *name, uint32_t key_type
     nftnl_set_set_u32(s, NFTNL_SET_ID, b->seq + 1); /* required by the kernel; unique in the batch */
     if (flags & NFT_SET_MAP)
         nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
+    /* Tells `nft list` how to print keys (nft's byteorder enum: 1 host, 2
+     * big endian); without it interface names print as "". */
+    struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(64);
+    nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, key_type == TYPE_IFNAME ? 1 : 2);
+    nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud), nftnl_udata_buf_len(ud));
+    nftnl_udata_buf_free(ud);
     struct nlmsghdr *nlh = msg(b, NFT_MSG_NEWSET, NLM_F_CREATE);
     nftnl_set_nlmsg_build_payload(nlh, s);
     done(b, nlh);
@@ -577,9 +584,8 @@ int osb_nft_allow(struct osb_nft_batch *b, unsigned index, int family, const voi
         }
         if (!carry) {
             e = elem(s, end, alen);
+            /* The kernel refuses a timeout on an interval end. */
             nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
-            if (timeout_ms)
-                nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
         }
     }
     put_elems(b, s, NFT_MSG_NEWSETELEM);

@@ -315,6 +315,8 @@ def egress(t, live, world, a):
     t.ok(in_ns(a["path"], GET, INET_IP, 8080, 2).startswith("FAIL"), "reset: blocked again")
     live.must("allow %d 10.202.0.0/24 0" % i)
     t.ok(in_ns(a["path"], GET, INET_IP, 8080, 2).startswith("OK"), "allowed CIDR reachable")
+    r = live.cmd("allow %d 10.0.0.0/8 0" % i)
+    t.ok(r.startswith("err") and "overlaps" in r, "a nested CIDR is refused precisely", r)
 
     # An established connection is cut by a reset.
     c = subprocess.Popen(["nsenter", "--net=" + a["path"], PY, "-c", CONN_CLIENT, INET_IP, "7007"],
