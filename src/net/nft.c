@@ -1,0 +1,706 @@
+/* nftables through libnftnl: messages are appended to a growing buffer and
+ * sent between NFNL_MSG_BATCH_BEGIN/END so every change is atomic. */
+#include "net/nft.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+#include <libnftnl/udata.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_conntrack_tuple_common.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/xalloc.h"
+
+/* nftables datatype ids (nft's include/datatype.h), for `nft list` display. */
+enum { TYPE_IPADDR = 7, TYPE_IP6ADDR = 8, TYPE_IFNAME = 41 };
+#define IFNAME_LEN 16
+#define MSG_MAX 8192 /* headroom reserved before building one message */
+
+struct osb_nft_batch {
+    char *table;
+    char *buf;
+    size_t len, cap;
+    unsigned count;
+    uint32_t seq;
+};
+
+struct osb_nft_batch *osb_nft_batch_new(const char *table)
+{
+    struct osb_nft_batch *b = osb_xcalloc(1, sizeof(*b));
+    b->table = osb_xstrdup(table);
+    b->cap = 4 * MSG_MAX;
+    b->buf = osb_xmalloc(b->cap);
+    /* Leave room for the batch-begin message in front. */
+    b->len = MNL_ALIGN(sizeof(struct nlmsghdr) + sizeof(struct nfgenmsg));
+    b->seq = (uint32_t)time(NULL) << 8;
+    return b;
+}
+
+void osb_nft_batch_free(struct osb_nft_batch *b)
+{
+    if (!b)
+        return;
+    free(b->table);
+    free(b->buf);
+    free(b);
+}
+
+unsigned osb_nft_batch_count(const struct osb_nft_batch *b)
+{
+    return b->count;
+}
+
+const void *osb_nft_batch_data(const struct osb_nft_batch *b, size_t *len)
+{
+    size_t off = MNL_ALIGN(sizeof(struct nlmsghdr) + sizeof(struct nfgenmsg));
+    *len = b->len - off;
+    return b->buf + off;
+}
+
+static struct nlmsghdr *msg(struct osb_nft_batch *b, uint16_t type, uint16_t flags)
+{
+    if (b->cap - b->len < MSG_MAX) {
+        b->cap *= 2;
+        b->buf = osb_xrealloc(b->buf, b->cap);
+    }
+    return nftnl_nlmsg_build_hdr(b->buf + b->len, type, NFPROTO_INET, flags | NLM_F_ACK,
+                                 ++b->seq);
+}
+
+static void done(struct osb_nft_batch *b, struct nlmsghdr *nlh)
+{
+    b->len += MNL_ALIGN(nlh->nlmsg_len);
+    b->count++;
+}
+
+/* --- objects --------------------------------------------------------- */
+
+static void put_table(struct osb_nft_batch *b, uint16_t type, uint16_t flags)
+{
+    struct nftnl_table *t = nftnl_table_alloc();
+    nftnl_table_set_str(t, NFTNL_TABLE_NAME, b->table);
+    nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
+    struct nlmsghdr *nlh = msg(b, type, flags);
+    nftnl_table_nlmsg_build_payload(nlh, t);
+    done(b, nlh);
+    nftnl_table_free(t);
+}
+
+/* hook < 0: a regular chain. */
+static void put_chain(struct osb_nft_batch *b, uint16_t type, const char *name, int hook,
+                      const char *ctype, int prio)
+{
+    struct nftnl_chain *c = nftnl_chain_alloc();
+    nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, b->table);
+    nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name);
+    nftnl_chain_set_u32(c, NFTNL_CHAIN_FAMILY, NFPROTO_INET);
+    if (hook >= 0) {
+        nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, (uint32_t)hook);
+        nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, prio);
+        nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, ctype);
+        nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
+    }
+    struct nlmsghdr *nlh = msg(b, type, type == NFT_MSG_NEWCHAIN ? NLM_F_CREATE : 0);
+    nftnl_chain_nlmsg_build_payload(nlh, c);
+    done(b, nlh);
+    nftnl_chain_free(c);
+}
+
+static struct nftnl_set *set_obj(struct osb_nft_batch *b, const char *name)
+{
+    struct nftnl_set *s = nftnl_set_alloc();
+    nftnl_set_set_str(s, NFTNL_SET_TABLE, b->table);
+    nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+    nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
+    return s;
+}
+
+static void put_set(struct osb_nft_batch *b, const char *name, uint32_t key_type,
+                    uint32_t key_len, uint32_t flags)
+{
+    struct nftnl_set *s = set_obj(b, name);
+    nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, key_type);
+    nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, key_len);
+    nftnl_set_set_u32(s, NFTNL_SET_FLAGS, flags);
+    nftnl_set_set_u32(s, NFTNL_SET_ID, b->seq + 1); /* required by the kernel; unique in the batch */
+    if (flags & NFT_SET_MAP)
+        nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
+    /* Tells `nft list` how to print keys (nft's byteorder enum: 1 host, 2
+     * big endian); without it interface names print as "". */
+    struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(64);
+    nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, key_type == TYPE_IFNAME ? 1 : 2);
+    nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud), nftnl_udata_buf_len(ud));
+    nftnl_udata_buf_free(ud);
+    struct nlmsghdr *nlh = msg(b, NFT_MSG_NEWSET, NLM_F_CREATE);
+    nftnl_set_nlmsg_build_payload(nlh, s);
+    done(b, nlh);
+    nftnl_set_free(s);
+}
+
+static void del_set(struct osb_nft_batch *b, const char *name)
+{
+    struct nftnl_set *s = set_obj(b, name);
+    struct nlmsghdr *nlh = msg(b, NFT_MSG_DELSET, 0);
+    nftnl_set_nlmsg_build_payload(nlh, s);
+    done(b, nlh);
+    nftnl_set_free(s);
+}
+
+/* Elements go through a set object; type NEWSETELEM or DELSETELEM. With no
+ * element added, DELSETELEM flushes the set. */
+static void put_elems(struct osb_nft_batch *b, struct nftnl_set *s, uint16_t type)
+{
+    struct nlmsghdr *nlh = msg(b, type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0);
+    nftnl_set_elems_nlmsg_build_payload(nlh, s);
+    done(b, nlh);
+    nftnl_set_free(s);
+}
+
+static struct nftnl_set_elem *elem(struct nftnl_set *s, const void *key, size_t len)
+{
+    struct nftnl_set_elem *e = nftnl_set_elem_alloc();
+    nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, (uint32_t)len);
+    nftnl_set_elem_add(s, e);
+    return e;
+}
+
+/* --- rules ------------------------------------------------------------ */
+
+static struct nftnl_rule *rule(struct osb_nft_batch *b, const char *chain)
+{
+    struct nftnl_rule *r = nftnl_rule_alloc();
+    nftnl_rule_set_str(r, NFTNL_RULE_TABLE, b->table);
+    nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain);
+    nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_INET);
+    return r;
+}
+
+static void put_rule(struct osb_nft_batch *b, struct nftnl_rule *r)
+{
+    struct nlmsghdr *nlh = msg(b, NFT_MSG_NEWRULE, NLM_F_APPEND | NLM_F_CREATE);
+    nftnl_rule_nlmsg_build_payload(nlh, r);
+    done(b, nlh);
+    nftnl_rule_free(r);
+}
+
+static struct nftnl_expr *ex(struct nftnl_rule *r, const char *name)
+{
+    struct nftnl_expr *e = nftnl_expr_alloc(name);
+    nftnl_rule_add_expr(r, e);
+    return e;
+}
+
+static void e_meta(struct nftnl_rule *r, uint32_t key)
+{
+    struct nftnl_expr *e = ex(r, "meta");
+    nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG_1);
+}
+
+static void e_cmp(struct nftnl_rule *r, uint32_t op, const void *data, size_t len)
+{
+    struct nftnl_expr *e = ex(r, "cmp");
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
+    nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, data, (uint32_t)len);
+}
+
+static void e_payload(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len)
+{
+    struct nftnl_expr *e = ex(r, "payload");
+    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, off);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
+}
+
+static void e_mask(struct nftnl_rule *r, const void *mask, size_t len)
+{
+    static const char zero[16];
+    struct nftnl_expr *e = ex(r, "bitwise");
+    nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, (uint32_t)len);
+    nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, mask, (uint32_t)len);
+    nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, zero, (uint32_t)len);
+}
+
+/* Plain lookup (match / no match), or a verdict map when vmap. */
+static void e_lookup(struct nftnl_rule *r, const char *set, bool inv, bool vmap)
+{
+    struct nftnl_expr *e = ex(r, "lookup");
+    nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
+    nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, set);
+    if (vmap)
+        nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
+    if (inv)
+        nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
+}
+
+static void e_verdict(struct nftnl_rule *r, int verdict, const char *chain)
+{
+    struct nftnl_expr *e = ex(r, "immediate");
+    nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)verdict);
+    if (chain)
+        nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN, chain);
+}
+
+static void m_u8(struct nftnl_rule *r, uint32_t key, uint8_t v)
+{
+    e_meta(r, key);
+    e_cmp(r, NFT_CMP_EQ, &v, 1);
+}
+
+static void m_ifprefix(struct nftnl_rule *r, uint32_t key, const char *prefix, uint32_t op)
+{
+    e_meta(r, key);
+    e_cmp(r, op, prefix, strlen(prefix));
+}
+
+/* ip saddr (off 12) / daddr (off 16) against addr/len. */
+static void m_ip4(struct nftnl_rule *r, uint32_t off, struct in_addr a, unsigned len,
+                  uint32_t op)
+{
+    m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4);
+    e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, 4);
+    if (len < 32) {
+        uint32_t mask = len ? htonl(~0u << (32 - len)) : 0;
+        e_mask(r, &mask, 4);
+    }
+    e_cmp(r, op, &a, 4);
+}
+
+static void m_dport(struct nftnl_rule *r, uint8_t l4, uint16_t port)
+{
+    m_u8(r, NFT_META_L4PROTO, l4);
+    uint16_t p = htons(port);
+    e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+    e_cmp(r, NFT_CMP_EQ, &p, 2);
+}
+
+static void m_ct_reply(struct nftnl_rule *r)
+{
+    struct nftnl_expr *e = ex(r, "ct");
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_DIRECTION);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+    uint8_t dir = IP_CT_DIR_REPLY;
+    e_cmp(r, NFT_CMP_EQ, &dir, 1);
+}
+
+static void v_reject(struct nftnl_rule *r, uint32_t type, uint8_t code)
+{
+    struct nftnl_expr *e = ex(r, "reject");
+    nftnl_expr_set_u32(e, NFTNL_EXPR_REJECT_TYPE, type);
+    nftnl_expr_set_u8(e, NFTNL_EXPR_REJECT_CODE, code);
+}
+
+/* The two closing rules of a chain: TCP gets a reset (fast failure for the
+ * client), everything else an ICMP administratively-prohibited. */
+static void put_reject_tail(struct osb_nft_batch *b, const char *chain)
+{
+    struct nftnl_rule *r = rule(b, chain);
+    m_u8(r, NFT_META_L4PROTO, IPPROTO_TCP);
+    v_reject(r, NFT_REJECT_TCP_RST, 0);
+    put_rule(b, r);
+    r = rule(b, chain);
+    v_reject(r, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
+    put_rule(b, r);
+}
+
+/* Finishes r with a verdict and queues it. */
+static void put_verdict(struct osb_nft_batch *b, struct nftnl_rule *r, int verdict,
+                        const char *target)
+{
+    e_verdict(r, verdict, target);
+    put_rule(b, r);
+}
+
+/* --- table ------------------------------------------------------------- */
+
+void osb_nft_delete_table(struct osb_nft_batch *b)
+{
+    put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE);
+    put_table(b, NFT_MSG_DELTABLE, 0);
+}
+
+static void put_global_sets(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
+{
+    put_set(b, "allow_host", TYPE_IPADDR, 4, NFT_SET_INTERVAL);
+    put_set(b, "fwd_slots", TYPE_IFNAME, IFNAME_LEN, NFT_SET_MAP);
+    put_set(b, "in_slots", TYPE_IFNAME, IFNAME_LEN, NFT_SET_MAP);
+    if (!cfg->n_allow_host)
+        return;
+    struct nftnl_set *s = set_obj(b, "allow_host");
+    for (size_t i = 0; i < cfg->n_allow_host; i++) {
+        uint32_t start = ntohl(cfg->allow_host[i].addr.s_addr);
+        unsigned len = cfg->allow_host[i].len;
+        uint64_t end = (uint64_t)start + (len ? (1ull << (32 - len)) : (1ull << 32));
+        uint32_t k = htonl(start);
+        elem(s, &k, 4);
+        if (end <= UINT32_MAX) { /* a range reaching 255.255.255.255 has no end */
+            k = htonl((uint32_t)end);
+            nftnl_set_elem_set_u32(elem(s, &k, 4), NFTNL_SET_ELEM_FLAGS,
+                                   NFT_SET_ELEM_INTERVAL_END);
+        }
+    }
+    put_elems(b, s, NFT_MSG_NEWSETELEM);
+}
+
+static void put_forward(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
+{
+    static const struct in_addr ll = { .s_addr = 0xfea9 }; /* 169.254.0.0 (network order) */
+    put_chain(b, NFT_MSG_NEWCHAIN, "from_slot", -1, NULL, 0);
+    put_chain(b, NFT_MSG_NEWCHAIN, "forward", NF_INET_FORWARD, "filter", 0);
+    struct nftnl_rule *r = rule(b, "forward");
+    m_ifprefix(r, NFT_META_IIFNAME, cfg->ifprefix, NFT_CMP_EQ);
+    put_verdict(b, r, NFT_JUMP, "from_slot");
+
+    r = rule(b, "from_slot"); /* sandboxes have no IPv6 route: drop it early */
+    m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV6);
+    put_verdict(b, r, NF_DROP, NULL);
+    r = rule(b, "from_slot"); /* sandbox to sandbox */
+    m_ifprefix(r, NFT_META_OIFNAME, cfg->ifprefix, NFT_CMP_EQ);
+    v_reject(r, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
+    put_rule(b, r);
+    r = rule(b, "from_slot"); /* link-local / cloud metadata */
+    m_ip4(r, 16, ll, 16, NFT_CMP_EQ);
+    e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4);
+    e_lookup(r, "allow_host", true, false);
+    v_reject(r, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
+    put_rule(b, r);
+    r = rule(b, "from_slot"); /* answers on connections made to the sandbox */
+    m_ct_reply(r);
+    put_verdict(b, r, NF_ACCEPT, NULL);
+    r = rule(b, "from_slot");
+    e_meta(r, NFT_META_IIFNAME);
+    e_lookup(r, "fwd_slots", false, true);
+    put_rule(b, r);
+    put_reject_tail(b, "from_slot");
+}
+
+static void put_input(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
+{
+    put_chain(b, NFT_MSG_NEWCHAIN, "to_host", -1, NULL, 0);
+    put_chain(b, NFT_MSG_NEWCHAIN, "input", NF_INET_LOCAL_IN, "filter", 0);
+    struct nftnl_rule *r = rule(b, "input");
+    m_ifprefix(r, NFT_META_IIFNAME, cfg->ifprefix, NFT_CMP_EQ);
+    put_verdict(b, r, NFT_JUMP, "to_host");
+    r = rule(b, "to_host");
+    e_meta(r, NFT_META_IIFNAME);
+    e_lookup(r, "in_slots", false, true);
+    put_rule(b, r);
+    put_reject_tail(b, "to_host");
+}
+
+static void put_nat(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
+{
+    put_chain(b, NFT_MSG_NEWCHAIN, "postrouting", NF_INET_POST_ROUTING, "nat", 100);
+    struct nftnl_rule *r = rule(b, "postrouting");
+    m_ip4(r, 12, cfg->subnet, cfg->subnet_len, NFT_CMP_EQ);
+    m_ifprefix(r, NFT_META_OIFNAME, cfg->ifprefix, NFT_CMP_NEQ);
+    ex(r, "masq");
+    put_rule(b, r);
+}
+
+void osb_nft_reset_table(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
+{
+    osb_nft_delete_table(b);
+    put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE);
+    put_global_sets(b, cfg);
+    put_forward(b, cfg);
+    put_input(b, cfg);
+    put_nat(b, cfg);
+}
+
+/* --- slots ------------------------------------------------------------- */
+
+static void slot_names(unsigned idx, char f[16], char i[16], char sets[4][16])
+{
+    snprintf(f, 16, "f%u", idx);
+    snprintf(i, 16, "i%u", idx);
+    snprintf(sets[0], 16, "a4_%u", idx);
+    snprintf(sets[1], 16, "c4_%u", idx);
+    snprintf(sets[2], 16, "a6_%u", idx);
+    snprintf(sets[3], 16, "c6_%u", idx);
+}
+
+static void put_slot_elem(struct osb_nft_batch *b, const char *map, const char *ifname,
+                          const char *chain, uint16_t type)
+{
+    char key[IFNAME_LEN] = { 0 };
+    strncpy(key, ifname, IFNAME_LEN - 1);
+    struct nftnl_set *s = set_obj(b, map);
+    struct nftnl_set_elem *e = elem(s, key, sizeof(key));
+    if (type == NFT_MSG_NEWSETELEM) {
+        nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_JUMP);
+        nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, chain);
+    }
+    put_elems(b, s, type);
+}
+
+static void put_antispoof(struct osb_nft_batch *b, const char *chain, struct in_addr sbx)
+{
+    struct nftnl_rule *r = rule(b, chain);
+    m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4);
+    e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
+    e_cmp(r, NFT_CMP_NEQ, &sbx, 4);
+    put_verdict(b, r, NF_DROP, NULL);
+}
+
+static void put_egress_rules(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool on)
+{
+    char f[16], i[16], sets[4][16];
+    slot_names(s->index, f, i, sets);
+    put_antispoof(b, f, s->sandbox);
+    if (!on) {
+        put_verdict(b, rule(b, f), NF_ACCEPT, NULL);
+        return;
+    }
+    for (int k = 0; k < 4; k++) {
+        bool v6 = k >= 2;
+        struct nftnl_rule *r = rule(b, f);
+        m_u8(r, NFT_META_NFPROTO, v6 ? NFPROTO_IPV6 : NFPROTO_IPV4);
+        e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, v6 ? 24 : 16, v6 ? 16 : 4);
+        e_lookup(r, sets[k], false, false);
+        put_verdict(b, r, NF_ACCEPT, NULL);
+    }
+    put_reject_tail(b, f);
+}
+
+static void put_input_rules(struct osb_nft_batch *b, const struct osb_nft_slot *s)
+{
+    char f[16], i[16], sets[4][16];
+    slot_names(s->index, f, i, sets);
+    struct nftnl_rule *r = rule(b, i);
+    e_meta(r, NFT_META_NFPROTO);
+    e_cmp(r, NFT_CMP_NEQ, &(uint8_t){ NFPROTO_IPV4 }, 1);
+    put_verdict(b, r, NF_DROP, NULL);
+    put_antispoof(b, i, s->sandbox);
+    r = rule(b, i);
+    m_ct_reply(r);
+    put_verdict(b, r, NF_ACCEPT, NULL);
+    for (int k = 0; k < 2; k++) {
+        r = rule(b, i);
+        m_ip4(r, 16, s->host, 32, NFT_CMP_EQ);
+        m_dport(r, k ? IPPROTO_TCP : IPPROTO_UDP, 53);
+        put_verdict(b, r, NF_ACCEPT, NULL);
+    }
+    r = rule(b, i);
+    m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4);
+    e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4);
+    e_lookup(r, "allow_host", false, false);
+    put_verdict(b, r, NF_ACCEPT, NULL);
+    put_reject_tail(b, i);
+}
+
+void osb_nft_add_slot(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool restricted)
+{
+    char f[16], i[16], sets[4][16];
+    slot_names(s->index, f, i, sets);
+    put_set(b, sets[0], TYPE_IPADDR, 4, NFT_SET_TIMEOUT);
+    put_set(b, sets[1], TYPE_IPADDR, 4, NFT_SET_TIMEOUT | NFT_SET_INTERVAL);
+    put_set(b, sets[2], TYPE_IP6ADDR, 16, NFT_SET_TIMEOUT);
+    put_set(b, sets[3], TYPE_IP6ADDR, 16, NFT_SET_TIMEOUT | NFT_SET_INTERVAL);
+    put_chain(b, NFT_MSG_NEWCHAIN, f, -1, NULL, 0);
+    put_chain(b, NFT_MSG_NEWCHAIN, i, -1, NULL, 0);
+    put_egress_rules(b, s, restricted);
+    put_input_rules(b, s);
+    put_slot_elem(b, "fwd_slots", s->ifname, f, NFT_MSG_NEWSETELEM);
+    put_slot_elem(b, "in_slots", s->ifname, i, NFT_MSG_NEWSETELEM);
+}
+
+void osb_nft_del_slot(struct osb_nft_batch *b, const struct osb_nft_slot *s)
+{
+    char f[16], i[16], sets[4][16];
+    slot_names(s->index, f, i, sets);
+    /* Map entries first: a chain still jumped to cannot be deleted. */
+    put_slot_elem(b, "fwd_slots", s->ifname, NULL, NFT_MSG_DELSETELEM);
+    put_slot_elem(b, "in_slots", s->ifname, NULL, NFT_MSG_DELSETELEM);
+    put_chain(b, NFT_MSG_DELCHAIN, f, -1, NULL, 0); /* deletes its rules too */
+    put_chain(b, NFT_MSG_DELCHAIN, i, -1, NULL, 0);
+    for (int k = 0; k < 4; k++)
+        del_set(b, sets[k]);
+}
+
+void osb_nft_set_restricted(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool on)
+{
+    char f[16], i[16], sets[4][16];
+    slot_names(s->index, f, i, sets);
+    struct nftnl_rule *r = rule(b, f); /* no handle: flush the chain */
+    struct nlmsghdr *nlh = msg(b, NFT_MSG_DELRULE, 0);
+    nftnl_rule_nlmsg_build_payload(nlh, r);
+    done(b, nlh);
+    nftnl_rule_free(r);
+    put_egress_rules(b, s, on);
+}
+
+int osb_nft_allow(struct osb_nft_batch *b, unsigned index, int family, const void *addr,
+                  unsigned prefix, uint64_t timeout_ms, struct osb_err *err)
+{
+    size_t alen = family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
+    if (!alen)
+        return osb_err_set(err, OSB_E_INVALID, "address family %d is not IPv4 or IPv6", family);
+    if (prefix == 0 || prefix > alen * 8)
+        return osb_err_set(err, OSB_E_INVALID, "prefix length %u out of range 1..%zu", prefix,
+                           alen * 8);
+    uint8_t start[16], end[16];
+    memcpy(start, addr, alen);
+    for (size_t i = 0; i < alen; i++) {
+        unsigned bits = prefix > i * 8 ? prefix - (unsigned)i * 8 : 0;
+        uint8_t m = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+        if (start[i] & ~m)
+            return osb_err_set(err, OSB_E_INVALID, "address has bits set beyond /%u", prefix);
+    }
+    char f[16], i[16], sets[4][16];
+    slot_names(index, f, i, sets);
+    bool single = prefix == alen * 8;
+    struct nftnl_set *s = set_obj(b, sets[(family == AF_INET6 ? 2 : 0) + (single ? 0 : 1)]);
+    struct nftnl_set_elem *e = elem(s, start, alen);
+    if (timeout_ms)
+        nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
+    if (!single) {
+        /* end = start + 2^(bits-prefix); no end element past the top. */
+        memcpy(end, start, alen);
+        int carry = 1;
+        for (int k = (int)(prefix - 1) / 8; k >= 0 && carry; k--) {
+            unsigned add = (unsigned)k == (prefix - 1) / 8 ? 1u << (7 - (prefix - 1) % 8) : 1u;
+            unsigned v = end[k] + add;
+            end[k] = (uint8_t)v;
+            carry = v > 0xff;
+        }
+        if (!carry) {
+            e = elem(s, end, alen);
+            /* The kernel refuses a timeout on an interval end. */
+            nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
+        }
+    }
+    put_elems(b, s, NFT_MSG_NEWSETELEM);
+    return 0;
+}
+
+void osb_nft_flush_allow(struct osb_nft_batch *b, unsigned index)
+{
+    char f[16], i[16], sets[4][16];
+    slot_names(index, f, i, sets);
+    for (int k = 0; k < 4; k++)
+        put_elems(b, set_obj(b, sets[k]), NFT_MSG_DELSETELEM);
+}
+
+/* --- commit ------------------------------------------------------------ */
+
+struct ack_ctx {
+    int first_errno;
+    uint16_t type;   /* NFT_MSG_* of the first failing message */
+    uint32_t seq;
+    char msg[128];   /* extended ACK text, if the kernel gave one */
+};
+
+static int err_cb(const struct nlmsghdr *nlh, void *data)
+{
+    struct ack_ctx *c = data;
+    const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
+    if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*e)))
+        return MNL_CB_OK;
+    if (!e->error || c->first_errno)
+        return MNL_CB_OK;
+    c->first_errno = -e->error;
+    c->type = e->msg.nlmsg_type & 0xff;
+    c->seq = e->msg.nlmsg_seq;
+    if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+        return MNL_CB_OK;
+    /* With NETLINK_CAP_ACK the request payload is not echoed. */
+    size_t off = sizeof(*e);
+    if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+        off += mnl_nlmsg_get_payload_len(&e->msg);
+    const struct nlattr *a;
+    mnl_attr_for_each(a, nlh, off) {
+        if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG &&
+            mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0)
+            snprintf(c->msg, sizeof(c->msg), "%s", mnl_attr_get_str(a));
+    }
+    return MNL_CB_OK;
+}
+
+/* The kernel handles a batch synchronously inside sendmsg, so every answer
+ * is queued when sendto returns: read until the queue is empty. */
+static int drain(struct mnl_socket *nl, struct ack_ctx *c, struct osb_err *err)
+{
+    char buf[MNL_SOCKET_BUFFER_SIZE];
+    mnl_cb_t cbs[NLMSG_MIN_TYPE] = { [NLMSG_ERROR] = err_cb };
+    for (;;) {
+        ssize_t n = recv(mnl_socket_get_fd(nl), buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            if (errno == EINTR)
+                continue;
+            return osb_err_sys(err, "nftables recv");
+        }
+        /* seq/portid 0: accept every answer; errors are collected by err_cb. */
+        mnl_cb_run2(buf, (size_t)n, 0, 0, NULL, c, cbs, NLMSG_MIN_TYPE);
+    }
+}
+
+int osb_nft_commit(struct osb_nft_batch *b, struct osb_err *err)
+{
+    size_t head = MNL_ALIGN(sizeof(struct nlmsghdr) + sizeof(struct nfgenmsg));
+    if (!b->count)
+        return 0;
+    nftnl_batch_begin(b->buf, ++b->seq);
+    if (b->cap - b->len < MSG_MAX)
+        b->buf = osb_xrealloc(b->buf, b->cap *= 2);
+    struct nlmsghdr *end = nftnl_batch_end(b->buf + b->len, ++b->seq);
+    size_t total = b->len + MNL_ALIGN(end->nlmsg_len);
+    unsigned count = b->count;
+    uint32_t first_seq = b->seq - count - 1; /* seq of message 1 */
+    b->len = head; /* emptied whatever happens */
+    b->count = 0;
+
+    struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+    if (!nl)
+        return osb_err_sys(err, "nftables socket");
+    int r = -1;
+    int one = 1;
+    mnl_socket_setsockopt(nl, NETLINK_CAP_ACK, &one, sizeof(one));
+    mnl_socket_setsockopt(nl, NETLINK_EXT_ACK, &one, sizeof(one));
+    /* Big batches answer with one ACK per message: make room for them. */
+    int rcv = 4 << 20;
+    setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv));
+    if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+        osb_err_sys(err, "nftables bind");
+        goto out;
+    }
+    int snd = (int)total + 65536; /* netlink refuses a message above sndbuf */
+    setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof(snd));
+    if (mnl_socket_sendto(nl, b->buf, total) < 0) {
+        osb_err_sys(err, "nftables send (%u messages)", count);
+        goto out;
+    }
+    struct ack_ctx c = { 0 };
+    if (drain(nl, &c, err) < 0)
+        goto out;
+    if (c.first_errno) {
+        errno = c.first_errno;
+        osb_err_sys(err, "nftables: message %u of %u (type %u%s%s) on table %s",
+                    c.seq - first_seq, count, c.type, c.msg[0] ? ", " : "", c.msg, b->table);
+        goto out;
+    }
+    r = 0;
+out:
+    mnl_socket_close(nl);
+    return r;
+}

@@ -1,0 +1,60 @@
+/* Thin rtnetlink and ctnetlink helpers over libmnl. The message builders are
+ * pure (they only fill a caller buffer) so unit tests can check them without
+ * privileges; osb_nl_talk sends one request and waits for its ACK.
+ *
+ * A struct osb_nl is bound to the network namespace of the thread that opened
+ * it and keeps working there after the thread moves elsewhere (setns). */
+#ifndef OSB_NET_NL_H
+#define OSB_NET_NL_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include "common/err.h"
+
+struct mnl_socket;
+struct nlmsghdr;
+
+struct osb_nl {
+    struct mnl_socket *sock;
+    uint32_t portid;
+    uint32_t seq;
+};
+
+/* Buffer big enough for any request built here. */
+#define OSB_NL_BUFSZ 1024
+
+/* bus: NETLINK_ROUTE or NETLINK_NETFILTER. */
+int osb_nl_open(struct osb_nl *nl, int bus, struct osb_err *err);
+void osb_nl_close(struct osb_nl *nl);
+/* Send nlh (built with NLM_F_ACK) and wait for its ACK; a NLMSG_ERROR becomes
+ * OSB_E_SYS with that errno (err->sys_errno). */
+int osb_nl_talk(struct osb_nl *nl, struct nlmsghdr *nlh, struct osb_err *err);
+
+/* RTM_NEWLINK: veth `name` in the current netns whose peer is created
+ * directly inside the netns `peer_nsfd` under the name `peer_name`. */
+struct nlmsghdr *osb_nl_build_veth(void *buf, uint32_t seq, const char *name,
+                                   const char *peer_name, int peer_nsfd);
+/* RTM_NEWLINK setting IFF_UP on ifindex (or on `name` when ifindex is 0). */
+struct nlmsghdr *osb_nl_build_link_up(void *buf, uint32_t seq, int ifindex, const char *name);
+/* RTM_DELLINK by name. */
+struct nlmsghdr *osb_nl_build_dellink(void *buf, uint32_t seq, const char *name);
+/* RTM_NEWADDR: IPv4 address/prefix on ifindex (IFA_LOCAL + IFA_ADDRESS). */
+struct nlmsghdr *osb_nl_build_addr4(void *buf, uint32_t seq, int ifindex, struct in_addr addr,
+                                    unsigned prefix);
+/* RTM_NEWROUTE: IPv4 default route via gw out of ifindex, main table. */
+struct nlmsghdr *osb_nl_build_default4(void *buf, uint32_t seq, struct in_addr gw, int ifindex);
+/* IPCTNL_MSG_CT_DELETE that flushes every IPv4 conntrack entry whose
+ * original source address is src (a filtered flush, kernel >= 5.8). */
+struct nlmsghdr *osb_nl_build_ct_flush_src4(void *buf, uint32_t seq, struct in_addr src);
+
+/* ifindex of `name` in nl's namespace (RTM_GETLINK). */
+int osb_nl_ifindex(struct osb_nl *nl, const char *name, int *out, struct osb_err *err);
+/* Calls fn for every link whose name starts with prefix (RTM_GETLINK dump). */
+typedef void (*osb_nl_link_fn)(const char *name, int ifindex, void *arg);
+int osb_nl_links(struct osb_nl *nl, const char *prefix, osb_nl_link_fn fn, void *arg,
+                 struct osb_err *err);
+
+/* "a.b.c.d/len" -> addr, len; strict (host bits must be zero). */
+int osb_nl_parse_cidr4(const char *s, struct in_addr *addr, unsigned *len, struct osb_err *err);
+#endif
