@@ -146,6 +146,7 @@ static const struct option options[] = {
      "reachable: literal IPs, hard-coded resolvers and DoH are blocked)."},
     {"egress", "image", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"egress", "disable_ipv6", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"egress", "readiness_timeout_seconds", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"storage", "ossfs_mount_root", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"storage", "volume_default_size", K_IGNORED, 0, 0, 0, NULL, false, NULL},
 };

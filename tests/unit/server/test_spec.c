@@ -110,6 +110,16 @@ static void test_snapshot_and_auth(void)
     free(dump);
     json_decref(rec);
     osb_spec_free(&s);
+
+    IS_INT(parse("{" BASE ",\"networkPolicy\":{\"egress\":[{\"action\":\"ALLOW\","
+                 "\"target\":\"a.com\"}]}}",
+                 &s, &e),
+           0, "networkPolicy");
+    char *np = json_dumps(s.network_policy, JSON_COMPACT);
+    IS_STR(np, "{\"egress\":[{\"action\":\"allow\",\"target\":\"a.com\"}],\"defaultAction\":\"deny\"}",
+           "  normalized: actions lower-cased, a missing defaultAction is deny");
+    free(np);
+    osb_spec_free(&s);
 }
 
 static void test_invalid(void)
@@ -151,8 +161,9 @@ static void test_invalid(void)
                  "SANDBOX::INVALID_METADATA_LABEL", "'k'");
     expect_error("{" BASE ",\"platform\":{\"os\":\"linux\",\"arch\":\"s390x\"}}", 400, bad,
                  "platform.arch");
-    expect_error("{" BASE ",\"networkPolicy\":{}}", 501, "SANDBOX::NETWORK_POLICY_NOT_IMPLEMENTED",
+    expect_error("{" BASE ",\"networkPolicy\":{\"defaultAction\":\"maybe\"}}", 400, bad,
                  "networkPolicy");
+    expect_error("{" BASE ",\"networkPolicy\":[]}", 400, bad, "networkPolicy");
     expect_error("{" BASE ",\"credentialProxy\":{\"enabled\":true}}", 501,
                  "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED", "credentialProxy");
     expect_error("{" BASE ",\"secureAccess\":true}", 400, bad, "secureAccess");
