@@ -434,12 +434,17 @@ static void smoke_checks(void)
        "pause of an unknown sandbox is NOTFOUND");
     OK(osb_rt_destroy(rt, "../etc", &err) < 0 && err.code == OSB_E_INVALID,
        "an id with a path in it is refused");
+    /* execd starts the entrypoint once it listens: its output comes soon. */
     char log[4096] = "";
-    FILE *f = fopen(smoke_h.log_path, "r");
-    if (f) {
-        size_t n = fread(log, 1, sizeof log - 1, f);
-        log[n] = '\0';
-        fclose(f);
+    for (int i = 0; i < 200 && !strstr(log, "smoke-entrypoint"); i++) {
+        FILE *f = fopen(smoke_h.log_path, "r");
+        if (f) {
+            size_t n = fread(log, 1, sizeof log - 1, f);
+            log[n] = '\0';
+            fclose(f);
+        }
+        if (!strstr(log, "smoke-entrypoint"))
+            usleep(10000);
     }
     OK(strstr(log, "smoke-entrypoint") != NULL, "the entrypoint's output is in the log");
     OK(osb_rt_destroy(rt, "smoke-1", &err) == 0, "destroy");
