@@ -75,6 +75,14 @@ static const char **list_env(const char *name)
     return out;
 }
 
+/* out[0] points into the one copy list_env made. */
+static void list_free(const char **l)
+{
+    if (l)
+        free((char *)l[0]);
+    free(l);
+}
+
 static void progress(void *ud, const char *line)
 {
     (void)ud;
@@ -93,7 +101,10 @@ static int pull(struct osb_istore *s, const char *ref)
     };
     struct osb_image im;
     struct osb_err err = {0};
-    if (osb_istore_pull(s, ref, &o, progress, NULL, &im, &err) < 0)
+    int r = osb_istore_pull(s, ref, &o, progress, NULL, &im, &err);
+    list_free((const char **)o.insecure);
+    list_free((const char **)o.mirrors);
+    if (r < 0)
         return fail(&err);
     print(image_json(&im));
     osb_image_free(&im);
