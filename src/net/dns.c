@@ -251,13 +251,14 @@ static void on_timeout(uv_timer_t *t)
 
 struct learn_ctx {
     struct sbx *s;
+    const char *name;
 };
 
 static void on_addr(void *ud, int family, const uint8_t *addr, uint32_t ttl)
 {
     struct sbx *s = ((struct learn_ctx *)ud)->s;
     if (s->learn)
-        s->learn(s->ud, s->key, family, addr, ttl);
+        s->learn(s->ud, s->key, ((struct learn_ctx *)ud)->name, family, addr, ttl);
 }
 
 static const struct osb_policy *sbx_policy(const struct sbx *s)
@@ -280,7 +281,7 @@ static void deliver(struct fwd *f, uint8_t *msg, size_t len)
         fwd_finish(f, n ? out : NULL, n);
         return;
     }
-    struct learn_ctx ctx = {s};
+    struct learn_ctx ctx = {s, f->pq.name};
     osb_dns_answer_addrs(msg, len, on_addr, &ctx);
     fwd_finish(f, msg, len);
 }

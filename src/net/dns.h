@@ -47,12 +47,13 @@ struct osb_dns_config {
     unsigned timeout_ms; /* per upstream attempt; 0 = 2000 */
 };
 
-/* family AF_INET (addr: 4 bytes) or AF_INET6 (16 bytes); ttl in seconds as
- * the upstream sent it. Called on the loop thread, before the answer goes
+/* name: the allowed name that was asked (lower case, as matched); family
+ * AF_INET (addr: 4 bytes) or AF_INET6 (16 bytes); ttl in seconds as the
+ * upstream sent it. Called on the loop thread, before the answer goes
  * to the sandbox. It may call osb_dns_set_policy, but must not call
  * osb_dns_stop or osb_dns_close (defer those). */
-typedef void (*osb_dns_learn_fn)(void *ud, const char *key, int family, const uint8_t *addr,
-                                 uint32_t ttl);
+typedef void (*osb_dns_learn_fn)(void *ud, const char *key, const char *name, int family,
+                                 const uint8_t *addr, uint32_t ttl);
 
 /** Create the forwarder on loop. The config is copied. Errors: OSB_E_INVALID
  * (no upstream, a bad upstream address). */

@@ -433,6 +433,10 @@ static int validate_spec(const struct osb_rt_spec *s, struct osb_err *err)
         return osb_err_set(err, OSB_E_INVALID, "execd token is required (no whitespace)");
     if (s->cpu_millicores < 0 || s->memory_bytes < 0 || s->pids_max < 0 || s->disk_bytes < 0)
         return osb_err_set(err, OSB_E_INVALID, "resource limits must not be negative");
+    if (s->netns && (s->netns[0] != '/' || !s->dns || strspn(s->dns, "0123456789.") !=
+                                                         strlen(s->dns)))
+        return osb_err_set(err, OSB_E_INVALID, "a network slot needs an absolute netns path "
+                                               "and an IPv4 nameserver");
     if (s->memory_bytes > 0 && s->memory_bytes < MIN_MEMORY)
         return osb_err_set(err, OSB_E_INVALID, "memory limit below %lld MiB cannot run execd",
                            MIN_MEMORY >> 20);
@@ -473,6 +477,7 @@ static char *encode_spec(struct osb_rt *rt, const struct osb_rt_spec *s, const c
         .execd = rt->execd_path, .hostname = s->hostname ? (char *)s->hostname : hostname,
         .token = (char *)s->execd_token, .entrypoint = (char **)s->entrypoint,
         .workdir = (char *)s->workdir, .user = (char *)s->user,
+        .netns = (char *)s->netns, .dns = (char *)s->dns,
         .env = (char **)s->env, .binds = host ? rt->host.binds : NULL,
         .n_binds = host ? rt->host.n_binds : 0, .cgroups = cgs, .n_cgroups = set.n,
         .memory_bytes = s->memory_bytes, .cpu_millicores = s->cpu_millicores,

@@ -83,6 +83,9 @@ struct osb_rt_spec {
                                        default of commands; NULL: / */
     const char *user;               /* the image's USER ("uid[:gid]", "name[:group]"):
                                        entrypoint and commands; NULL: root */
+    const char *netns;              /* a network slot's pinned netns to join (src/net);
+                                       NULL: a new loopback-only network namespace */
+    const char *dns;                /* with netns: the nameserver (IPv4) for resolv.conf */
     const char *execd_token;        /* required: execd's access token */
     const struct osb_rt_volume *volumes; /* n_volumes entries; mounted after the root is
                                             complete, parents before children */

@@ -12,9 +12,11 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "server/network.h"
 #include "server/server.h"
 
 #define EXECD_PORT 44772
+#define EGRESS_PORT 18080
 
 /* A decimal port 1..65535, or -1. */
 static long parse_port(const char *s)
@@ -83,13 +85,23 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
         return;
     }
     char *host = endpoint_host(srv, req);
-    char *ep = osb_xasprintf("%s/sandboxes/%s/proxy/%ld", host, s->id, port);
+    const char *bridge_ip = osb_network_bridge_ip(srv, s);
+    /* Bridge mode: the sandbox's own address, except for the ports the
+     * server itself serves (execd's, through its socket; the egress API). */
+    char *ep = bridge_ip[0] && port != EXECD_PORT && port != EGRESS_PORT
+                   ? osb_xasprintf("%s:%ld", bridge_ip, port)
+                   : osb_xasprintf("%s/sandboxes/%s/proxy/%ld", host, s->id, port);
     /* Only execd's own endpoint carries its token: clients send endpoint
      * headers on every request, and an app on another port must never see
-     * it (the proxy adds it for the hop through execd itself). */
+     * it (the proxy adds it for the hop through execd itself). The egress
+     * API's endpoint carries the policy token. */
+    const char *egress = json_string_value(json_object_get(s->spec, "egressToken"));
     json_t *j = port == EXECD_PORT
                     ? json_pack("{s:s,s:{s:s}}", "endpoint", ep, "headers",
                                 "X-EXECD-ACCESS-TOKEN", s->token)
+                : port == EGRESS_PORT && egress
+                    ? json_pack("{s:s,s:{s:s}}", "endpoint", ep, "headers",
+                                "OPENSANDBOX-EGRESS-AUTH", egress)
                     : json_pack("{s:s}", "endpoint", ep);
     free(host);
     free(ep);
@@ -163,8 +175,22 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     free(target);
 }
 
+/* Port 18080 is the egress API (protocol.md 4), served by the server
+ * itself: there is no sidecar in the sandbox. */
+static void h_egress(struct osb_http_req *req, void *ud)
+{
+    struct osb_server *srv = ud;
+    struct osb_sbx *s = osb_api_find(srv, req);
+    if (!s)
+        return;
+    const char *rest = osb_http_req_param(req, "rest");
+    osb_network_egress_api(srv, s, req, rest ? rest : "");
+}
+
 const struct osb_http_route osb_api_proxy_routes[] = {
     {"GET", "/sandboxes/:id/endpoints/:port", h_endpoint, 0, NULL},
+    {NULL, "/sandboxes/:id/proxy/18080/*rest", h_egress, 0, NULL},
+    {NULL, "/sandboxes/:id/proxy/18080", h_egress, 0, NULL},
     {NULL, "/sandboxes/:id/proxy/:port/*rest", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
     {NULL, "/sandboxes/:id/proxy/:port", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
 };

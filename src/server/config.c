@@ -38,6 +38,8 @@ enum kind {
     K_RUNTIME,  /* native (docker, kubernetes: not yet) */
     K_STRLIST,  /* array of non-empty strings into a NULL-terminated char ** */
     K_PULL,     /* missing | never */
+    K_NETMODE,  /* nat | none | bridge */
+    K_EGRESS,   /* dns | dns+nft */
     K_PATHS,    /* array of absolute paths, normalized, into a NULL-terminated char ** */
     K_IGNORED,  /* an upstream key with no meaning here: accepted, ignored */
 };
@@ -123,11 +125,33 @@ static const struct option options[] = {
      "\"~/.opensandbox/volumes\"", true,
      "Where \"pvc\" volumes (server-managed named volumes) keep their data.\n"
      "Default: volumes/ in [native] state_dir."},
+    {"network", "mode", K_NETMODE, OFF(network.mode), 0, 0, "\"nat\"", false,
+     "\"nat\": each sandbox has its own network (a veth pair to the host, NAT out,\n"
+     "a host-side DNS resolver). \"bridge\": the same, and endpoints give the\n"
+     "sandbox's own address. \"none\": loopback only."},
+    {"network", "subnet", K_STR, OFF(network.subnet), 0, 0, "\"10.88.0.0/16\"", false,
+     "Private IPv4 range the sandboxes' links are cut from (a /30 each)."},
+    {"network", "pool_size", K_INT, OFF(network.pool_size), 1, 1024, "8", false,
+     "Network slots kept ready, so a create does not wait for one."},
+    {"network", "dns_upstreams", K_STRLIST, OFF(network.dns_upstreams), 0, 0,
+     "[\"10.0.0.2:53\"]", true,
+     "Resolvers (\"ip\" or \"ip:port\") the sandboxes' DNS queries go to.\n"
+     "Default: the nameservers of the host's /etc/resolv.conf."},
+    {"network", "allow_host_cidrs", K_STRLIST, OFF(network.allow_host_cidrs), 0, 0,
+     "[\"10.0.0.5/32\"]", true,
+     "Host addresses (or 169.254.0.0/16 ones) sandboxes may reach nevertheless."},
+    {"egress", "mode", K_EGRESS, OFF(egress.mode), 0, 0, "\"dns+nft\"", false,
+     "How a networkPolicy is enforced: \"dns\" (only allowed names resolve) or\n"
+     "\"dns+nft\" (also, only addresses of allowed answers and allowed CIDRs are\n"
+     "reachable: literal IPs, hard-coded resolvers and DoH are blocked)."},
+    {"egress", "image", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"egress", "disable_ipv6", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"storage", "ossfs_mount_root", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"storage", "volume_default_size", K_IGNORED, 0, 0, 0, NULL, false, NULL},
 };
 
-static const char *const our_tables[] = {"server", "runtime", "native", "image", "storage"};
+static const char *const our_tables[] = {"server",  "runtime", "native", "image",
+                                         "storage", "network", "egress"};
 
 /* ---- small helpers ---- */
 
@@ -199,6 +223,10 @@ static void set_defaults(struct osb_config *cfg)
     cfg->native.state_dir = expand_path("~/.opensandbox");
     cfg->native.default_disk_bytes = GiB;
     cfg->image.pull_policy = osb_xstrdup("missing");
+    cfg->network.mode = osb_xstrdup("nat");
+    cfg->network.subnet = osb_xstrdup("10.88.0.0/16");
+    cfg->network.pool_size = 8;
+    cfg->egress.mode = osb_xstrdup("dns+nft");
     cfg->native.default_pids_max = 4096;
     cfg->native.log_max_bytes = MiB;
     cfg->storage.allowed_host_paths = osb_xcalloc(1, sizeof(char *));
@@ -419,6 +447,8 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
     case K_LOGLEVEL:
     case K_RUNTIME:
     case K_PULL:
+    case K_NETMODE:
+    case K_EGRESS:
         break;
     }
     if (check_string(c, o, v, &s) < 0)
@@ -428,6 +458,13 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
             return -1;
     } else if (o->kind == K_RUNTIME && check_runtime(c, o, s) < 0) {
         return -1;
+    } else if (o->kind == K_NETMODE && strcmp(s, "nat") && strcmp(s, "none") &&
+               strcmp(s, "bridge")) {
+        return bad(c, o->table, o->key, "unknown network mode '%s' (expected \"nat\", \"bridge\" "
+                                        "or \"none\")", s);
+    } else if (o->kind == K_EGRESS && strcmp(s, "dns") && strcmp(s, "dns+nft")) {
+        return bad(c, o->table, o->key, "unknown egress mode '%s' (expected \"dns\" or "
+                                        "\"dns+nft\")", s);
     } else if (o->kind == K_PULL && strcmp(s, "missing") && strcmp(s, "never")) {
         return bad(c, o->table, o->key, "unknown pull policy '%s' (expected \"missing\" or "
                                         "\"never\")", s);

@@ -43,6 +43,16 @@ struct osb_config {
                                             empty = every host volume refused */
         char *volumes_dir;               /* pvc volumes; default <native.state_dir>/volumes */
     } storage;
+    struct {
+        char *mode;                      /* "nat" (default) | "bridge" | "none" */
+        char *subnet;                    /* "10.88.0.0/16" */
+        int pool_size;                   /* ready slots: 8 */
+        char **dns_upstreams;            /* NULL: the host's /etc/resolv.conf */
+        char **allow_host_cidrs;         /* NULL = none */
+    } network;
+    struct {
+        char *mode;                      /* "dns+nft" (default) | "dns" */
+    } egress;
     bool insecure;                       /* OPENSANDBOX_INSECURE_SERVER=YES */
 };
 

@@ -18,6 +18,7 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/random.h"
+#include "server/network.h"
 #include "server/ping.h"
 #include "server/server.h"
 #include "server/timefmt.h"
@@ -57,6 +58,7 @@ static void forget(struct osb_server *srv, struct osb_sbx *s)
         osb_err_log("delete sandbox %s from the store: %s", s->id, err.msg);
     osb_reg_remove(srv->reg, s->id);
     osb_vol_release(srv, s);
+    osb_network_detach(srv, s);
     osb_sbx_free(s);
 }
 
@@ -215,7 +217,7 @@ static struct osb_sbx *new_record(struct osb_create_spec *spec)
 }
 
 static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
-                         const struct osb_create_spec *spec, struct osb_err *err)
+                         const struct osb_create_spec *spec, struct osb_apierr *e)
 {
     struct osb_rt_spec rs = {
         .id = op->s->id,
@@ -233,12 +235,27 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
     _cleanup_free_ struct osb_rt_volume *vols = osb_vol_rt(spec);
     rs.volumes = vols;
     rs.n_volumes = spec->n_volumes;
-    return osb_rt_create(srv->rt, &rs, on_created, op, err);
+    if (osb_network_attach(srv, op->s, spec, &rs, e) < 0)
+        return -1;
+    struct osb_err err = {0};
+    if (osb_rt_create(srv->rt, &rs, on_created, op, &err) < 0) {
+        bool bad = err.code == OSB_E_INVALID || err.code == OSB_E_NOTFOUND;
+        return osb_apierr_set(e, bad ? 400 : 500,
+                              bad ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED", "%s",
+                              err.msg);
+    }
+    return 0;
 }
 
 void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_create_spec *spec)
 {
     struct osb_apierr e;
+    if (spec->network_policy && !osb_network_enabled(srv)) {
+        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PARAMETER",
+                               "field 'networkPolicy': this server's sandboxes have no network "
+                               "([network] mode = \"none\")");
+        return;
+    }
     /* Claims are created here, in the same loop turn as the record that
      * uses them is registered: no release can slip in between. */
     if (osb_vol_prepare(srv->cfg, spec, &e) < 0) {
@@ -259,11 +276,8 @@ void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_
     op->t_start = osb_mono_ms();
     s->op = op;
     osb_http_req_on_close(req, op_close_cb, op);
-    struct osb_err err = {0};
-    if (start_runtime(srv, op, spec, &err) < 0) {
-        bool bad = err.code == OSB_E_INVALID || err.code == OSB_E_NOTFOUND;
-        op_fail(op, bad ? 400 : 500, bad ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED",
-                err.msg);
+    if (start_runtime(srv, op, spec, &e) < 0) {
+        op_fail(op, e.status, e.code, e.msg);
         return;
     }
     osb_lc_ttl_rearm(srv);

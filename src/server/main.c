@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "server/image_cli.h"
+#include "server/network.h"
 #include "server/pull.h"
 #include "server/server.h"
 #include "server/snapshots.h"
@@ -226,6 +227,8 @@ static int start(struct osb_server *srv)
         return fail("recover sandboxes", &err);
     if (osb_snaps_open(srv, &err) < 0)
         return fail("load snapshots", &err);
+    if (osb_network_open(srv, &err) < 0)
+        return fail("network", &err);
     srv->http = osb_http_server_new(srv->loop);
     osb_api_register(srv);
     if (osb_http_listen_tcp(srv->http, cfg->server.host, cfg->server.port, &err) < 0)
@@ -244,6 +247,7 @@ static void stop(struct osb_server *srv)
     osb_lc_close(srv);
     if (srv->rt)
         osb_rt_close(srv->rt);
+    osb_network_close(srv);
     uv_run(srv->loop, UV_RUN_NOWAIT);
     osb_snaps_close(srv);
     osb_store_close(srv->store);

@@ -2,6 +2,7 @@
  * (image, entrypoint, limits, timeout, env, metadata, platform, features)
  * so the first problem a client sees is the first field it sent wrong. */
 #include "server/spec.h"
+#include "net/policy.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -776,15 +777,29 @@ static json_t *volume_record(const struct osb_volume *v)
 }
 
 /* Features whose issues have not landed: a clear refusal, never silence. */
+/* networkPolicy (protocol.md 4): validated and normalized here; the
+ * server enforces it (src/server/network.c). */
+static int parse_network_policy(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
+{
+    json_t *v = field(body, "networkPolicy");
+    if (!v)
+        return 0;
+    if (!json_is_object(v))
+        return osb_apierr_set(e, 400, BAD, "field 'networkPolicy' must be an object");
+    struct osb_policy p;
+    struct osb_err err = {0};
+    if (osb_policy_parse(v, &p, &err) < 0)
+        return osb_apierr_set(e, 400, BAD, "field 'networkPolicy': %s", err.msg);
+    out->network_policy = osb_policy_json(&p);
+    osb_policy_free(&p);
+    return 0;
+}
+
 static int parse_unsupported(json_t *body, struct osb_apierr *e)
 {
     json_t *v;
     if ((v = field(body, "networkPolicy")) && !json_is_object(v))
         return osb_apierr_set(e, 400, BAD, "field 'networkPolicy' must be an object");
-    if (v)
-        return osb_apierr_set(e, 501, "SANDBOX::NETWORK_POLICY_NOT_IMPLEMENTED",
-                              "field 'networkPolicy': egress network policies are not implemented by "
-                              "this server yet (sandboxes have a loopback-only network)");
     if ((v = field(body, "credentialProxy"))) {
         if (!json_is_object(v))
             return osb_apierr_set(e, 400, BAD, "field 'credentialProxy' must be an object");
@@ -848,7 +863,7 @@ int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
         parse_limits(body, out, e) < 0 || parse_timeout(body, lim, out, e) < 0 ||
         parse_env(body, out, e) < 0 || parse_metadata(body, out, e) < 0 ||
         parse_platform(body, out, e) < 0 || parse_volumes(body, out, e) < 0 ||
-        parse_unsupported(body, e) < 0 ||
+        parse_unsupported(body, e) < 0 || parse_network_policy(body, out, e) < 0 ||
         parse_extensions(body, e) < 0) {
         osb_spec_free(out);
         return -1;
@@ -866,6 +881,7 @@ void osb_spec_free(struct osb_create_spec *s)
     free(s->auth_pass);
     free(s->workdir);
     free(s->user);
+    json_decref(s->network_policy);
     strv_free(s->entrypoint);
     strv_free(s->env);
     json_decref(s->metadata);

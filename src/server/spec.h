@@ -43,6 +43,8 @@ struct osb_create_spec {
     char *snapshot_id;         /* snapshotId (a restore), or NULL */
     char *auth_user;           /* image.auth: used for the pull only, never stored */
     char *auth_pass;
+    json_t *network_policy;    /* networkPolicy, normalized ({"egress","defaultAction"}),
+                               or NULL: no egress policy */
     char *workdir;             /* from the image config (set by the server) */
     char *user;
     char **entrypoint;         /* NULL-terminated, >= 1 element */

@@ -184,6 +184,10 @@ class Server(Client):
             # Tests never reach a registry outside this machine: an unknown
             # name must not turn into a pull from Docker Hub.
             lines += ["[image]", 'pull_policy = "never"']
+        if "[network]" not in extra:
+            # Sandboxes get real networks (NAT slots), but their DNS never
+            # leaves this machine: the forwarder's upstream refuses at once.
+            lines += ["[network]", 'dns_upstreams = ["127.0.0.1:9"]', "pool_size = 2"]
         lines += [extra, ""]
         with open(self.config, "w") as f:
             f.write("\n".join(lines))

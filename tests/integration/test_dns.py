@@ -258,7 +258,7 @@ class Driver:
             out = []
             for l in self.lines:
                 if l.startswith("# learn "):
-                    _, _, k, addr, ttl = l.split(" ")
+                    _, _, k, addr, ttl = l.split(" ")[:5]
                     if key is None or k == key:
                         out.append((addr, int(ttl)))
             return out

@@ -162,16 +162,18 @@ static int wait_exec(int rfd, struct osb_err *err)
 
 /* fork-like clone3 (no new stack): the child continues in a copy of this
  * single-threaded process, born in the v2 cgroup if there is one. */
-static pid_t clone_ns(int v2fd)
+static pid_t clone_ns(int v2fd, bool own_net)
 {
-    struct clone_args a = {.flags = NS_FLAGS, .exit_signal = SIGCHLD};
+    /* A network slot is joined by this helper (setns) before the clone. */
+    uint64_t flags = own_net ? NS_FLAGS : (NS_FLAGS & ~(uint64_t)CLONE_NEWNET);
+    struct clone_args a = {.flags = flags, .exit_signal = SIGCHLD};
     if (v2fd >= 0) {
         a.flags |= CLONE_INTO_CGROUP;
         a.cgroup = (uint64_t)v2fd;
     }
     pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
     if (pid < 0 && errno == ENOSYS && v2fd < 0)
-        pid = (pid_t)syscall(SYS_clone, NS_FLAGS | SIGCHLD, NULL, NULL, NULL, 0);
+        pid = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, NULL, NULL, NULL, 0);
     return pid;
 }
 
@@ -205,7 +207,7 @@ static pid_t start_child(const struct osb_init_spec *s, int logfd, int v2fd,
         close(p[1]);
         return osb_err_sys(err, "create the ready pipe");
     }
-    pid_t pid = clone_ns(v2fd);
+    pid_t pid = clone_ns(v2fd, s->netns == NULL);
     osb_init_trace(pid == 0 ? "child: cloned" : "parent: cloned");
     if (pid < 0) {
         osb_err_sys(err, "clone new namespaces");
@@ -279,6 +281,17 @@ static int prepare_seccomp(const struct osb_init_spec *s, struct osb_err *err)
     return osb_init_seccomp_prepare(state, err);
 }
 
+/* The sandbox's network: a pre-built slot (netns pinned by the server). */
+static int join_netns(const char *path, struct osb_err *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return osb_err_sys(err, "open network namespace `%s`", path);
+    if (setns(fd, CLONE_NEWNET) < 0)
+        return osb_err_sys(err, "join network namespace `%s`", path);
+    return 0;
+}
+
 static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
 {
     _cleanup_close_ int logfd = -1;
@@ -297,6 +310,11 @@ static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
         return -1;
     }
     osb_init_trace("cgroups");
+    if (s->netns && join_netns(s->netns, err) < 0) {
+        osb_init_cgroups_leave(s, true);
+        remove_state_dir(s);
+        return -1;
+    }
     *pid = start_child(s, logfd, v2fd, err);
     osb_init_trace("child exec'd");
     if (*pid < 0) {

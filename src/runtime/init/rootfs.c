@@ -353,13 +353,17 @@ static int write_etc_files(const struct osb_init_spec *s, struct osb_err *err)
     snprintf(hostname, sizeof hostname, "%s\n", s->hostname);
     if (osb_mkdir_p("/etc", 0755, err) < 0)
         return -1;
-    /* Loopback only: no resolver answers, so lookups fail fast instead of
-     * waiting for timeouts. */
+    char resolv[160];
+    if (s->dns)
+        snprintf(resolv, sizeof resolv,
+                 "# OpenSandbox: the host-side resolver of this sandbox\n"
+                 "nameserver %s\noptions timeout:2 attempts:2\n", s->dns);
+    else /* Loopback only: no resolver answers, so lookups fail fast. */
+        snprintf(resolv, sizeof resolv,
+                 "# OpenSandbox: this sandbox has a loopback-only network\n"
+                 "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
     return write_etc("hosts", hosts, err) < 0 || write_etc("hostname", hostname, err) < 0 ||
-                   write_etc("resolv.conf",
-                             "# OpenSandbox: this sandbox has a loopback-only network\n"
-                             "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
-                             err) < 0
+                   write_etc("resolv.conf", resolv, err) < 0
                ? -1
                : 0;
 }

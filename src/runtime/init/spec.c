@@ -141,7 +141,9 @@ static int decode_fields(json_t *o, struct osb_init_spec *s, struct osb_err *err
         get_str(o, "hostname", true, &s->hostname, err) < 0 ||
         get_str(o, "token", true, &s->token, err) < 0 ||
         get_str(o, "workdir", false, &s->workdir, err) < 0 ||
-        get_str(o, "user", false, &s->user, err) < 0)
+        get_str(o, "user", false, &s->user, err) < 0 ||
+        get_str(o, "netns", false, &s->netns, err) < 0 ||
+        get_str(o, "dns", false, &s->dns, err) < 0)
         return -1;
     if (get_strv(o, "entrypoint", &s->entrypoint, err) < 0 || get_strv(o, "env", &s->env, err) < 0)
         return -1;
@@ -183,7 +185,7 @@ static void free_strv(char **v)
 void osb_init_spec_free(struct osb_init_spec *s)
 {
     char **strs[] = {&s->id, &s->dir, &s->image, &s->lower, &s->execd, &s->hostname, &s->token,
-                    &s->workdir, &s->user};
+                    &s->workdir, &s->user, &s->netns, &s->dns};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         free(*strs[i]);
     free_strv(s->entrypoint);

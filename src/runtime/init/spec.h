@@ -71,6 +71,9 @@ struct osb_init_spec {
     char *token;             /* EXECD_ACCESS_TOKEN */
     char *workdir;           /* the image's WORKDIR, or NULL */
     char *user;              /* the image's USER, or NULL */
+    char *netns;             /* network slot to join (a pinned netns), or NULL:
+                                a new loopback-only network namespace */
+    char *dns;               /* nameserver for /etc/resolv.conf (with netns) */
     char **entrypoint;       /* NULL-terminated */
     char **env;              /* NULL-terminated "K=V" */
     struct osb_init_bind *binds; /* read-only host binds (the host image's /usr...) */

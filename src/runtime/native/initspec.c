@@ -39,6 +39,10 @@ char *osb_init_spec_encode(const struct osb_init_spec *s, size_t *len)
         json_object_set_new(o, "workdir", json_string(s->workdir));
     if (s->user)
         json_object_set_new(o, "user", json_string(s->user));
+    if (s->netns)
+        json_object_set_new(o, "netns", json_string(s->netns));
+    if (s->dns)
+        json_object_set_new(o, "dns", json_string(s->dns));
     json_object_set_new(o, "entrypoint", strv(s->entrypoint));
     json_object_set_new(o, "env", strv(s->env));
     json_object_set_new(o, "memory", json_integer(s->memory_bytes));

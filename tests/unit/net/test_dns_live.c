@@ -28,12 +28,13 @@ static uv_pipe_t in;
 static char line[1 << 17];
 static size_t linelen;
 
-static void learn(void *ud, const char *key, int family, const uint8_t *addr, uint32_t ttl)
+static void learn(void *ud, const char *key, const char *name, int family, const uint8_t *addr,
+                  uint32_t ttl)
 {
     char s[64];
     (void)ud;
     inet_ntop(family, addr, s, sizeof s);
-    printf("# learn %s %s %u\n", key, s, ttl);
+    printf("# learn %s %s %u (%s)\n", key, s, ttl, name);
     fflush(stdout);
 }
 

@@ -1,0 +1,539 @@
+#include "server/network.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/random.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "net/dns.h"
+#include "net/netns.h"
+#include "net/policy.h"
+
+#define EGRESS_AUTH "OPENSANDBOX-EGRESS-AUTH"
+/* Learned addresses stay allowed at least this long: the allow check runs
+ * on every packet, so a short DNS TTL must not cut a long download. A
+ * policy change re-checks them at once. */
+#define LEARN_MIN_S 3600
+#define MAX_LEARNED 4096
+
+struct learned {
+    char name[256];
+    int family;
+    uint8_t addr[16];
+    int64_t until_ms;
+};
+
+/* A sandbox with a slot. */
+struct nsb {
+    struct nsb *next;
+    char id[64];
+    struct osb_net_slot slot;
+    char gateway[INET_ADDRSTRLEN], address[INET_ADDRSTRLEN];
+    bool has_policy;
+    struct osb_policy policy;
+    char token[64];
+    struct learned *learned;
+    size_t n_learned;
+};
+
+static struct {
+    struct osb_net *net;
+    struct osb_dns *dns;
+    struct nsb *list;
+    bool nft; /* [egress] mode "dns+nft" */
+    bool bridge;
+} g;
+
+static struct nsb *find(const char *id)
+{
+    for (struct nsb *n = g.list; n; n = n->next)
+        if (strcmp(n->id, id) == 0)
+            return n;
+    return NULL;
+}
+
+bool osb_network_enabled(const struct osb_server *srv)
+{
+    return strcmp(srv->cfg->network.mode, "none") != 0;
+}
+
+/* ------------------------------------------------------------ enforcement */
+
+static bool restricted(const struct nsb *n)
+{
+    return g.nft && n->has_policy && n->policy.default_action == OSB_POLICY_DENY;
+}
+
+static void allow_addr(struct nsb *n, int family, const void *addr, unsigned prefix, uint32_t s)
+{
+    struct osb_err err = {0};
+    if (osb_net_allow(g.net, n->slot.index, family, addr, prefix, s, &err) < 0 &&
+        err.code != OSB_E_EXISTS) /* nested ranges: the wider one already covers it */
+        osb_warn("sandbox %s: allow an address: %s", n->id, err.msg);
+}
+
+/* nft side of the policy: with default deny (dns+nft), only the allow
+ * rules' IPs/CIDRs and the addresses of allowed answers are reachable. A
+ * deny rule for an IP under default allow is enforced by neither DNS nor
+ * nft (docs/network.md). */
+static void apply_nft(struct nsb *n)
+{
+    struct osb_err err = {0};
+    if (osb_net_reset_allow(g.net, n->slot.index, &err) < 0 ||
+        osb_net_restrict(g.net, n->slot.index, restricted(n), &err) < 0) {
+        osb_err_log("sandbox %s: apply the egress policy: %s", n->id, err.msg);
+        return;
+    }
+    if (!restricted(n))
+        return;
+    for (size_t i = 0; i < n->policy.nrules; i++) {
+        const struct osb_policy_rule *r = &n->policy.rules[i];
+        if (r->action == OSB_POLICY_ALLOW &&
+            (r->kind == OSB_POLICY_IP || r->kind == OSB_POLICY_CIDR))
+            allow_addr(n, r->family, r->addr, r->prefix, 0);
+    }
+    int64_t now = osb_now_ms();
+    size_t k = 0;
+    for (size_t i = 0; i < n->n_learned; i++) {
+        struct learned *l = &n->learned[i];
+        if (l->until_ms <= now || osb_policy_match_name(&n->policy, l->name) != OSB_POLICY_ALLOW)
+            continue;
+        allow_addr(n, l->family, l->addr, l->family == AF_INET ? 32 : 128,
+                   (uint32_t)((l->until_ms - now) / 1000 + 1));
+        n->learned[k++] = *l;
+    }
+    n->n_learned = k;
+}
+
+static void on_learn(void *ud, const char *key, const char *name, int family, const uint8_t *addr,
+                     uint32_t ttl)
+{
+    (void)ud;
+    struct nsb *n = find(key);
+    if (!n || !n->has_policy)
+        return;
+    uint32_t keep = ttl > LEARN_MIN_S ? ttl : LEARN_MIN_S;
+    size_t alen = family == AF_INET ? 4 : 16;
+    struct learned *l = NULL;
+    for (size_t i = 0; i < n->n_learned && !l; i++)
+        if (n->learned[i].family == family && !memcmp(n->learned[i].addr, addr, alen) &&
+            strcmp(n->learned[i].name, name) == 0)
+            l = &n->learned[i];
+    if (!l && n->n_learned < MAX_LEARNED) {
+        n->learned = osb_xrealloc(n->learned, (n->n_learned + 1) * sizeof *n->learned);
+        l = &n->learned[n->n_learned++];
+        memset(l, 0, sizeof *l);
+        snprintf(l->name, sizeof l->name, "%s", name);
+        l->family = family;
+        memcpy(l->addr, addr, alen);
+    }
+    if (l)
+        l->until_ms = osb_now_ms() + (int64_t)keep * 1000;
+    if (restricted(n))
+        allow_addr(n, family, addr, family == AF_INET ? 32 : 128, keep);
+}
+
+static int start_dns(struct nsb *n, struct osb_err *err)
+{
+    return osb_dns_serve(g.dns, n->id, n->gateway, n->has_policy ? &n->policy : NULL, on_learn,
+                         NULL, err);
+}
+
+/* ------------------------------------------------------------ records */
+
+static void fill_addrs(struct nsb *n)
+{
+    inet_ntop(AF_INET, &n->slot.host_ip, n->gateway, sizeof n->gateway);
+    inet_ntop(AF_INET, &n->slot.sandbox_ip, n->address, sizeof n->address);
+}
+
+static void nsb_free(struct nsb *n)
+{
+    if (n->has_policy)
+        osb_policy_free(&n->policy);
+    free(n->learned);
+    free(n);
+}
+
+static void unlink_nsb(struct nsb *n)
+{
+    for (struct nsb **p = &g.list; *p; p = &(*p)->next)
+        if (*p == n) {
+            *p = n->next;
+            return;
+        }
+}
+
+/* The policy and token the record holds (a restart). */
+static void load_policy(struct nsb *n, const struct osb_sbx *s)
+{
+    json_t *pol = json_object_get(s->spec, "networkPolicy");
+    struct osb_err err = {0};
+    if (pol && osb_policy_parse(pol, &n->policy, &err) == 0)
+        n->has_policy = true;
+    else if (pol) /* fail closed: a stored policy that no longer parses denies all
+                   */
+        osb_policy_init(&n->policy, OSB_POLICY_DENY), n->has_policy = true;
+    const char *tok = json_string_value(json_object_get(s->spec, "egressToken"));
+    snprintf(n->token, sizeof n->token, "%s", tok ? tok : "");
+}
+
+/* ------------------------------------------------------------ open/close */
+
+/* [network] dns_upstreams, else the host's resolv.conf nameservers. */
+static char **upstreams(const struct osb_config *cfg)
+{
+    size_t n = 0;
+    char **out = osb_xcalloc(9, sizeof *out);
+    for (size_t i = 0; cfg->network.dns_upstreams && cfg->network.dns_upstreams[i] && n < 8; i++)
+        out[n++] = osb_xstrdup(cfg->network.dns_upstreams[i]);
+    FILE *f = n ? NULL : fopen("/etc/resolv.conf", "re");
+    char line[256], ip[128];
+    while (f && n < 8 && fgets(line, sizeof line, f))
+        if (sscanf(line, " nameserver %127s", ip) == 1)
+            out[n++] = strchr(ip, ':') ? osb_xasprintf("[%s]:53", ip) : osb_xstrdup(ip);
+    if (f)
+        fclose(f);
+    return out;
+}
+
+static void strv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+static int open_dns(struct osb_server *srv, struct osb_err *err)
+{
+    char **ups = upstreams(srv->cfg);
+    if (!ups[0]) {
+        strv_free(ups);
+        return osb_err_set(err, OSB_E_INVALID,
+                           "no DNS upstream: set [network] dns_upstreams "
+                           "(the host's /etc/resolv.conf has no nameserver)");
+    }
+    struct osb_dns_config dc = {.upstreams = (const char *const *)ups};
+    int r = osb_dns_open(srv->loop, &dc, &g.dns, err);
+    strv_free(ups);
+    return r;
+}
+
+/* Sandboxes the records say hold a slot. */
+static size_t in_use(struct osb_server *srv, struct osb_net_inuse **out)
+{
+    size_t count = osb_reg_count(srv->reg), k = 0;
+    *out = osb_xcalloc(count + 1, sizeof **out);
+    for (size_t i = 0; i < count; i++) {
+        struct osb_sbx *s = osb_reg_at(srv->reg, i);
+        json_t *net = json_object_get(s->spec, "network");
+        json_t *slot = json_object_get(net, "slot");
+        if (!json_is_integer(slot))
+            continue;
+        json_t *pol = json_object_get(s->spec, "networkPolicy");
+        const char *def = json_string_value(json_object_get(pol, "defaultAction"));
+        (*out)[k++] = (struct osb_net_inuse){.sandbox_id = s->id,
+                                             .index = (unsigned)json_integer_value(slot),
+                                             .restricted = g.nft && pol &&
+                                                           (!def || strcmp(def, "allow") != 0)};
+    }
+    return k;
+}
+
+/* Re-apply DNS and policy for a sandbox that kept its slot. */
+static void readopt(struct osb_server *srv, struct osb_sbx *s)
+{
+    struct osb_net_slot slot;
+    if (osb_net_find(g.net, s->id, &slot, NULL) < 0)
+        return;
+    struct nsb *n = osb_xcalloc(1, sizeof *n);
+    snprintf(n->id, sizeof n->id, "%s", s->id);
+    n->slot = slot;
+    fill_addrs(n);
+    load_policy(n, s);
+    n->next = g.list;
+    g.list = n;
+    struct osb_err err = {0};
+    if (start_dns(n, &err) < 0)
+        osb_err_log("sandbox %s: DNS forwarder: %s", s->id, err.msg);
+    apply_nft(n);
+    (void)srv;
+}
+
+int osb_network_open(struct osb_server *srv, struct osb_err *err)
+{
+    g.nft = strcmp(srv->cfg->egress.mode, "dns+nft") == 0;
+    g.bridge = strcmp(srv->cfg->network.mode, "bridge") == 0;
+    if (!osb_network_enabled(srv))
+        return 0;
+    size_t n_allow = 0;
+    while (srv->cfg->network.allow_host_cidrs && srv->cfg->network.allow_host_cidrs[n_allow])
+        n_allow++;
+    struct osb_net_config nc = {
+        .state_dir = srv->cfg->native.state_dir,
+        .subnet = srv->cfg->network.subnet,
+        .pool_size = (unsigned)srv->cfg->network.pool_size,
+        .allow_host_cidrs = (const char *const *)srv->cfg->network.allow_host_cidrs,
+        .n_allow_host_cidrs = n_allow,
+    };
+    struct osb_net_inuse *inuse;
+    size_t k = in_use(srv, &inuse);
+    int r = osb_net_open(&nc, inuse, k, &g.net, err);
+    free(inuse);
+    if (r < 0)
+        return osb_err_wrap(err,
+                            "[network] mode \"%s\" (set mode = \"none\" for loopback-only "
+                            "sandboxes)",
+                            srv->cfg->network.mode);
+    if (open_dns(srv, err) < 0) {
+        osb_net_close(g.net);
+        g.net = NULL;
+        return -1;
+    }
+    for (size_t i = 0, c = osb_reg_count(srv->reg); i < c; i++)
+        readopt(srv, osb_reg_at(srv->reg, i));
+    char desc[256];
+    osb_net_describe(g.net, desc, sizeof desc);
+    osb_info("network: %s; egress enforcement: %s", desc, srv->cfg->egress.mode);
+    return 0;
+}
+
+void osb_network_close(struct osb_server *srv)
+{
+    (void)srv;
+    while (g.list) {
+        struct nsb *n = g.list;
+        g.list = n->next;
+        nsb_free(n);
+    }
+    if (g.dns)
+        osb_dns_close(g.dns);
+    if (g.net)
+        osb_net_close(g.net);
+    g.dns = NULL;
+    g.net = NULL;
+}
+
+/* ------------------------------------------------------------ attach/detach */
+
+static void record(struct osb_sbx *s, const struct nsb *n)
+{
+    json_object_set_new(s->spec, "network",
+                        json_pack("{s:i,s:s,s:s}", "slot", (json_int_t)n->slot.index, "gateway",
+                                  n->gateway, "address", n->address));
+    if (n->has_policy) {
+        json_object_set_new(s->spec, "networkPolicy", osb_policy_json(&n->policy));
+        json_object_set_new(s->spec, "egressToken", json_string(n->token));
+    }
+}
+
+int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
+                       const struct osb_create_spec *spec, struct osb_rt_spec *rs,
+                       struct osb_apierr *e)
+{
+    if (!osb_network_enabled(srv)) {
+        if (spec->network_policy)
+            return osb_apierr_set(e, 400, "SANDBOX::INVALID_PARAMETER",
+                                  "field 'networkPolicy': this server's sandboxes have no network "
+                                  "([network] mode = \"none\")");
+        return 0;
+    }
+    struct nsb *n = osb_xcalloc(1, sizeof *n);
+    snprintf(n->id, sizeof n->id, "%s", s->id);
+    struct osb_err err = {0};
+    if (spec->network_policy) {
+        if (osb_policy_parse(spec->network_policy, &n->policy, &err) < 0) {
+            nsb_free(n);
+            return osb_apierr_set(e, 400, "SANDBOX::INVALID_PARAMETER", "field 'networkPolicy': %s",
+                                  err.msg);
+        }
+        n->has_policy = true;
+        osb_random_hex(n->token, 24);
+    }
+    if (osb_net_claim(g.net, s->id, &n->slot, &err) < 0) {
+        nsb_free(n);
+        return osb_apierr_set(e, 500, "SANDBOX::NETWORK_FAILED", "Sandbox %s: no network slot: %s",
+                              s->id, err.msg);
+    }
+    fill_addrs(n);
+    if (start_dns(n, &err) < 0) {
+        osb_net_release(g.net, s->id, NULL);
+        nsb_free(n);
+        return osb_apierr_set(e, 500, "SANDBOX::NETWORK_FAILED", "Sandbox %s: DNS forwarder: %s",
+                              s->id, err.msg);
+    }
+    n->next = g.list;
+    g.list = n;
+    apply_nft(n);
+    record(s, n);
+    rs->netns = n->slot.netns_path;
+    rs->dns = n->gateway;
+    return 0;
+}
+
+void osb_network_detach(struct osb_server *srv, struct osb_sbx *s)
+{
+    (void)srv;
+    struct nsb *n = find(s->id);
+    if (!g.net || !n)
+        return;
+    osb_dns_stop(g.dns, s->id);
+    struct osb_err err = {0};
+    if (osb_net_release(g.net, s->id, &err) < 0)
+        osb_err_log("sandbox %s: release its network slot: %s", s->id, err.msg);
+    unlink_nsb(n);
+    nsb_free(n);
+}
+
+const char *osb_network_bridge_ip(const struct osb_server *srv, const struct osb_sbx *s)
+{
+    (void)srv;
+    const struct nsb *n = g.bridge ? find(s->id) : NULL;
+    return n ? n->address : "";
+}
+
+/* ------------------------------------------------------------ the egress API
+ */
+
+static void text(struct osb_http_req *req, int status, const char *msg)
+{
+    osb_http_respond(req, status, "text/plain; charset=utf-8", msg, strlen(msg));
+}
+
+static json_t *status_json(const struct nsb *n, struct osb_server *srv)
+{
+    return json_pack("{s:s,s:s,s:s}", "status", "ok", "mode",
+                     osb_policy_mode_str(osb_policy_mode(&n->policy)), "enforcementMode",
+                     srv->cfg->egress.mode);
+}
+
+/* The body as JSON; NULL for an empty body (*empty set). */
+static json_t *body_json(struct osb_http_req *req, bool *empty, char *why, size_t n)
+{
+    size_t len;
+    const char *b = osb_http_req_body(req, &len);
+    *empty = len == 0 || strspn(b, " \t\r\n") == len;
+    if (*empty)
+        return NULL;
+    json_error_t je;
+    json_t *j = json_loadb(b, len, JSON_DECODE_ANY, &je);
+    if (!j)
+        snprintf(why, n, "invalid JSON body: %s", je.text);
+    return j;
+}
+
+/* Apply a changed policy: DNS, nft, the record. */
+static void commit(struct osb_server *srv, struct osb_sbx *s, struct nsb *n)
+{
+    struct osb_err err = {0};
+    if (osb_dns_set_policy(g.dns, n->id, &n->policy, &err) < 0)
+        osb_err_log("sandbox %s: DNS policy: %s", n->id, err.msg);
+    apply_nft(n);
+    json_object_set_new(s->spec, "networkPolicy", osb_policy_json(&n->policy));
+    osb_lc_save(srv, s, "EgressPolicy", "The egress policy changed.", NULL);
+}
+
+static void replace_policy(struct osb_server *srv, struct osb_sbx *s, struct nsb *n,
+                           struct osb_http_req *req)
+{
+    bool empty;
+    char why[300];
+    json_t *j = body_json(req, &empty, why, sizeof why);
+    if (!j && !empty) {
+        text(req, 400, why);
+        return;
+    }
+    struct osb_policy p;
+    struct osb_err err = {0};
+    if (osb_policy_parse(json_is_null(j) ? NULL : j, &p, &err) < 0) {
+        json_decref(j);
+        text(req, 400, err.msg);
+        return;
+    }
+    json_decref(j);
+    osb_policy_free(&n->policy);
+    n->policy = p;
+    commit(srv, s, n);
+    if (empty || osb_policy_mode(&p) == OSB_POLICY_MODE_DENY_ALL) {
+        osb_http_respond_json(req, 200,
+                              json_pack("{s:s,s:s,s:s}", "status", "ok", "mode", "deny_all",
+                                        "reason", "policy reset to default deny-all"));
+        return;
+    }
+    osb_http_respond_json(req, 200, status_json(n, srv));
+}
+
+static void patch_or_delete(struct osb_server *srv, struct osb_sbx *s, struct nsb *n,
+                            struct osb_http_req *req, bool patch)
+{
+    bool empty;
+    char why[300];
+    json_t *j = body_json(req, &empty, why, sizeof why);
+    if (!j) {
+        text(req, 400, empty ? "the body must be a non-empty JSON array" : why);
+        return;
+    }
+    struct osb_err err = {0};
+    size_t removed = 0;
+    int r;
+    if (patch) {
+        struct osb_policy_rule *rules;
+        size_t nr;
+        r = osb_policy_parse_rules(j, &rules, &nr, &err);
+        if (r == 0) {
+            r = osb_policy_patch(&n->policy, rules, nr, &err);
+            osb_policy_rules_free(rules, nr);
+        }
+    } else {
+        r = osb_policy_delete_json(&n->policy, j, &removed, &err);
+    }
+    json_decref(j);
+    if (r < 0) {
+        text(req, err.code == OSB_E_TOOBIG ? 413 : 400, err.msg);
+        return;
+    }
+    commit(srv, s, n);
+    json_t *out = status_json(n, srv);
+    if (!patch && removed == 0)
+        json_object_set_new(out, "reason", json_string("no matching targets found"));
+    osb_http_respond_json(req, 200, out);
+}
+
+void osb_network_egress_api(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req,
+                            const char *rest)
+{
+    const char *m = osb_http_req_method(req);
+    struct nsb *n = find(s->id);
+    if (!n || !n->has_policy) {
+        text(req, 404, "no egress policy: this sandbox was created without networkPolicy");
+        return;
+    }
+    if (strcmp(rest, "healthz") == 0) {
+        text(req, 200, "ok");
+        return;
+    }
+    const char *tok = osb_http_req_header(req, EGRESS_AUTH);
+    if (!tok || !osb_secret_eq(tok, n->token)) {
+        text(req, 401, "unauthorized");
+        return;
+    }
+    if (strcmp(rest, "policy") != 0) {
+        text(req, 404, "404 page not found");
+        return;
+    }
+    if (strcmp(m, "GET") == 0) {
+        json_t *out = status_json(n, srv);
+        json_object_set_new(out, "policy", osb_policy_json(&n->policy));
+        osb_http_respond_json(req, 200, out);
+    } else if (strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0) {
+        replace_policy(srv, s, n, req);
+    } else if (strcmp(m, "PATCH") == 0 || strcmp(m, "DELETE") == 0) {
+        patch_or_delete(srv, s, n, req, m[0] == 'P');
+    } else {
+        text(req, 405, "method not allowed");
+    }
+}
