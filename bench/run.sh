@@ -10,3 +10,5 @@ export EXECD_BIN=$PWD/$BUILD/bin/execd
 /usr/bin/python3 bench/server_bench.py
 # Images from a loopback registry and snapshots (issue #4 goals in brackets).
 /usr/bin/python3 bench/image_bench.py
+# Sandbox networking: create with nat vs none, policy PATCH, NAT throughput (issue #5 goals in brackets).
+/usr/bin/python3 bench/net_bench.py

@@ -63,6 +63,17 @@ pull_policy = "never"
 
 [storage]
 allowed_host_paths = ["$hostvol"]
+
+# Sandboxes get NAT networks; their DNS never leaves this machine: the
+# forwarder's upstream is a closed local port (egress.test.mjs relies on it).
+[network]
+mode = "nat"
+subnet = "10.78.0.0/16"
+pool_size = 2
+dns_upstreams = ["127.0.0.1:9"]
+
+[egress]
+mode = "dns+nft"
 EOF
 
 server_pid=
