@@ -458,7 +458,8 @@ static void replace_policy(struct osb_server *srv, struct osb_sbx *s, struct nsb
     osb_policy_free(&n->policy);
     n->policy = p;
     commit(srv, s, n);
-    if (empty || osb_policy_mode(&p) == OSB_POLICY_MODE_DENY_ALL) {
+    /* Upstream answers with the reset text only for an empty body. */
+    if (empty) {
         osb_http_respond_json(req, 200,
                               json_pack("{s:s,s:s,s:s}", "status", "ok", "mode", "deny_all",
                                         "reason", "policy reset to default deny-all"));
