@@ -9,31 +9,6 @@
 #include "common/cleanup.h"
 #include "runtime/native/fsutil.h"
 
-int osb_img_name_check(const char *name, struct osb_err *err)
-{
-    size_t n = name ? strlen(name) : 0;
-    if (n == 0)
-        return osb_err_set(err, OSB_E_INVALID, "image name is empty");
-    if (n > OSB_IMG_NAME_MAX)
-        return osb_err_set(err, OSB_E_INVALID, "image name longer than %d characters",
-                           OSB_IMG_NAME_MAX);
-    if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9')))
-        return osb_err_set(err, OSB_E_INVALID,
-                           "image name `%s` must start with a lower-case letter or digit", name);
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("._:/-", c);
-        if (!ok)
-            return osb_err_set(err, OSB_E_INVALID,
-                               "image name `%s` has character '%c'; allowed: a-z 0-9 . _ : / -",
-                               name, c);
-    }
-    if (strstr(name, "..") || strstr(name, "//") || name[n - 1] == '/' || strstr(name, "/."))
-        return osb_err_set(err, OSB_E_INVALID,
-                           "image name `%s` has an empty, hidden or \"..\" path component", name);
-    return 0;
-}
-
 bool osb_img_user_of(const char *sandboxes_dir, const char *name, char *id, size_t n)
 {
     if (n)

@@ -15,11 +15,7 @@
 #include "runtime/init/spec.h"
 
 #define OSB_IMG_HOST "host"
-#define OSB_IMG_NAME_MAX 200
-
-/* [a-z0-9][a-z0-9._:/-]*, at most OSB_IMG_NAME_MAX, no "..", no empty
- * path component, no trailing '/'. */
-int osb_img_name_check(const char *name, struct osb_err *err);
+/* Image names: osb_istore_name_check (src/image/store.h). */
 
 /* The host image's read-only binds (host dirs that are real directories
  * among /usr /bin /sbin /lib /lib32 /lib64 /libx32). */

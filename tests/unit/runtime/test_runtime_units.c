@@ -13,6 +13,7 @@
 #include "runtime/init/spec.c" /* the helper's decoder is not in the runtime library */
 #include "runtime/native/cgroup.h"
 #include "runtime/native/fsutil.h"
+#include "image/store.h"
 #include "runtime/native/image.h"
 #include "tap.h"
 
@@ -200,17 +201,17 @@ static void test_image_names(void)
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         char what[128];
         snprintf(what, sizeof what, "image name `%s` is valid", good[i]);
-        OK(osb_img_name_check(good[i], &err) == 0, what);
+        OK(osb_istore_name_check(good[i], &err) == 0, what);
     }
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char what[128];
         snprintf(what, sizeof what, "image name `%s` is refused", bad[i]);
-        OK(osb_img_name_check(bad[i], &err) < 0 && err.code == OSB_E_INVALID, what);
+        OK(osb_istore_name_check(bad[i], &err) < 0 && err.code == OSB_E_INVALID, what);
     }
     char longname[300];
     memset(longname, 'a', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    OK(osb_img_name_check(longname, &err) < 0, "a 299-character name is refused");
+    OK(osb_istore_name_check(longname, &err) < 0, "a 299-character name is refused");
 }
 
 static void test_remove_tree(void)
