@@ -241,6 +241,7 @@ static int slot_clean(struct osb_net *net, unsigned idx, struct osb_err *err)
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
     osb_nft_set_restricted(b, &s, false);
     osb_nft_flush_allow(b, idx);
+    osb_nft_flush_deny(b, idx);
     int r = osb_nft_commit(b, err);
     osb_nft_batch_free(b);
     if (r < 0)
@@ -744,22 +745,44 @@ int osb_net_restrict(struct osb_net *net, unsigned index, bool on, struct osb_er
     return 0;
 }
 
+/* Commits b (one allow or deny element); what: "allow" / "deny". */
+static int commit_addr(struct osb_nft_batch *b, unsigned index, const char *what,
+                       unsigned prefix_len, struct osb_err *err)
+{
+    int r = osb_nft_commit(b, err);
+    osb_nft_batch_free(b);
+    if (r == 0)
+        return 0;
+    if (err->sys_errno == EEXIST) /* the kernel's interval sets refuse nesting */
+        return osb_err_set(err, OSB_E_EXISTS, "%s on network slot %u: the /%u range overlaps "
+                           "a range already in the %s sets", what, index, prefix_len, what);
+    return osb_err_wrap(err, "%s on network slot %u", what, index);
+}
+
 int osb_net_allow(struct osb_net *net, unsigned index, int family, const void *addr,
                   unsigned prefix_len, uint32_t timeout_s, struct osb_err *err)
 {
     if (claimed_slot(net, index, err) < 0)
         return -1;
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
-    int r = osb_nft_allow(b, index, family, addr, prefix_len, (uint64_t)timeout_s * 1000, err);
-    if (r == 0 && (r = osb_nft_commit(b, err)) < 0) {
-        if (err->sys_errno == EEXIST) /* the kernel's interval sets refuse nesting */
-            osb_err_set(err, OSB_E_EXISTS, "allow on network slot %u: the /%u range overlaps "
-                        "a range already allowed", index, prefix_len);
-        else
-            osb_err_wrap(err, "allow on network slot %u", index);
+    if (osb_nft_allow(b, index, family, addr, prefix_len, (uint64_t)timeout_s * 1000, err) < 0) {
+        osb_nft_batch_free(b);
+        return -1;
     }
-    osb_nft_batch_free(b);
-    return r;
+    return commit_addr(b, index, "allow", prefix_len, err);
+}
+
+int osb_net_deny(struct osb_net *net, unsigned index, int family, const void *addr,
+                 unsigned prefix_len, struct osb_err *err)
+{
+    if (claimed_slot(net, index, err) < 0)
+        return -1;
+    struct osb_nft_batch *b = osb_nft_batch_new(net->table);
+    if (osb_nft_deny(b, index, family, addr, prefix_len, err) < 0) {
+        osb_nft_batch_free(b);
+        return -1;
+    }
+    return commit_addr(b, index, "deny", prefix_len, err);
 }
 
 int osb_net_reset_allow(struct osb_net *net, unsigned index, struct osb_err *err)
@@ -768,9 +791,10 @@ int osb_net_reset_allow(struct osb_net *net, unsigned index, struct osb_err *err
         return -1;
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
     osb_nft_flush_allow(b, index);
+    osb_nft_flush_deny(b, index);
     int r = osb_nft_commit(b, err);
     osb_nft_batch_free(b);
-    return r < 0 ? osb_err_wrap(err, "reset allow sets of network slot %u", index) : 0;
+    return r < 0 ? osb_err_wrap(err, "reset allow/deny sets of network slot %u", index) : 0;
 }
 
 /* --- stats ----------------------------------------------------------------- */

@@ -12,7 +12,7 @@
  * directory, so two servers with different state directories never touch
  * each other's slots; the nftables table is `inet osb_<hash4>` (see nft.h for
  * its rules: NAT out, no sandbox-to-sandbox, no host services except DNS on
- * the slot's host address, no 169.254.0.0/16, per-slot egress allow sets).
+ * the slot's host address, no 169.254.0.0/16, per-slot egress allow and deny sets).
  *
  * Threads: every function may be called from any thread (a mutex guards the
  * state); a background thread keeps `pool_size` slots ready. osb_net_claim
@@ -45,7 +45,7 @@ struct osb_net_config {
 struct osb_net_inuse {
     const char *sandbox_id;
     unsigned index;
-    bool restricted; /* re-applied at open (fail closed); the caller re-adds allow entries */
+    bool restricted; /* re-applied at open (fail closed); the caller re-adds allow/deny entries */
 };
 
 struct osb_net_slot {
@@ -71,7 +71,8 @@ struct osb_net_stats {
 /* Validates cfg, recovers: every netns pin, veth and nft object of this
  * prefix that does not belong to an `inuse` slot is removed; in-use slots
  * whose pin or veth is missing are rebuilt; the nft table is rebuilt
- * atomically with the in-use slots (restricted as given, allow sets empty).
+ * atomically with the in-use slots (restricted as given, allow and deny sets
+ * empty).
  * Then starts the pool thread. Duplicate or out-of-range in-use indexes, or
  * a bad config -> OSB_E_INVALID and nothing changed. */
 int osb_net_open(const struct osb_net_config *cfg, const struct osb_net_inuse *inuse, size_t n,
@@ -83,7 +84,7 @@ void osb_net_close(struct osb_net *net);
 
 /* Hands a ready slot to sandbox_id (non-empty, unique among claimed slots:
  * OSB_E_EXISTS otherwise). The slot starts unrestricted with empty allow
- * sets. OSB_E_TOOBIG when the subnet is exhausted. */
+ * and deny sets. OSB_E_TOOBIG when the subnet is exhausted. */
 int osb_net_claim(struct osb_net *net, const char *sandbox_id, struct osb_net_slot *out,
                   struct osb_err *err);
 /* The slot claimed by sandbox_id (OSB_E_NOTFOUND if none). */
@@ -96,9 +97,9 @@ int osb_net_find(struct osb_net *net, const char *sandbox_id, struct osb_net_slo
 int osb_net_release(struct osb_net *net, const char *sandbox_id, struct osb_err *err);
 
 /* Egress enforcement of a claimed slot (by index). restrict on: only
- * destinations in the allow sets are reachable, for new and established
- * connections alike; off: everything but the global drops. Applied to the
- * next packet when this returns. */
+ * destinations in the allow sets and not in the deny sets are reachable, for
+ * new and established connections alike; off: everything but the global drops
+ * and the deny sets. Applied to the next packet when this returns. */
 int osb_net_restrict(struct osb_net *net, unsigned index, bool on, struct osb_err *err);
 /* Adds family (AF_INET/AF_INET6) addr (network order) /prefix_len to the
  * allow sets; timeout_s 0 = permanent, else the entry expires. Re-adding the
@@ -110,9 +111,17 @@ int osb_net_restrict(struct osb_net *net, unsigned index, bool on, struct osb_er
  * widest). Host bits set beyond the prefix -> OSB_E_INVALID. */
 int osb_net_allow(struct osb_net *net, unsigned index, int family, const void *addr,
                   unsigned prefix_len, uint32_t timeout_s, struct osb_err *err);
-/* Empties the allow sets (static entries must be re-added by the caller).
- * While restricted, a connection to a destination no longer allowed is cut at
- * its next packet from the sandbox (TCP gets a reset). */
+/* Adds family addr/prefix_len to the deny sets, checked before everything
+ * else for every packet from the slot, restricted or not: new and established
+ * connections to it are rejected (TCP reset, else ICMP admin-prohibited) from
+ * the next packet on. Same address rules and errors as osb_net_allow (nested
+ * ranges -> OSB_E_EXISTS); no timeout. */
+int osb_net_deny(struct osb_net *net, unsigned index, int family, const void *addr,
+                 unsigned prefix_len, struct osb_err *err);
+/* Empties the allow sets AND the deny sets in one atomic change (static
+ * entries must be re-added by the caller). While restricted, a connection to
+ * a destination no longer allowed is cut at its next packet from the sandbox
+ * (TCP gets a reset); a destination no longer denied is reachable again. */
 int osb_net_reset_allow(struct osb_net *net, unsigned index, struct osb_err *err);
 
 void osb_net_stats(struct osb_net *net, struct osb_net_stats *out);

@@ -428,7 +428,7 @@ void osb_nft_reset_table(struct osb_nft_batch *b, const struct osb_nft_table_cfg
 
 /* --- slots ------------------------------------------------------------- */
 
-static void slot_names(unsigned idx, char f[16], char i[16], char sets[4][16])
+static void slot_names(unsigned idx, char f[16], char i[16], char sets[8][16])
 {
     snprintf(f, 16, "f%u", idx);
     snprintf(i, 16, "i%u", idx);
@@ -436,6 +436,35 @@ static void slot_names(unsigned idx, char f[16], char i[16], char sets[4][16])
     snprintf(sets[1], 16, "c4_%u", idx);
     snprintf(sets[2], 16, "a6_%u", idx);
     snprintf(sets[3], 16, "c6_%u", idx);
+    snprintf(sets[4], 16, "d4_%u", idx);
+    snprintf(sets[5], 16, "dc4_%u", idx);
+    snprintf(sets[6], 16, "d6_%u", idx);
+    snprintf(sets[7], 16, "dc6_%u", idx);
+}
+
+/* One rule per set sets[base..base+4): daddr in set -> accept, or when
+ * reject the reject tail's verdicts (TCP reset, else ICMP admin-prohibited). */
+static void put_lookups(struct osb_nft_batch *b, const char *chain, char sets[8][16], int base,
+                        bool reject)
+{
+    for (int k = base; k < base + 4; k++) {
+        bool v6 = (k % 4) >= 2;
+        for (int tcp = reject ? 1 : 0; tcp >= 0; tcp--) {
+            struct nftnl_rule *r = rule(b, chain);
+            m_u8(r, NFT_META_NFPROTO, v6 ? NFPROTO_IPV6 : NFPROTO_IPV4);
+            if (tcp)
+                m_u8(r, NFT_META_L4PROTO, IPPROTO_TCP);
+            e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, v6 ? 24 : 16, v6 ? 16 : 4);
+            e_lookup(r, sets[k], false, false);
+            if (!reject)
+                e_verdict(r, NF_ACCEPT, NULL);
+            else if (tcp)
+                v_reject(r, NFT_REJECT_TCP_RST, 0);
+            else
+                v_reject(r, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
+            put_rule(b, r);
+        }
+    }
 }
 
 static void put_slot_elem(struct osb_nft_batch *b, const char *map, const char *ifname,
@@ -463,27 +492,21 @@ static void put_antispoof(struct osb_nft_batch *b, const char *chain, struct in_
 
 static void put_egress_rules(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool on)
 {
-    char f[16], i[16], sets[4][16];
+    char f[16], i[16], sets[8][16];
     slot_names(s->index, f, i, sets);
     put_antispoof(b, f, s->sandbox);
+    put_lookups(b, f, sets, 4, true); /* deny sets first, restricted or not */
     if (!on) {
         put_verdict(b, rule(b, f), NF_ACCEPT, NULL);
         return;
     }
-    for (int k = 0; k < 4; k++) {
-        bool v6 = k >= 2;
-        struct nftnl_rule *r = rule(b, f);
-        m_u8(r, NFT_META_NFPROTO, v6 ? NFPROTO_IPV6 : NFPROTO_IPV4);
-        e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, v6 ? 24 : 16, v6 ? 16 : 4);
-        e_lookup(r, sets[k], false, false);
-        put_verdict(b, r, NF_ACCEPT, NULL);
-    }
+    put_lookups(b, f, sets, 0, false);
     put_reject_tail(b, f);
 }
 
 static void put_input_rules(struct osb_nft_batch *b, const struct osb_nft_slot *s)
 {
-    char f[16], i[16], sets[4][16];
+    char f[16], i[16], sets[8][16];
     slot_names(s->index, f, i, sets);
     struct nftnl_rule *r = rule(b, i);
     e_meta(r, NFT_META_NFPROTO);
@@ -509,12 +532,16 @@ static void put_input_rules(struct osb_nft_batch *b, const struct osb_nft_slot *
 
 void osb_nft_add_slot(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool restricted)
 {
-    char f[16], i[16], sets[4][16];
+    char f[16], i[16], sets[8][16];
     slot_names(s->index, f, i, sets);
     put_set(b, sets[0], TYPE_IPADDR, 4, NFT_SET_TIMEOUT);
     put_set(b, sets[1], TYPE_IPADDR, 4, NFT_SET_TIMEOUT | NFT_SET_INTERVAL);
     put_set(b, sets[2], TYPE_IP6ADDR, 16, NFT_SET_TIMEOUT);
     put_set(b, sets[3], TYPE_IP6ADDR, 16, NFT_SET_TIMEOUT | NFT_SET_INTERVAL);
+    put_set(b, sets[4], TYPE_IPADDR, 4, 0);
+    put_set(b, sets[5], TYPE_IPADDR, 4, NFT_SET_INTERVAL);
+    put_set(b, sets[6], TYPE_IP6ADDR, 16, 0);
+    put_set(b, sets[7], TYPE_IP6ADDR, 16, NFT_SET_INTERVAL);
     put_chain(b, NFT_MSG_NEWCHAIN, f, -1, NULL, 0);
     put_chain(b, NFT_MSG_NEWCHAIN, i, -1, NULL, 0);
     put_egress_rules(b, s, restricted);
@@ -525,20 +552,20 @@ void osb_nft_add_slot(struct osb_nft_batch *b, const struct osb_nft_slot *s, boo
 
 void osb_nft_del_slot(struct osb_nft_batch *b, const struct osb_nft_slot *s)
 {
-    char f[16], i[16], sets[4][16];
+    char f[16], i[16], sets[8][16];
     slot_names(s->index, f, i, sets);
     /* Map entries first: a chain still jumped to cannot be deleted. */
     put_slot_elem(b, "fwd_slots", s->ifname, NULL, NFT_MSG_DELSETELEM);
     put_slot_elem(b, "in_slots", s->ifname, NULL, NFT_MSG_DELSETELEM);
     put_chain(b, NFT_MSG_DELCHAIN, f, -1, NULL, 0); /* deletes its rules too */
     put_chain(b, NFT_MSG_DELCHAIN, i, -1, NULL, 0);
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 8; k++)
         del_set(b, sets[k]);
 }
 
 void osb_nft_set_restricted(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool on)
 {
-    char f[16], i[16], sets[4][16];
+    char f[16], i[16], sets[8][16];
     slot_names(s->index, f, i, sets);
     struct nftnl_rule *r = rule(b, f); /* no handle: flush the chain */
     struct nlmsghdr *nlh = msg(b, NFT_MSG_DELRULE, 0);
@@ -548,8 +575,9 @@ void osb_nft_set_restricted(struct osb_nft_batch *b, const struct osb_nft_slot *
     put_egress_rules(b, s, on);
 }
 
-int osb_nft_allow(struct osb_nft_batch *b, unsigned index, int family, const void *addr,
-                  unsigned prefix, uint64_t timeout_ms, struct osb_err *err)
+/* base 0: the allow sets, 4: the deny sets. */
+static int put_addr(struct osb_nft_batch *b, unsigned index, int base, int family,
+                    const void *addr, unsigned prefix, uint64_t timeout_ms, struct osb_err *err)
 {
     size_t alen = family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
     if (!alen)
@@ -565,10 +593,10 @@ int osb_nft_allow(struct osb_nft_batch *b, unsigned index, int family, const voi
         if (start[i] & ~m)
             return osb_err_set(err, OSB_E_INVALID, "address has bits set beyond /%u", prefix);
     }
-    char f[16], i[16], sets[4][16];
+    char f[16], i[16], sets[8][16];
     slot_names(index, f, i, sets);
     bool single = prefix == alen * 8;
-    struct nftnl_set *s = set_obj(b, sets[(family == AF_INET6 ? 2 : 0) + (single ? 0 : 1)]);
+    struct nftnl_set *s = set_obj(b, sets[base + (family == AF_INET6 ? 2 : 0) + !single]);
     struct nftnl_set_elem *e = elem(s, start, alen);
     if (timeout_ms)
         nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
@@ -592,12 +620,34 @@ int osb_nft_allow(struct osb_nft_batch *b, unsigned index, int family, const voi
     return 0;
 }
 
+int osb_nft_allow(struct osb_nft_batch *b, unsigned index, int family, const void *addr,
+                  unsigned prefix, uint64_t timeout_ms, struct osb_err *err)
+{
+    return put_addr(b, index, 0, family, addr, prefix, timeout_ms, err);
+}
+
+int osb_nft_deny(struct osb_nft_batch *b, unsigned index, int family, const void *addr,
+                 unsigned prefix, struct osb_err *err)
+{
+    return put_addr(b, index, 4, family, addr, prefix, 0, err);
+}
+
+static void flush_sets(struct osb_nft_batch *b, unsigned index, int base)
+{
+    char f[16], i[16], sets[8][16];
+    slot_names(index, f, i, sets);
+    for (int k = base; k < base + 4; k++)
+        put_elems(b, set_obj(b, sets[k]), NFT_MSG_DELSETELEM);
+}
+
 void osb_nft_flush_allow(struct osb_nft_batch *b, unsigned index)
 {
-    char f[16], i[16], sets[4][16];
-    slot_names(index, f, i, sets);
-    for (int k = 0; k < 4; k++)
-        put_elems(b, set_obj(b, sets[k]), NFT_MSG_DELSETELEM);
+    flush_sets(b, index, 0);
+}
+
+void osb_nft_flush_deny(struct osb_nft_batch *b, unsigned index)
+{
+    flush_sets(b, index, 4);
 }
 
 /* --- commit ------------------------------------------------------------ */

@@ -12,11 +12,14 @@
  *                   ct direction reply -> accept (connections made *to* the sandbox);
  *                   iifname vmap @fwd_slots; reject
  *   chain f<n>      ip saddr != sandbox address -> drop (anti-spoofing), then
+ *                   daddr in d4_<n>/dc4_<n> (v4) or d6_<n>/dc6_<n> (v6) -> tcp reset,
+ *                   else icmpx admin-prohibited (restricted or not), then
  *                   unrestricted: accept
  *                   restricted:   daddr in a4_<n>/c4_<n> (v4) or a6_<n>/c6_<n> (v6)
  *                                 -> accept; tcp -> reset; else icmpx admin-prohibited.
- *                   The allow check runs for every packet, not only new ones, so a
- *                   destination removed from the sets is cut at its next packet.
+ *                   The deny and allow checks run for every packet, not only new
+ *                   ones, so a destination added to the deny sets or removed from
+ *                   the allow sets is cut at its next packet.
  *   chain input     filter hook input 0, policy accept:  iifname "P*" jump to_host
  *   chain to_host   iifname vmap @in_slots; reject
  *   chain i<n>      non-IPv4 or spoofed source -> drop; ct direction reply -> accept;
@@ -25,6 +28,7 @@
  *   chain postrouting nat hook postrouting 100: ip saddr SUBNET oifname != "P*" masquerade
  *   sets a4_<n>/a6_<n> (hash, timeout): single addresses (DNS answers, TTL);
  *        c4_<n>/c6_<n> (interval, timeout): CIDRs.
+ *   sets d4_<n>/d6_<n> (hash), dc4_<n>/dc6_<n> (interval): denied addresses/CIDRs.
  *
  * Only packets entering from our own interfaces are ever dropped, so the
  * table never interferes with the host's other traffic. */
@@ -82,8 +86,12 @@ void osb_nft_set_restricted(struct osb_nft_batch *b, const struct osb_nft_slot *
  * queues nothing. */
 int osb_nft_allow(struct osb_nft_batch *b, unsigned index, int family, const void *addr,
                   unsigned prefix, uint64_t timeout_ms, struct osb_err *err);
-/* Empties the slot's four allow sets. */
+/* Like osb_nft_allow for the slot's deny sets (no timeout). */
+int osb_nft_deny(struct osb_nft_batch *b, unsigned index, int family, const void *addr,
+                 unsigned prefix, struct osb_err *err);
+/* Empties the slot's four allow sets / four deny sets. */
 void osb_nft_flush_allow(struct osb_nft_batch *b, unsigned index);
+void osb_nft_flush_deny(struct osb_nft_batch *b, unsigned index);
 
 /* Sends the batch over a fresh NETLINK_NETFILTER socket; the first error
  * reported by the kernel fails the whole batch (nothing applied). An empty

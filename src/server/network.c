@@ -76,10 +76,155 @@ static void allow_addr(struct nsb *n, int family, const void *addr, unsigned pre
         osb_warn("sandbox %s: allow an address: %s", n->id, err.msg);
 }
 
-/* nft side of the policy: with default deny (dns+nft), only the allow
- * rules' IPs/CIDRs and the addresses of allowed answers are reachable. A
- * deny rule for an IP under default allow is enforced by neither DNS nor
- * nft (docs/network.md). */
+/* ------------------------------------------------- static IP/CIDR rules */
+
+/* Upper bound of deny pieces per policy: carving many allow holes out of a
+ * wide deny range could otherwise explode (one nft commit per piece). */
+#define MAX_PIECES 4096
+
+struct cidr {
+    int family;
+    unsigned prefix;
+    uint8_t addr[16];
+};
+
+struct cidrs {
+    struct cidr *v;
+    size_t n;
+};
+
+static bool is_ip_rule(const struct osb_policy_rule *r)
+{
+    return r->kind == OSB_POLICY_IP || r->kind == OSB_POLICY_CIDR;
+}
+
+/* w contains every address of c. */
+static bool covers(const struct cidr *w, const struct cidr *c)
+{
+    if (w->family != c->family || w->prefix > c->prefix)
+        return false;
+    unsigned full = w->prefix / 8, rest = w->prefix % 8;
+    if (memcmp(w->addr, c->addr, full) != 0)
+        return false;
+    uint8_t m = (uint8_t)(0xff << (8 - rest));
+    return !rest || (w->addr[full] & m) == (c->addr[full] & m);
+}
+
+static struct cidr rule_cidr(const struct osb_policy_rule *r)
+{
+    struct cidr c = { .family = r->family, .prefix = r->prefix };
+    memcpy(c.addr, r->addr, sizeof c.addr);
+    return c;
+}
+
+/* Whether an IP/CIDR rule before index `upto` with action `act` fully covers
+ * c (*inside: one lies strictly inside c instead). */
+static bool earlier_covers(const struct osb_policy *p, size_t upto, enum osb_policy_action act,
+                           const struct cidr *c, bool *inside)
+{
+    if (inside)
+        *inside = false;
+    for (size_t j = 0; j < upto; j++) {
+        const struct osb_policy_rule *r = &p->rules[j];
+        if (r->action != act || !is_ip_rule(r))
+            continue;
+        struct cidr h = rule_cidr(r);
+        if (covers(&h, c))
+            return true;
+        if (inside && covers(c, &h))
+            *inside = true;
+    }
+    return false;
+}
+
+static void push(struct cidrs *out, const struct cidr *c)
+{
+    if (c->prefix == 0) { /* nft takes prefixes from 1 on: two halves */
+        struct cidr lo = *c, hi = *c;
+        lo.prefix = hi.prefix = 1;
+        hi.addr[0] = 0x80;
+        push(out, &lo);
+        push(out, &hi);
+        return;
+    }
+    out->v = osb_xrealloc(out->v, (out->n + 1) * sizeof *out->v);
+    out->v[out->n++] = *c;
+}
+
+/* Appends c minus the earlier allow rules (before `upto`) as CIDR pieces:
+ * halves c until each half is either inside an allow hole (dropped) or free
+ * of holes (kept). Past MAX_PIECES the rest is kept whole (holes shadowed). */
+static void carve_deny(const struct osb_policy *p, size_t upto, struct cidr c, struct cidrs *out)
+{
+    bool inside;
+    if (earlier_covers(p, upto, OSB_POLICY_ALLOW, &c, &inside))
+        return;
+    unsigned bits = c.family == AF_INET ? 32 : 128;
+    if (!inside || c.prefix >= bits || out->n >= MAX_PIECES) {
+        push(out, &c);
+        return;
+    }
+    struct cidr hi = c;
+    c.prefix++;
+    hi.prefix++;
+    hi.addr[(hi.prefix - 1) / 8] |= (uint8_t)(0x80 >> ((hi.prefix - 1) % 8));
+    carve_deny(p, upto, c, out);
+    carve_deny(p, upto, hi, out);
+}
+
+/* Drops entries covered by another one (the kernel's interval sets refuse
+ * nested ranges, and they add nothing); of equal ones the first stays. */
+static void drop_nested(struct cidrs *l)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        bool nested = false;
+        for (size_t j = 0; j < l->n && !nested; j++)
+            nested = j != i && covers(&l->v[j], &l->v[i]) &&
+                     (l->v[j].prefix < l->v[i].prefix || j < i);
+        if (!nested)
+            l->v[k++] = l->v[i];
+    }
+    l->n = k;
+}
+
+/* The deny and allow set entries of the policy's IP/CIDR rules, first match
+ * wins. The deny sets are checked before the allow sets, so a deny entry
+ * gets the earlier allow rules carved out of it: then an address is in the
+ * deny sets iff its first matching IP/CIDR rule is a deny, which makes the
+ * order exact for static rules. An allow rule fully covered by an earlier
+ * deny is skipped (the deny sets would reject it anyway). What stays
+ * approximate: past MAX_PIECES a deny range is kept whole, shadowing the
+ * earlier allow ranges inside it; and addresses learned from DNS for an
+ * allowed domain are still rejected when a deny IP/CIDR rule covers them. */
+static void static_sets(const struct osb_policy *p, struct cidrs *deny, struct cidrs *allow)
+{
+    for (size_t i = 0; i < p->nrules; i++) {
+        const struct osb_policy_rule *r = &p->rules[i];
+        if (!is_ip_rule(r))
+            continue;
+        struct cidr c = rule_cidr(r);
+        if (r->action == OSB_POLICY_DENY)
+            carve_deny(p, i, c, deny);
+        else if (!earlier_covers(p, i, OSB_POLICY_DENY, &c, NULL))
+            push(allow, &c);
+    }
+    drop_nested(deny);
+    drop_nested(allow);
+}
+
+static void deny_addr(struct nsb *n, const struct cidr *c)
+{
+    struct osb_err err = {0};
+    if (osb_net_deny(g.net, n->slot.index, c->family, c->addr, c->prefix, &err) < 0)
+        osb_warn("sandbox %s: deny an address: %s", n->id, err.msg);
+}
+
+/* nft side of the policy (dns+nft): the deny IP/CIDR rules are enforced
+ * under either default; with default deny, only the allow rules' IPs/CIDRs
+ * and the addresses of allowed answers are reachable besides. Between the
+ * reset and the re-added deny entries (a few ms) the slot is briefly
+ * unrestricted for them. */
 static void apply_nft(struct nsb *n)
 {
     struct osb_err err = {0};
@@ -88,14 +233,19 @@ static void apply_nft(struct nsb *n)
         osb_err_log("sandbox %s: apply the egress policy: %s", n->id, err.msg);
         return;
     }
+    if (!g.nft || !n->has_policy)
+        return;
+    struct cidrs deny = {0}, allow = {0};
+    static_sets(&n->policy, &deny, &allow);
+    for (size_t i = 0; i < deny.n; i++)
+        deny_addr(n, &deny.v[i]);
+    if (restricted(n))
+        for (size_t i = 0; i < allow.n; i++)
+            allow_addr(n, allow.v[i].family, allow.v[i].addr, allow.v[i].prefix, 0);
+    free(deny.v);
+    free(allow.v);
     if (!restricted(n))
         return;
-    for (size_t i = 0; i < n->policy.nrules; i++) {
-        const struct osb_policy_rule *r = &n->policy.rules[i];
-        if (r->action == OSB_POLICY_ALLOW &&
-            (r->kind == OSB_POLICY_IP || r->kind == OSB_POLICY_CIDR))
-            allow_addr(n, r->family, r->addr, r->prefix, 0);
-    }
     int64_t now = osb_now_ms();
     size_t k = 0;
     for (size_t i = 0; i < n->n_learned; i++) {

@@ -23,6 +23,7 @@ SUBNET = "10.201.0.0/16"
 INET_NS = "osbt-inet-%d" % os.getpid()
 INET_IF = "tinet%d" % (os.getpid() % 100000)
 INET_HOST, INET_IP, META_IP = "10.202.0.1", "10.202.0.2", "169.254.169.254"
+INET_IP2 = "10.202.0.3"  # a second address of the "internet" (deny tests)
 PY = "/usr/bin/python3"
 
 # Tiny servers and clients, run with `python3 -c`.
@@ -140,6 +141,7 @@ class World:
         sh("ip", "link", "set", INET_IF, "up")
         sh("ip", "route", "add", META_IP + "/32", "via", INET_IP)
         for c in (["addr", "add", INET_IP + "/24", "dev", "eth0"],
+                  ["addr", "add", INET_IP2 + "/24", "dev", "eth0"],
                   ["addr", "add", META_IP + "/32", "dev", "eth0"],
                   ["link", "set", "eth0", "up"], ["link", "set", "lo", "up"],
                   ["route", "add", "default", "via", INET_HOST]):
@@ -269,6 +271,7 @@ def scenario(t, live, world, state):
     t.eq(spoof.strip(), "FAIL", "a spoofed source address is dropped")
 
     egress(t, live, world, a)
+    deny(t, live, a)
 
     # Claim latency from a warm pool.
     live.must("wait_ready 4")
@@ -346,6 +349,60 @@ def egress(t, live, world, a):
     ops = [float(x) for x in live.must("bench_ops %d 100" % i).split()]
     t.diag("policy ops p50: restrict %.1f us, allow %.1f us, reset %.1f us" % tuple(ops))
     t.ok(max(ops) < 10000, "each policy change applies in < 10 ms")
+
+
+def reach(a, ip):
+    return in_ns(a["path"], GET, ip, 8080, 2).startswith("OK")
+
+
+def deny(t, live, a):
+    """Deny sets: checked first, restricted or not."""
+    i = a["index"]
+    t.ok(reach(a, INET_IP) and reach(a, INET_IP2), "control: unrestricted slot reaches both")
+    live.must("deny %d %s" % (i, INET_IP))
+    t.ok(not reach(a, INET_IP), "unrestricted: a denied address is unreachable")
+    t.ok(reach(a, INET_IP2), "unrestricted: another address still reachable")
+    live.must("deny %d %s" % (i, INET_IP))  # re-adding is fine
+    live.must("reset %d" % i)
+    t.ok(reach(a, INET_IP), "reset: the denied address is reachable again")
+    live.must("deny %d %s/32" % (i, INET_IP2))
+    t.ok(not reach(a, INET_IP2) and reach(a, INET_IP), "a denied /32 CIDR is unreachable")
+    live.must("reset %d" % i)
+    live.must("deny %d 10.202.0.2/31" % i)
+    t.ok(not reach(a, INET_IP) and not reach(a, INET_IP2), "a denied /31 covers both addresses")
+    r = live.cmd("deny %d 10.202.0.0/24" % i)
+    t.ok(r.startswith("err") and "overlaps" in r, "a nested deny CIDR is refused precisely", r)
+    t.ok(live.cmd("deny %d 10.202.0.1/8" % i).startswith("err"), "deny: host bits set: refused")
+    t.ok(live.cmd("deny 9999 %s" % INET_IP).startswith("err"), "deny: unclaimed slot: refused")
+    live.must("reset %d" % i)
+    t.ok(reach(a, INET_IP) and reach(a, INET_IP2), "reset: the /31 is reachable again")
+
+    # An established connection to a newly denied address is cut.
+    c = subprocess.Popen(["nsenter", "--net=" + a["path"], PY, "-c", CONN_CLIENT, INET_IP, "7007"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        c.stdin.write("\n"); c.stdin.flush()
+        t.eq(c.stdout.readline().strip(), "ok", "echo connection established (unrestricted)")
+        t2 = time.monotonic()
+        live.must("deny %d %s" % (i, INET_IP))
+        c.stdin.write("\n"); c.stdin.flush()
+        got = c.stdout.readline().strip()
+        t.ok(got.startswith("error") or got == "closed",
+             "deny cuts the established connection (%s, %.1f ms)" %
+             (got, (time.monotonic() - t2) * 1000))
+    finally:
+        c.kill()
+        c.wait()
+
+    # Restricted: the deny sets win over a wider allow.
+    live.must("restrict %d 1" % i)
+    live.must("allow %d 10.202.0.0/24 0" % i)
+    t.ok(not reach(a, INET_IP) and reach(a, INET_IP2),
+         "restricted: deny checked before a wider allow")
+    live.must("reset %d" % i)
+    t.ok(not reach(a, INET_IP) and not reach(a, INET_IP2), "restricted + reset: all blocked")
+    live.must("restrict %d 0" % i)
+    t.ok(reach(a, INET_IP), "unrestricted, empty sets: reachable")
 
 
 def crash(t, live, world, state, prefix, table):

@@ -6,6 +6,7 @@
  *       (in-use slots from earlier "inuse <id> <index> <0|1>" lines)
  *   claim <id>            -> ok <index> <netns path> <host if> <host ip> <sandbox ip>/<len>
  *   release <id> | restrict <index> <0|1> | allow <index> <cidr> <timeout_s>
+ *   deny <index> <cidr>
  *   reset <index> | close | wait_ready <n> (pool refilled to n within 10 s)
  *   bench <n>             -> ok p50_us p99_us max_us (n claim+release cycles;
  *                            only the claim is timed)
@@ -70,7 +71,8 @@ static void cmd_claim(const char *id)
     printf("ok %u %s %s %s %s/%u\n", s.index, s.netns_path, s.host_ifname, h, b, s.prefix_len);
 }
 
-static void cmd_allow(char **av)
+/* allow (timeout av[3]) or deny av[2] on slot av[1]. */
+static void cmd_addr(char **av, bool deny)
 {
     struct osb_err e = { 0 };
     unsigned char addr[16];
@@ -89,7 +91,9 @@ static void cmd_allow(char **av)
     }
     if (!slash)
         len = fam == AF_INET ? 32 : 128;
-    if (osb_net_allow(net, (unsigned)atoi(av[1]), fam, addr, len, (uint32_t)atoi(av[3]), &e) < 0)
+    unsigned idx = (unsigned)atoi(av[1]);
+    if ((deny ? osb_net_deny(net, idx, fam, addr, len, &e)
+              : osb_net_allow(net, idx, fam, addr, len, (uint32_t)atoi(av[3]), &e)) < 0)
         return reply_err(&e);
     printf("ok\n");
 }
@@ -180,7 +184,9 @@ static void dispatch(char **av, int ac)
         osb_net_restrict(net, (unsigned)atoi(av[1]), atoi(av[2]) != 0, &e) < 0
             ? reply_err(&e) : (void)printf("ok\n");
     } else if (!strcmp(av[0], "allow") && ac == 4) {
-        cmd_allow(av);
+        cmd_addr(av, false);
+    } else if (!strcmp(av[0], "deny") && ac == 3) {
+        cmd_addr(av, true);
     } else if (!strcmp(av[0], "reset") && ac == 2) {
         osb_net_reset_allow(net, (unsigned)atoi(av[1]), &e) < 0 ? reply_err(&e)
                                                                : (void)printf("ok\n");
