@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../src/server/apierr.c"
+#include "../src/net/policy.c"
 #include "../src/server/spec.c"
 #include "common/json.h"
 
