@@ -169,7 +169,7 @@ class FakeInternet:
             sh("ip", "-n", self.ns, *c)
         # A host route for the link-local test address, so a sandbox that
         # is wrongly let through reaches this netns and nothing else.
-        sh("ip", "route", "add", META_IP + "/32", "via", DNS_IP)
+        sh("ip", "route", "replace", META_IP + "/32", "via", DNS_IP)
         self.meta_route = True
         import json
         ips = sorted(set(ZONE.values())) + [META_IP]

@@ -139,7 +139,7 @@ class World:
         sh("ip", "link", "add", INET_IF, "type", "veth", "peer", "name", "eth0", "netns", INET_NS)
         sh("ip", "addr", "add", INET_HOST + "/24", "dev", INET_IF)
         sh("ip", "link", "set", INET_IF, "up")
-        sh("ip", "route", "add", META_IP + "/32", "via", INET_IP)
+        sh("ip", "route", "replace", META_IP + "/32", "via", INET_IP)
         for c in (["addr", "add", INET_IP + "/24", "dev", "eth0"],
                   ["addr", "add", INET_IP2 + "/24", "dev", "eth0"],
                   ["addr", "add", META_IP + "/32", "dev", "eth0"],
