@@ -117,6 +117,14 @@ def run_ok(s, image, name, **fields):
     return r.json()["id"]
 
 
+def pulled_ok(r):
+    """The create pulled its image: 202, or (sanitizer build) the pull worked and only the
+    dynamically linked execd could not start in the busybox image."""
+    if r.status == 202:
+        return True
+    return DYNAMIC_EXECD and r.status == 500 and b"/opt/opensandbox/execd" in r.body
+
+
 def skip_run(name):
     if DYNAMIC_EXECD:
         t.skip(name, "execd is dynamically linked (sanitizer build): it cannot run in a "
@@ -289,7 +297,7 @@ def test_private(s, preg, user, password, wrong):
     expect_failure(s, r, 403, "SANDBOX::IMAGE_PULL_DENIED", ref, "private, unknown user")
     r = s.create(image={"uri": ref, "auth": {"username": user, "password": password}},
                  http_timeout=120)
-    t.ok(r.status == 202, "private, right credentials -> 202", "%d %s" % (r.status, r.body[:300]))
+    t.ok(pulled_ok(r), "private, right credentials -> 202", "%d %s" % (r.status, r.body[:300]))
     if r.status == 202:
         sid = r.json()["id"]
         g = s.get_sbx(sid)
@@ -471,8 +479,9 @@ def test_concurrent(s, reg):
         th.start()
     for th in ths:
         th.join(150)
-    t.eq([getattr(r, "status", r) for r in results], [202, 202],
-         "two concurrent creates of a new image both succeed")
+    t.ok(all(hasattr(r, "status") and pulled_ok(r) for r in results),
+         "two concurrent creates of a new image both succeed",
+         [getattr(r, "status", r) for r in results])
     gets = [reg.blob_gets(sha256_digest(l[0])) for l in (la, lb)]
     t.eq(gets, [1, 1], "each new layer blob was fetched once")
     t.ok(reg.blob_gets(cfg) in (1, 2), "config blob fetched at most once per create",
@@ -594,6 +603,9 @@ def test_mirror(s, mreg):
 def test_restart(s, reg):
     ref = "%s/test/busybox:gz" % reg.addr
     _, rows = image_rows(s)
+    if ref not in rows:  # the formats test did not run (sanitizer build): pull it here
+        cli(s, "image", "pull", ref)
+        _, rows = image_rows(s)
     if not t.ok(ref in rows, "image pulled before the restart", rows):
         return
     s.delete_all()
