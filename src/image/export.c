@@ -20,10 +20,6 @@
 #include "image/layer.h"
 #include "image/registry_parse.h"
 
-struct blob_file {
-    char digest[OSB_DIGEST_MAX];
-    int64_t size;
-};
 
 static void hex_of(EVP_MD_CTX *md, char out[OSB_DIGEST_MAX])
 {
@@ -36,7 +32,7 @@ static void hex_of(EVP_MD_CTX *md, char out[OSB_DIGEST_MAX])
 }
 
 /* Move tmp file path to <blobs>/<hex> after hashing it. */
-static int blob_install(const char *blobs, const char *path, struct blob_file *b,
+static int blob_install(const char *blobs, const char *path, struct osb_export_blob *b,
                         struct osb_err *err)
 {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -59,7 +55,7 @@ static int blob_install(const char *blobs, const char *path, struct blob_file *b
     return rename(path, dst) < 0 ? osb_err_sys(err, "rename `%s`", path) : 0;
 }
 
-static int json_blob(const char *blobs, json_t *j, struct blob_file *b, struct osb_err *err)
+static int json_blob(const char *blobs, json_t *j, struct osb_export_blob *b, struct osb_err *err)
 {
     _cleanup_free_ char *tmp = osb_xasprintf("%s/.json", blobs);
     if (json_dump_file(j, tmp, JSON_COMPACT) < 0)
@@ -77,7 +73,7 @@ static json_t *strv_json(char **v)
     return a;
 }
 
-static json_t *config_json(const struct osb_image *im, const struct blob_file *layers, size_t n)
+static json_t *config_json(const struct osb_image *im, const struct osb_export_blob *layers, size_t n)
 {
     json_t *diff = json_array();
     for (size_t i = 0; i < n; i++)
@@ -103,7 +99,7 @@ static json_t *config_json(const struct osb_image *im, const struct blob_file *l
                      "diff_ids", diff);
 }
 
-static json_t *desc(const char *mt, const struct blob_file *b)
+static json_t *desc(const char *mt, const struct osb_export_blob *b)
 {
     return json_pack("{s:s, s:s, s:I}", "mediaType", mt, "digest", b->digest, "size",
                      (json_int_t)b->size);
@@ -124,46 +120,54 @@ static json_t *repo_tags(const char *name)
     return a;
 }
 
-static int write_meta(const char *root, const struct osb_image *im, const struct blob_file *lb,
-                      size_t n, struct osb_err *err)
+/* The config and the manifest blobs, once the layer blobs are in. */
+static int write_manifest(struct osb_export *e, const struct osb_image *im, struct osb_err *err)
 {
-    _cleanup_free_ char *blobs = osb_xasprintf("%s/blobs/sha256", root);
-    struct blob_file cfg, man;
-    json_t *cj = config_json(im, lb, n);
-    int r = json_blob(blobs, cj, &cfg, err);
+    _cleanup_free_ char *blobs = osb_xasprintf("%s/blobs/sha256", e->root);
+    json_t *cj = config_json(im, e->layers, e->n_layers);
+    int r = json_blob(blobs, cj, &e->config, err);
     json_decref(cj);
     if (r < 0)
         return -1;
-    json_t *layers = json_array(), *dl = json_array();
-    for (size_t i = 0; i < n; i++) {
-        json_array_append_new(layers, desc("application/vnd.oci.image.layer.v1.tar", &lb[i]));
-        char *p = osb_xasprintf("blobs/sha256/%s", lb[i].digest + 7);
+    json_t *layers = json_array();
+    for (size_t i = 0; i < e->n_layers; i++)
+        json_array_append_new(layers, desc(OSB_EXPORT_LAYER_MT, &e->layers[i]));
+    json_t *mj = json_pack("{s:i, s:s, s:o, s:o}", "schemaVersion", 2, "mediaType",
+                           OSB_EXPORT_MANIFEST_MT, "config",
+                           desc("application/vnd.oci.image.config.v1+json", &e->config),
+                           "layers", layers);
+    r = json_blob(blobs, mj, &e->manifest, err);
+    json_decref(mj);
+    return r;
+}
+
+/* index.json, oci-layout, and docker load's manifest.json. */
+static int write_layout(const struct osb_export *e, const struct osb_image *im,
+                        struct osb_err *err)
+{
+    json_t *dl = json_array();
+    for (size_t i = 0; i < e->n_layers; i++) {
+        char *p = osb_xasprintf("blobs/sha256/%s", e->layers[i].digest + 7);
         json_array_append_new(dl, json_string(p));
         free(p);
     }
-    json_t *mj = json_pack("{s:i, s:s, s:o, s:o}", "schemaVersion", 2, "mediaType",
-                           "application/vnd.oci.image.manifest.v1+json", "config",
-                           desc("application/vnd.oci.image.config.v1+json", &cfg), "layers",
-                           layers);
-    r = json_blob(blobs, mj, &man, err);
-    json_decref(mj);
-    json_t *md = desc("application/vnd.oci.image.manifest.v1+json", &man);
+    json_t *md = desc(OSB_EXPORT_MANIFEST_MT, &e->manifest);
     json_object_set_new(md, "annotations",
                         json_pack("{s:s}", "org.opencontainers.image.ref.name", im->name));
     json_t *idx = json_pack("{s:i, s:s, s:[o]}", "schemaVersion", 2, "mediaType",
                             "application/vnd.oci.image.index.v1+json", "manifests", md);
-    char *cp = osb_xasprintf("blobs/sha256/%s", cfg.digest + 7);
+    char *cp = osb_xasprintf("blobs/sha256/%s", e->config.digest + 7);
     json_t *dm = json_pack("[{s:s, s:o, s:o}]", "Config", cp, "RepoTags", repo_tags(im->name),
                            "Layers", dl);
     free(cp);
     json_t *layout = json_pack("{s:s}", "imageLayoutVersion", "1.0.0");
-    _cleanup_free_ char *p1 = osb_xasprintf("%s/index.json", root);
-    _cleanup_free_ char *p2 = osb_xasprintf("%s/manifest.json", root);
-    _cleanup_free_ char *p3 = osb_xasprintf("%s/oci-layout", root);
-    if (r == 0 && (json_dump_file(idx, p1, JSON_COMPACT) < 0 ||
-                   json_dump_file(dm, p2, JSON_COMPACT) < 0 ||
-                   json_dump_file(layout, p3, JSON_COMPACT) < 0))
-        r = osb_err_sys(err, "write the layout in `%s`", root);
+    _cleanup_free_ char *p1 = osb_xasprintf("%s/index.json", e->root);
+    _cleanup_free_ char *p2 = osb_xasprintf("%s/manifest.json", e->root);
+    _cleanup_free_ char *p3 = osb_xasprintf("%s/oci-layout", e->root);
+    int r = 0;
+    if (json_dump_file(idx, p1, JSON_COMPACT) < 0 || json_dump_file(dm, p2, JSON_COMPACT) < 0 ||
+        json_dump_file(layout, p3, JSON_COMPACT) < 0)
+        r = osb_err_sys(err, "write the layout in `%s`", e->root);
     json_decref(idx);
     json_decref(dm);
     json_decref(layout);
@@ -226,32 +230,70 @@ static int pack(const char *root, const char *out, struct osb_err *err)
     return r;
 }
 
+static int layer_blob(const char *blobs, const char *dir, struct osb_export_blob *b,
+                      struct osb_err *err)
+{
+    _cleanup_free_ char *tmp = osb_xasprintf("%s/.layer", blobs);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return osb_err_sys(err, "create `%s`", tmp);
+    int r = osb_layer_to_tar(dir, fd, err);
+    if (close(fd) < 0 && r == 0)
+        r = osb_err_sys(err, "write `%s`", tmp);
+    return r < 0 ? -1 : blob_install(blobs, tmp, b, err);
+}
+
+int osb_export_build(const struct osb_image *im, char *const *layer_dirs, size_t n,
+                     const char *root_template, struct osb_export *out, struct osb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->root = osb_xstrdup(root_template);
+    if (!mkdtemp(out->root)) {
+        int r = osb_err_sys(err, "create `%s`", root_template);
+        free(out->root);
+        out->root = NULL;
+        return r;
+    }
+    out->layers = osb_xcalloc(n ? n : 1, sizeof *out->layers);
+    out->n_layers = n;
+    _cleanup_free_ char *blobs = osb_xasprintf("%s/blobs/sha256", out->root);
+    int r = osb_mkdir_p(blobs, 0755, err);
+    for (size_t i = 0; i < n && r == 0; i++)
+        r = layer_blob(blobs, layer_dirs[i], &out->layers[i], err);
+    if (r == 0)
+        r = write_manifest(out, im, err);
+    if (r < 0)
+        osb_export_free(out);
+    return r;
+}
+
+char *osb_export_blob_path(const struct osb_export *e, const char *digest)
+{
+    return osb_xasprintf("%s/blobs/sha256/%s", e->root, digest + 7);
+}
+
+void osb_export_free(struct osb_export *e)
+{
+    if (e->root)
+        osb_layer_remove(e->root, NULL);
+    free(e->root);
+    free(e->layers);
+    memset(e, 0, sizeof *e);
+}
+
 int osb_export_write(const struct osb_image *im, char *const *layer_dirs, size_t n,
                      const char *tar_path, struct osb_err *err)
 {
-    _cleanup_free_ char *root = osb_xasprintf("%s.tmp-XXXXXX", tar_path);
-    if (!mkdtemp(root))
-        return osb_err_sys(err, "create a directory next to `%s`", tar_path);
-    _cleanup_free_ char *blobs = osb_xasprintf("%s/blobs/sha256", root);
-    _cleanup_free_ char *tmp_tar = osb_xasprintf("%s/out.tar", root);
-    struct blob_file *lb = osb_xcalloc(n ? n : 1, sizeof *lb);
-    int r = osb_mkdir_p(blobs, 0755, err);
-    for (size_t i = 0; i < n && r == 0; i++) {
-        _cleanup_free_ char *tmp = osb_xasprintf("%s/.layer", blobs);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        r = fd < 0 ? osb_err_sys(err, "create `%s`", tmp) : osb_layer_to_tar(layer_dirs[i], fd, err);
-        if (fd >= 0)
-            close(fd);
-        if (r == 0)
-            r = blob_install(blobs, tmp, &lb[i], err);
-    }
+    _cleanup_free_ char *tmpl = osb_xasprintf("%s.tmp-XXXXXX", tar_path);
+    struct osb_export e;
+    if (osb_export_build(im, layer_dirs, n, tmpl, &e, err) < 0)
+        return -1;
+    _cleanup_free_ char *tmp_tar = osb_xasprintf("%s/out.tar", e.root);
+    int r = write_layout(&e, im, err);
     if (r == 0)
-        r = write_meta(root, im, lb, n, err);
-    if (r == 0)
-        r = pack(root, tmp_tar, err);
+        r = pack(e.root, tmp_tar, err);
     if (r == 0 && rename(tmp_tar, tar_path) < 0)
         r = osb_err_sys(err, "install `%s`", tar_path);
-    free(lb);
-    osb_layer_remove(root, NULL);
+    osb_export_free(&e);
     return r;
 }

@@ -1,6 +1,8 @@
 #include "image/registry.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -8,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/base64.h"
 #include "common/buf.h"
@@ -29,6 +33,7 @@ struct osb_registry {
     char *username, *password;
     char os[32], arch[32];
     char *auth;           /* "Authorization: ..." for bases[cur], or NULL */
+    bool push;            /* tokens are asked for with pull,push scope */
     CURL *curl;
 };
 
@@ -39,6 +44,8 @@ struct xfer {
     long status;
     char www_auth[1024];
     char content_type[256];
+    char location[2048];
+    char content_digest[OSB_DIGEST_MAX];
     struct osb_buf body;  /* 200 body when no cb; else the error body */
     bool got_status;
     /* streaming a verified blob */
@@ -49,6 +56,13 @@ struct xfer {
     int64_t limit;        /* bytes allowed in a 200 body */
     int64_t delivered;
     EVP_MD_CTX *md;
+    /* requests other than GET */
+    const char *method;   /* "HEAD", "POST", "PUT"; NULL for GET */
+    const char *req_type; /* Content-Type of the request body */
+    long ok[3];           /* statuses that succeed, 0-terminated; {0}: 200 */
+    int up_fd;            /* the PUT body: a file (>= 0) ... */
+    const char *up_mem;   /* ... or bytes */
+    int64_t up_size, up_off;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -81,7 +95,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
     struct xfer *x = ud;
     size_t len = size * n;
     if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
-        x->www_auth[0] = x->content_type[0] = '\0';
+        x->www_auth[0] = x->content_type[0] = x->location[0] = x->content_digest[0] = '\0';
         return len;
     }
     const char *colon = memchr(data, ':', len);
@@ -102,6 +116,12 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
     } else if (klen == 12 && strncasecmp(data, "content-type", 12) == 0) {
         dst = x->content_type;
         cap = sizeof x->content_type;
+    } else if (klen == 8 && strncasecmp(data, "location", 8) == 0) {
+        dst = x->location;
+        cap = sizeof x->location;
+    } else if (klen == 21 && strncasecmp(data, "docker-content-digest", 21) == 0) {
+        dst = x->content_digest;
+        cap = sizeof x->content_digest;
     }
     if (dst)
         snprintf(dst, cap, "%.*s", (int)(vlen < cap ? vlen : cap - 1), v);
@@ -146,6 +166,11 @@ static struct curl_slist *req_headers(struct xfer *x, bool auth)
     }
     if (auth && x->r->auth)
         h = curl_slist_append(h, x->r->auth);
+    if (x->req_type) {
+        char *a = osb_xasprintf("Content-Type: %s", x->req_type);
+        h = curl_slist_append(h, a);
+        free(a);
+    }
     return h;
 }
 
@@ -153,11 +178,62 @@ static void xfer_reset(struct xfer *x)
 {
     x->status = 0;
     x->got_status = false;
-    x->www_auth[0] = x->content_type[0] = '\0';
+    x->www_auth[0] = x->content_type[0] = x->location[0] = x->content_digest[0] = '\0';
+    x->up_off = 0;
     osb_buf_reset(&x->body);
 }
 
-/* One GET without following redirects. <0 only for transport failures
+/* The PUT body, from the file (streamed, never all in memory) or bytes. */
+static size_t on_read(char *buf, size_t size, size_t n, void *ud)
+{
+    struct xfer *x = ud;
+    size_t want = size * n;
+    if ((int64_t)want > x->up_size - x->up_off)
+        want = (size_t)(x->up_size - x->up_off);
+    if (want == 0)
+        return 0;
+    if (x->up_mem) {
+        memcpy(buf, x->up_mem + x->up_off, want);
+        x->up_off += (int64_t)want;
+        return want;
+    }
+    ssize_t got = OSB_RETRY(pread(x->up_fd, buf, want, (off_t)x->up_off));
+    if (got <= 0) /* a shrunk file: the registry's digest check would fail anyway */
+        return CURL_READFUNC_ABORT;
+    x->up_off += got;
+    return (size_t)got;
+}
+
+static int on_seek(void *ud, curl_off_t off, int origin)
+{
+    struct xfer *x = ud;
+    if (origin != SEEK_SET || off < 0 || off > x->up_size)
+        return CURL_SEEKFUNC_CANTSEEK;
+    x->up_off = off;
+    return CURL_SEEKFUNC_OK;
+}
+
+static void set_method(struct xfer *x, CURL *c)
+{
+    if (!x->method)
+        return;
+    if (strcmp(x->method, "HEAD") == 0) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(x->method, "POST") == 0) {
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+    } else {
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(c, CURLOPT_READDATA, x);
+        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(c, CURLOPT_SEEKDATA, x);
+        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)x->up_size);
+    }
+}
+
+/* One request (GET unless x->method) without following redirects. <0 only for transport failures
  * (or the consumer's refusal); HTTP statuses are the caller's. */
 static int perform(struct xfer *x, const char *url, bool auth, const char *user,
                    const char *pass, struct osb_err *err)
@@ -181,6 +257,7 @@ static int perform(struct xfer *x, const char *url, bool auth, const char *user,
     curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    set_method(x, c);
     if (user) {
         curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
         curl_easy_setopt(c, CURLOPT_USERNAME, user);
@@ -249,7 +326,9 @@ static int fetch_token(struct osb_registry *r, const struct osb_auth_challenge *
         return osb_err_set(err, OSB_E_DENIED, "image `%s`: registry asks for a token from an "
                            "unusable realm", r->image);
     char scope[600];
-    if (ch->scope[0])
+    if (r->push) /* a challenge to a HEAD asks for pull only */
+        snprintf(scope, sizeof scope, "repository:%s:pull,push", r->ref.path);
+    else if (ch->scope[0])
         snprintf(scope, sizeof scope, "%s", ch->scope);
     else
         snprintf(scope, sizeof scope, "repository:%s:pull", r->ref.path);
@@ -340,19 +419,29 @@ static int status_error(struct xfer *x, const char *what, struct osb_err *err)
     }
 }
 
-/* GET <base>/v2/<path>/<suffix>: authenticates when challenged, follows
+static bool status_ok(const struct xfer *x)
+{
+    if (!x->ok[0])
+        return x->status == 200;
+    for (size_t i = 0; i < OSB_ARRAY_LEN(x->ok) && x->ok[i]; i++)
+        if (x->status == x->ok[i])
+            return true;
+    return false;
+}
+
+/* url (under bases[cur]): authenticates when challenged, follows
  * redirects (credentials only to the registry's own origin). */
-static int request(struct osb_registry *r, const char *suffix, const char *what, struct xfer *x,
-                   struct osb_err *err)
+static int request_url(struct osb_registry *r, const char *start, const char *what,
+                       struct xfer *x, struct osb_err *err)
 {
     const char *base = r->bases[r->cur];
-    _cleanup_free_ char *url = osb_xasprintf("%s/v2/%s/%s", base, r->ref.path, suffix);
+    _cleanup_free_ char *url = osb_xstrdup(start);
     bool tried_auth = false;
     for (int hops = 0; hops <= MAX_REDIRECTS;) {
         bool own = same_origin(url, base);
         if (perform(x, url, own, NULL, NULL, err) < 0)
             return -1;
-        if (x->status == 200)
+        if (status_ok(x))
             return 0;
         if (x->status == 401 && own && !tried_auth) {
             tried_auth = true;
@@ -375,6 +464,15 @@ static int request(struct osb_registry *r, const char *suffix, const char *what,
     }
     return osb_err_set(err, OSB_E_UNAVAILABLE, "image `%s`: %s: too many or bad redirects",
                        r->image, what);
+}
+
+/* <base>/v2/<path>/<suffix>, as request_url. */
+static int request(struct osb_registry *r, const char *suffix, const char *what, struct xfer *x,
+                   struct osb_err *err)
+{
+    _cleanup_free_ char *url = osb_xasprintf("%s/v2/%s/%s", r->bases[r->cur], r->ref.path,
+                                             suffix);
+    return request_url(r, url, what, x, err);
 }
 
 static bool listed(const char *const *list, const char *s)
@@ -607,4 +705,120 @@ int osb_registry_blob(struct osb_registry *r, const struct osb_blob *b, osb_regi
             return -1;
         next_base(r, err);
     }
+}
+
+/* ------------------------------------------------------------ push */
+
+/* Pushes go to the registry itself, never to a mirror, with a token for
+ * pull,push (a pull token, if any, is dropped). */
+static void push_mode(struct osb_registry *r)
+{
+    if (r->push)
+        return;
+    r->push = true;
+    r->cur = r->n_bases - 1;
+    free_secret(r->auth);
+    r->auth = NULL;
+}
+
+/* The upload URL: Location (absolute, or relative to the POST's URL) with
+ * digest=<digest> added to whatever query it already has. */
+static char *upload_url(const char *post_url, const char *location, const char *digest)
+{
+    CURLU *u = curl_url();
+    char *full = NULL, *out = NULL;
+    _cleanup_free_ char *q = osb_xasprintf("digest=%s", digest);
+    if (curl_url_set(u, CURLUPART_URL, post_url, 0) == CURLUE_OK &&
+        curl_url_set(u, CURLUPART_URL, location, 0) == CURLUE_OK &&
+        curl_url_set(u, CURLUPART_QUERY, q, CURLU_APPENDQUERY | CURLU_URLENCODE) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_URL, &full, 0) == CURLUE_OK)
+        out = osb_xstrdup(full);
+    curl_free(full);
+    curl_url_cleanup(u);
+    return out;
+}
+
+static int blob_present(struct osb_registry *r, const char *digest, const char *what,
+                        bool *present, struct osb_err *err)
+{
+    struct xfer x = {.r = r, .method = "HEAD", .ok = {200, 404}};
+    osb_buf_init(&x.body, ERRBODY_MAX);
+    char suffix[120];
+    snprintf(suffix, sizeof suffix, "blobs/%s", digest);
+    int rc = request(r, suffix, what, &x, err);
+    *present = x.status == 200;
+    osb_buf_free(&x.body);
+    return rc;
+}
+
+static int blob_upload(struct osb_registry *r, const char *digest, int64_t size, int fd,
+                       const char *what, struct osb_err *err)
+{
+    struct xfer x = {.r = r, .method = "POST", .ok = {202}};
+    osb_buf_init(&x.body, ERRBODY_MAX);
+    _cleanup_free_ char *post = osb_xasprintf("%s/v2/%s/blobs/uploads/", r->bases[r->cur],
+                                              r->ref.path);
+    int rc = request_url(r, post, what, &x, err);
+    _cleanup_free_ char *put = NULL;
+    if (rc == 0 && !(put = x.location[0] ? upload_url(post, x.location, digest) : NULL))
+        rc = osb_err_set(err, OSB_E_INVALID, "image `%s`: %s: the registry gave no usable "
+                         "upload location", r->image, what);
+    if (rc == 0) {
+        x.method = "PUT";
+        x.ok[0] = 201;
+        x.ok[1] = 204;
+        x.req_type = "application/octet-stream";
+        x.up_fd = fd;
+        x.up_size = size;
+        rc = request_url(r, put, what, &x, err);
+    }
+    osb_buf_free(&x.body);
+    return rc;
+}
+
+int osb_registry_push_blob(struct osb_registry *r, const char *digest, int64_t size,
+                           const char *path, struct osb_err *err)
+{
+    if (!osb_digest_ok(digest))
+        return osb_err_set(err, OSB_E_UNSUPPORTED, "image `%s`: unsupported digest `%.80s`",
+                           r->image, digest);
+    push_mode(r);
+    char what[120];
+    snprintf(what, sizeof what, "blob %.19s", digest);
+    bool present = false;
+    if (blob_present(r, digest, what, &present, err) < 0)
+        return -1;
+    if (present)
+        return 1;
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return osb_err_sys(err, "image `%s`: open `%s`", r->image, path);
+    if (st.st_size != size)
+        return osb_err_set(err, OSB_E_INTEGRITY, "image `%s`: `%s` has %lld bytes, not %lld",
+                           r->image, path, (long long)st.st_size, (long long)size);
+    return blob_upload(r, digest, size, fd, what, err) < 0 ? -1 : 0;
+}
+
+int osb_registry_push_manifest(struct osb_registry *r, const char *reference,
+                               const char *media_type, const void *data, size_t len,
+                               struct osb_err *err)
+{
+    push_mode(r);
+    char digest[OSB_DIGEST_MAX];
+    digest_of(data, len, digest);
+    if (strncmp(reference, "sha256:", 7) == 0 && strcmp(reference, digest) != 0)
+        return osb_err_set(err, OSB_E_INTEGRITY, "image `%s`: the manifest is %s, not %.80s",
+                           r->image, digest, reference);
+    struct xfer x = {.r = r, .method = "PUT", .ok = {201, 200, 204}, .req_type = media_type,
+                     .up_fd = -1, .up_mem = data, .up_size = (int64_t)len};
+    osb_buf_init(&x.body, ERRBODY_MAX);
+    char suffix[200];
+    snprintf(suffix, sizeof suffix, "manifests/%s", reference);
+    int rc = request(r, suffix, "manifest", &x, err);
+    if (rc == 0 && x.content_digest[0] && strcmp(x.content_digest, digest) != 0)
+        rc = osb_err_set(err, OSB_E_INTEGRITY, "image `%s`: the registry stored the manifest "
+                         "as %.80s, pushed %s", r->image, x.content_digest, digest);
+    osb_buf_free(&x.body);
+    return rc;
 }

@@ -8,7 +8,10 @@
  * on `Basic` the credentials are sent directly. Credentials are never
  * logged and never appear in an error message.
  *
- * Blocking; one handle per pull, used by one thread at a time (different
+ * Pushes ask for a token with scope repository:<path>:pull,push and go to
+ * the registry itself (never a mirror).
+ *
+ * Blocking; one handle per pull or push, used by one thread at a time (different
  * handles may run on different threads at once). */
 #ifndef OSB_IMAGE_REGISTRY_H
 #define OSB_IMAGE_REGISTRY_H
@@ -76,4 +79,19 @@ void osb_manifest_free(struct osb_manifest *m);
 typedef int (*osb_registry_data_cb)(void *ud, const void *data, size_t len, struct osb_err *err);
 int osb_registry_blob(struct osb_registry *r, const struct osb_blob *b, osb_registry_data_cb cb,
                       void *ud, struct osb_err *err);
+
+/* Upload the blob in the file at path (size bytes, digest as given): a
+ * HEAD first, and nothing more when the registry has it (returns 1); else
+ * a monolithic upload (POST, then PUT <Location>?digest=… streaming the
+ * file) and returns 0. The registry verifies the digest (OSB_E_INVALID
+ * when it refuses the upload). */
+int osb_registry_push_blob(struct osb_registry *r, const char *digest, int64_t size,
+                           const char *path, struct osb_err *err);
+
+/* PUT the manifest bytes under reference: a tag, or a digest, which must
+ * be the bytes' own (OSB_E_INTEGRITY otherwise, or when the registry says
+ * it stored other bytes). */
+int osb_registry_push_manifest(struct osb_registry *r, const char *reference,
+                               const char *media_type, const void *data, size_t len,
+                               struct osb_err *err);
 #endif

@@ -928,3 +928,106 @@ void osb_istore_discard_layer(struct osb_istore *s, const char *dir)
     if (key)
         release_pending(s, key);
 }
+
+/* ------------------------------------------------------------ push */
+
+static int push_blob(struct pull *p, const struct osb_export *e, const struct osb_export_blob *b,
+                     struct osb_err *err)
+{
+    _cleanup_free_ char *path = osb_export_blob_path(e, b->digest);
+    int64_t t0 = osb_mono_ms();
+    int r = osb_registry_push_blob(p->reg, b->digest, b->size, path, err);
+    if (r == 1)
+        say(p, "%.19s: already present", b->digest);
+    else if (r == 0)
+        say(p, "%.19s: pushed %.1f MB in %.1f s", b->digest, (double)b->size / 1e6,
+            (double)(osb_mono_ms() - t0) / 1000.0);
+    return r < 0 ? -1 : 0;
+}
+
+/* The manifest blob is small (a few hundred bytes per layer). */
+static int read_blob(const struct osb_export *e, const struct osb_export_blob *b, char **out,
+                     struct osb_err *err)
+{
+    _cleanup_free_ char *path = osb_export_blob_path(e, b->digest);
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return osb_err_sys(err, "open `%s`", path);
+    char *buf = osb_xmalloc((size_t)b->size + 1);
+    ssize_t n = OSB_RETRY(read(fd, buf, (size_t)b->size + 1));
+    if (n != b->size) {
+        free(buf);
+        return n < 0 ? osb_err_sys(err, "read `%s`", path)
+                     : osb_err_set(err, OSB_E_INTEGRITY, "`%s` changed size", path);
+    }
+    *out = buf;
+    return 0;
+}
+
+/* Layers, then the config, then the manifest that names them. */
+static int push_built(struct pull *p, const struct osb_export *e, const struct osb_ref *ref,
+                      struct osb_err *err)
+{
+    const char *reference = ref->digest[0] ? ref->digest : ref->tag;
+    if (ref->digest[0] && strcmp(ref->digest, e->manifest.digest) != 0)
+        return osb_err_set(err, OSB_E_INTEGRITY, "image `%s`: the manifest is %s, not the "
+                           "digest given", p->image, e->manifest.digest);
+    /* the registry's messages name each blob already */
+    for (size_t i = 0; i < e->n_layers; i++)
+        if (push_blob(p, e, &e->layers[i], err) < 0)
+            return -1;
+    if (push_blob(p, e, &e->config, err) < 0)
+        return -1;
+    _cleanup_free_ char *man = NULL;
+    if (read_blob(e, &e->manifest, &man, err) < 0)
+        return -1;
+    if (osb_registry_push_manifest(p->reg, reference, OSB_EXPORT_MANIFEST_MT, man,
+                                   (size_t)e->manifest.size, err) < 0)
+        return -1;
+    say(p, "%s: manifest %s", p->image, e->manifest.digest);
+    return 0;
+}
+
+static int push_image(struct osb_istore *s, const struct osb_image *im, const struct osb_ref *ref,
+                      const struct osb_registry_opts *o, struct pull *p,
+                      char digest_out[OSB_DIGEST_MAX], struct osb_err *err)
+{
+    char **layers = NULL;
+    size_t n = 0;
+    if (chain_layers(s, im, &layers, &n, err) < 0)
+        return -1;
+    _cleanup_free_ char *tmpl = osb_xasprintf("%s/.push-XXXXXX", s->state);
+    struct osb_export e;
+    say(p, "%s: building %zu layer blobs", im->name, n);
+    int r = osb_export_build(im, layers, n, tmpl, &e, err);
+    strv_free(layers);
+    if (r < 0)
+        return osb_err_wrap(err, "image `%s`", im->name);
+    r = osb_registry_open(ref, o, &p->reg, err);
+    if (r == 0) {
+        r = push_built(p, &e, ref, err);
+        osb_registry_close(p->reg);
+    }
+    if (r == 0)
+        snprintf(digest_out, OSB_DIGEST_MAX, "%s", e.manifest.digest);
+    osb_export_free(&e);
+    return r;
+}
+
+int osb_istore_push(struct osb_istore *s, const char *name, const char *refstr,
+                    const struct osb_registry_opts *o, osb_istore_progress_cb progress, void *ud,
+                    char digest_out[OSB_DIGEST_MAX], struct osb_err *err)
+{
+    struct osb_ref ref;
+    char image[600];
+    if (osb_ref_parse(refstr, &ref, err) < 0)
+        return -1;
+    osb_ref_string(&ref, image, sizeof image);
+    struct osb_image im;
+    if (find(s, name, &im, err) < 0)
+        return -1;
+    struct pull p = {.s = s, .image = image, .progress = progress, .ud = ud};
+    int r = push_image(s, &im, &ref, o, &p, digest_out, err);
+    osb_image_free(&im);
+    return r;
+}

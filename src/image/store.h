@@ -104,6 +104,16 @@ int osb_istore_prune(struct osb_istore *s, size_t *layers_removed, uint64_t *byt
 int osb_istore_export(struct osb_istore *s, const char *name, const char *tar_path,
                       struct osb_err *err);
 
+/* Push an image (with its base's layers below its own, as export) to ref
+ * (a tag, or a digest that must be the manifest's): layer and config
+ * blobs the registry lacks are uploaded, then an OCI manifest (layers as
+ * uncompressed tars). digest_out gets the manifest digest. Blobs are
+ * built in <state>/.push-*, removed at the end. registry.h errors name
+ * ref; OSB_E_NOTFOUND names name. */
+int osb_istore_push(struct osb_istore *s, const char *name, const char *ref,
+                    const struct osb_registry_opts *o, osb_istore_progress_cb progress, void *ud,
+                    char digest_out[OSB_DIGEST_MAX], struct osb_err *err);
+
 /* <state>/layers: where callers build layers (snapshots) before
  * osb_istore_add; new layer dirs are named with osb_istore_new_layer. */
 const char *osb_istore_layers_dir(const struct osb_istore *s);

@@ -17,7 +17,8 @@ static int usage(void)
 {
     fputs("usage: image pull REF [--username U] [--password-stdin] [--platform OS/ARCH]\n"
           "       image list | image rm NAME | image prune\n"
-          "       image import NAME FILE.tar | image export NAME FILE.tar\n",
+          "       image import NAME FILE.tar | image export NAME FILE.tar\n"
+          "       image push NAME REF [--username U] [--password-stdin]\n",
           stderr);
     return 2;
 }
@@ -43,17 +44,18 @@ static char *read_password(void)
     return line;
 }
 
-static int pull_args(int argc, char **argv, struct osb_registry_opts *o, char **password,
-                     char *platform, size_t n)
+/* Options from argv[first]; platform NULL: no --platform (push). */
+static int pull_args(int argc, char **argv, int first, struct osb_registry_opts *o,
+                     char **password, char *platform, size_t n)
 {
-    for (int i = 3; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         if (strcmp(argv[i], "--username") == 0 && i + 1 < argc) {
             o->username = argv[++i];
         } else if (strcmp(argv[i], "--password-stdin") == 0) {
             if (!(*password = read_password()))
-                return fputs("image pull: no password on stdin\n", stderr), 1;
+                return fprintf(stderr, "image %s: no password on stdin\n", argv[1]), 1;
             o->password = *password;
-        } else if (strcmp(argv[i], "--platform") == 0 && i + 1 < argc) {
+        } else if (platform && strcmp(argv[i], "--platform") == 0 && i + 1 < argc) {
             snprintf(platform, n, "%s", argv[++i]);
             char *slash = strchr(platform, '/');
             if (!slash || slash == platform || !slash[1])
@@ -80,7 +82,7 @@ static int cmd_pull(struct osb_istore *s, const struct osb_registry_opts *defaul
     struct osb_registry_opts o = defaults ? *defaults : (struct osb_registry_opts){0};
     char platform[128];
     char *password = NULL;
-    int rc = pull_args(argc, argv, &o, &password, platform, sizeof platform);
+    int rc = pull_args(argc, argv, 3, &o, &password, platform, sizeof platform);
     if (rc == 0) {
         struct osb_err err = {0};
         struct osb_image im;
@@ -90,6 +92,29 @@ static int cmd_pull(struct osb_istore *s, const struct osb_registry_opts *defaul
             printf("%s %s\n", im.name, im.digest);
             osb_image_free(&im);
         }
+    }
+    if (password) {
+        explicit_bzero(password, strlen(password));
+        free(password);
+    }
+    return rc;
+}
+
+static int cmd_push(struct osb_istore *s, const struct osb_registry_opts *defaults, int argc,
+                    char **argv)
+{
+    if (argc < 4)
+        return usage();
+    struct osb_registry_opts o = defaults ? *defaults : (struct osb_registry_opts){0};
+    char *password = NULL;
+    int rc = pull_args(argc, argv, 4, &o, &password, NULL, 0);
+    if (rc == 0) {
+        struct osb_err err = {0};
+        char digest[OSB_DIGEST_MAX];
+        if (osb_istore_push(s, argv[2], argv[3], &o, on_progress, NULL, digest, &err) < 0)
+            rc = fail("push", &err);
+        else
+            printf("%s %s\n", argv[3], digest);
     }
     if (password) {
         explicit_bzero(password, strlen(password));
@@ -130,6 +155,8 @@ int osb_image_cli(struct osb_istore *s, const struct osb_registry_opts *defaults
     const char *verb = argc >= 2 ? argv[1] : "";
     if (strcmp(verb, "pull") == 0)
         return cmd_pull(s, defaults, argc, argv);
+    if (strcmp(verb, "push") == 0)
+        return cmd_push(s, defaults, argc, argv);
     if (strcmp(verb, "list") == 0 && argc == 2)
         return cmd_list(s);
     if (strcmp(verb, "rm") == 0 && argc == 3) {

@@ -2,7 +2,7 @@
  *
  *   opensandbox-server [--config FILE]
  *   opensandbox-server init-config PATH [--example native]
- *   opensandbox-server image pull|list|rm|prune|import|export ...
+ *   opensandbox-server image pull|list|rm|prune|import|export|push ...
  *
  * Start-up is a checklist: config, API key policy, state dir (locked: two
  * servers on one state dir would clean up each other's sandboxes as
@@ -44,6 +44,8 @@ static void usage(FILE *f)
             "       opensandbox-server [--config FILE] image rm NAME\n"
             "       opensandbox-server [--config FILE] image import NAME FILE.tar\n"
             "       opensandbox-server [--config FILE] image export NAME|SNAPSHOT_ID FILE.tar\n"
+            "       opensandbox-server [--config FILE] image push NAME|SNAPSHOT_ID REF [--username U "
+            "--password-stdin]\n"
             "\n"
             "The config file defaults to $SANDBOX_CONFIG_PATH, else ~/.sandbox.toml.\n"
             "Environment: OPENSANDBOX_SERVER_API_KEY (overrides [server] api_key),\n"
@@ -125,10 +127,11 @@ static bool image_in_use(void *ud, const char *name)
     return osb_rt_image_in_use(ud, name, NULL, 0);
 }
 
-/* `image export SNAPSHOT_ID`: snapshots are stored as snapshot/<id>. */
+/* `image export|push SNAPSHOT_ID`: snapshots are stored as snapshot/<id>. */
 static void snapshot_alias(struct osb_rt *rt, int argc, char **argv, char *buf, size_t n)
 {
-    if (argc < 3 || strcmp(argv[1], "export") != 0 || osb_rt_image_exists(rt, argv[2]))
+    if (argc < 3 || (strcmp(argv[1], "export") != 0 && strcmp(argv[1], "push") != 0) ||
+        osb_rt_image_exists(rt, argv[2]))
         return;
     snprintf(buf, n, OSB_SNAP_IMAGE_PREFIX "%s", argv[2]);
     if (osb_rt_image_exists(rt, buf))
