@@ -136,10 +136,24 @@ static unsigned rr_count(const uint8_t *msg)
 }
 
 /* Read the question at offset 12 into q (name, type, class, qend). */
+/* The question is the message's first name: a compression pointer there
+ * can only point at itself or ahead, and an error reply, which echoes the
+ * question alone, would carry a pointer to bytes it does not have. */
+static bool has_pointer(const uint8_t *msg, size_t off, size_t end)
+{
+    while (off < end && msg[off] != 0) {
+        if (msg[off] & 0xc0)
+            return true;
+        off += 1u + msg[off];
+    }
+    return false;
+}
+
 static int read_question(const uint8_t *msg, size_t len, struct osb_dns_query *q)
 {
     size_t off = OSB_DNS_HEADER_LEN;
-    if (osb_dns_read_name(msg, len, &off, q->name, sizeof q->name) < 0 || off + 4 > len)
+    if (osb_dns_read_name(msg, len, &off, q->name, sizeof q->name) < 0 || off + 4 > len ||
+        has_pointer(msg, OSB_DNS_HEADER_LEN, off))
         return -1;
     q->qtype = get16(msg + off);
     q->qclass = get16(msg + off + 2);

@@ -178,6 +178,25 @@ static void test_bad_queries(void)
     u16(&m, 1);
     u8(&m, 0);
     IS_INT(osb_dns_parse_query(m.b, m.n, &q), OSB_DNS_RCODE_FORMERR, "forward pointer");
+    /* a question whose name ends in a pointer to a later, valid name (the
+     * echo of an error reply would lose what it points at; found by fuzzing) */
+    header(&m, 1, 0x0100, 1, 0, 0, 1);
+    u8(&m, 1);
+    u8(&m, 'x');
+    u16(&m, 0xc000 | 21);
+    u16(&m, 1);
+    u16(&m, 1);
+    name(&m, "a.test");
+    u16(&m, 1);
+    u16(&m, 1);
+    u8(&m, 0);
+    u8(&m, 0);
+    u8(&m, 0);
+    u8(&m, 0);
+    u16(&m, 0);
+    IS_INT(osb_dns_parse_query(m.b, m.n, &q), OSB_DNS_RCODE_FORMERR,
+           "a compression pointer in the question");
+    IS_INT(q.qend, 0, "  no question to echo");
     /* label type 0x40 */
     header(&m, 1, 0x0100, 1, 0, 0, 0);
     u8(&m, 0x41);
