@@ -59,6 +59,7 @@ struct osb_interp {
     uv_timer_t ready_timer;
     struct osb_buf startup_err;
     bool ready, dead, closing, paused;
+    unsigned sigints;        /* SIGINTs sent so far (the driver tells stale ones apart) */
     bool pid_reaped;
     int handles;
 };
@@ -674,6 +675,7 @@ void osb_interp_run(struct osb_interp *ip, const char *code, size_t len)
     } else {
         json_t *req = json_object();
         json_object_set_new(req, "code", json_stringn_nocheck(code, len));
+        json_object_set_new(req, "sigints", json_integer(ip->sigints));
         size_t n;
         char *s = osb_json_dump(req, &n);
         osb_buf_add(&ip->ctl_out, s, n);
@@ -687,8 +689,10 @@ void osb_interp_run(struct osb_interp *ip, const char *code, size_t len)
 
 void osb_interp_interrupt(struct osb_interp *ip)
 {
-    if (!ip->dead)
-        kill(-ip->pid, SIGINT);
+    if (ip->dead)
+        return;
+    ip->sigints++;
+    kill(-ip->pid, SIGINT);
 }
 
 void osb_interp_pause_output(struct osb_interp *ip, bool paused)
