@@ -42,6 +42,7 @@ struct run {
     char *code;
     size_t len;
     int64_t t0;
+    bool orphaned;            /* its client left: interrupted, and again until it ends */
 };
 
 static struct ctx *contexts;
@@ -241,6 +242,37 @@ static void run_abort(struct run *r, const char *ename, const char *evalue)
     run_free(r);
 }
 
+/* Runs whose client left are interrupted again every ORPHAN_RETRY_MS until
+ * they end: one SIGINT can meet code that is not listening yet (a driver
+ * between cells, a C call that resumes), and nobody would ever retry.
+ * Repeats are harmless: drivers drop SIGINTs meant for an earlier cell. */
+#define ORPHAN_RETRY_MS 2000
+static uv_timer_t orphan_timer;
+static bool orphan_timer_on;
+
+static void on_orphan_tick(uv_timer_t *t)
+{
+    bool any = false;
+    for (struct ctx *c = contexts; c; c = c->next)
+        if (c->run && c->run->orphaned && c->ip) {
+            osb_interp_interrupt(c->ip);
+            any = true;
+        }
+    if (!any)
+        uv_timer_stop(t);
+}
+
+static void orphan_retry_start(void)
+{
+    if (!orphan_timer_on) {
+        uv_timer_init(uv_default_loop(), &orphan_timer);
+        uv_unref((uv_handle_t *)&orphan_timer);
+        orphan_timer_on = true;
+    }
+    if (!uv_is_active((uv_handle_t *)&orphan_timer))
+        uv_timer_start(&orphan_timer, on_orphan_tick, ORPHAN_RETRY_MS, ORPHAN_RETRY_MS);
+}
+
 static void on_sse_gone(void *ud)
 {
     struct run *r = ud;
@@ -251,6 +283,8 @@ static void on_sse_gone(void *ud)
     if (r->ctx && r->ctx->ip) {
         osb_interp_pause_output(r->ctx->ip, false);
         osb_interp_interrupt(r->ctx->ip);
+        r->orphaned = true;
+        orphan_retry_start();
     }
 }
 
