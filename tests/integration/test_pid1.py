@@ -231,12 +231,14 @@ def test_missing_entrypoint():
 
 
 def test_sigterm():
-    script = ("trap 'echo got-term > /tmp/term; exit 0' TERM; "
+    script = ("trap 'echo got-term > /tmp/term; exit 0' TERM; touch /tmp/trapped; "
               "while :; do sleep 0.05; done")
     with Pid1(["/bin/sh", "-c", script]) as x:
         t.ok(x.host_pid is not None, "found execd's pid from outside")
         if x.host_pid is None:
             return
+        # A SIGTERM before the shell set its trap would just kill it.
+        wait_for(lambda: os.path.exists(os.path.join(x.root, "tmp", "trapped")), 5)
         os.kill(x.host_pid, signal.SIGTERM)
         marker = os.path.join(x.root, "tmp", "term")
         t.ok(wait_for(lambda: os.path.exists(marker), 3), "SIGTERM to PID 1 reached the entrypoint")
