@@ -20,6 +20,22 @@
 
 /* ------------------------------------------------------------ helpers */
 
+int osb_api_page(struct osb_http_req *req, long *page, long *size)
+{
+    if (osb_api_query_int(req, "page", 1, 1000000000L, 1, page) < 0 ||
+        osb_api_query_int(req, "pageSize", 1, 200, 20, size) < 0)
+        return -1;
+    return 0;
+}
+
+json_t *osb_api_pagination(long page, long size, size_t total)
+{
+    long pages = (long)((total + (size_t)size - 1) / (size_t)size);
+    return json_pack("{s:i,s:i,s:i,s:i,s:b}", "page", (json_int_t)page, "pageSize",
+                     (json_int_t)size, "totalItems", (json_int_t)total, "totalPages",
+                     (json_int_t)pages, "hasNextPage", page < pages);
+}
+
 json_t *osb_api_sandbox_json(const struct osb_sbx *s, bool full)
 {
     char created[OSB_TIMEFMT_LEN], trans[OSB_TIMEFMT_LEN];

@@ -13,8 +13,6 @@
 #include "server/timefmt.h"
 
 #define BAD "SANDBOX::INVALID_PARAMETER"
-#define MAX_PAGE_SIZE 200
-#define DEFAULT_PAGE_SIZE 20
 
 /* -------------------------------------------------------------- create */
 
@@ -204,20 +202,11 @@ static json_t *metadata_filter(struct osb_http_req *req)
     return f;
 }
 
-static json_t *pagination(long page, long size, size_t total)
-{
-    long pages = (long)((total + (size_t)size - 1) / (size_t)size);
-    return json_pack("{s:i,s:i,s:i,s:i,s:b}", "page", (json_int_t)page, "pageSize",
-                     (json_int_t)size, "totalItems", (json_int_t)total, "totalPages",
-                     (json_int_t)pages, "hasNextPage", page < pages);
-}
-
 static void h_list(struct osb_http_req *req, void *ud)
 {
     struct osb_server *srv = ud;
     long page, size;
-    if (osb_api_query_int(req, "page", 1, 1000000000L, 1, &page) < 0 ||
-        osb_api_query_int(req, "pageSize", 1, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE, &size) < 0)
+    if (osb_api_page(req, &page, &size) < 0)
         return;
     json_t *filter = metadata_filter(req);
     if (!filter)
@@ -236,7 +225,7 @@ static void h_list(struct osb_http_req *req, void *ud)
     }
     json_decref(filter);
     osb_http_respond_json(req, 200, json_pack("{s:o,s:o}", "items", items, "pagination",
-                                              pagination(page, size, total)));
+                                              osb_api_pagination(page, size, total)));
 }
 
 /* ------------------------------------------------------- get / delete */

@@ -54,6 +54,11 @@ void osb_lc_close(struct osb_server *srv);
 
 /* ---- api.c: routes, auth, request ids, shared JSON ---- */
 void osb_api_register(struct osb_server *srv);
+/* The list queries page (>= 1, default 1) and pageSize (1..200, default
+ * 20); -1 after answering 400. */
+int osb_api_page(struct osb_http_req *req, long *page, long *size);
+/* PaginationInfo (protocol.md 1.5) for a list page. New ref. */
+json_t *osb_api_pagination(long page, long size, size_t total);
 /* Sandbox (full) or CreateSandboxResponse (full = false) JSON. New ref. */
 json_t *osb_api_sandbox_json(const struct osb_sbx *s, bool full);
 /* The sandbox named by the route's :id, or NULL after answering 404. */

@@ -13,8 +13,6 @@
 #include "image/store.h"
 #include "server/timefmt.h"
 
-#define MAX_PAGE_SIZE 200
-#define DEFAULT_PAGE_SIZE 20
 
 enum snap_state { SNAP_CREATING, SNAP_READY, SNAP_FAILED };
 static const char *const state_names[] = {"Creating", "Ready", "Failed"};
@@ -378,8 +376,7 @@ static void h_list(struct osb_http_req *req, void *ud)
 {
     (void)ud;
     long page, size;
-    if (osb_api_query_int(req, "page", 1, 1000000000L, 1, &page) < 0 ||
-        osb_api_query_int(req, "pageSize", 1, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE, &size) < 0)
+    if (osb_api_page(req, &page, &size) < 0)
         return;
     const char *sandbox = osb_http_req_query(req, "sandboxId");
     bool by_state;
@@ -394,11 +391,8 @@ static void h_list(struct osb_http_req *req, void *ud)
             json_array_append_new(items, snap_json(sn));
         total++;
     }
-    long pages = (long)((total + (size_t)size - 1) / (size_t)size);
-    json_t *pg = json_pack("{s:i,s:i,s:i,s:i,s:b}", "page", (json_int_t)page, "pageSize",
-                           (json_int_t)size, "totalItems", (json_int_t)total, "totalPages",
-                           (json_int_t)pages, "hasNextPage", page < pages);
-    osb_http_respond_json(req, 200, json_pack("{s:o,s:o}", "items", items, "pagination", pg));
+    osb_http_respond_json(req, 200, json_pack("{s:o,s:o}", "items", items, "pagination",
+                                              osb_api_pagination(page, size, total)));
 }
 
 static bool in_use_cb(void *ud, const char *name)
