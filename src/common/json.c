@@ -173,3 +173,13 @@ char *osb_json_dump(const json_t *j, size_t *len)
         *len = (size_t)(p - o);
     return o;
 }
+
+json_t *osb_json_strv(char *const *v)
+{
+    if (!v)
+        return json_null();
+    json_t *a = json_array();
+    for (; *v; v++)
+        json_array_append_new(a, json_string(*v));
+    return a;
+}

@@ -30,4 +30,6 @@ int osb_json_strmap(json_t *obj, const char *key, json_t **out, struct osb_err *
 /* Compact, key order preserved, `<` `>` `&` escaped as \u003c.. like Go.
  * Caller frees. */
 char *osb_json_dump(const json_t *j, size_t *len);
+/* A NULL-terminated string list as a JSON array; NULL gives JSON null. */
+json_t *osb_json_strv(char *const *v);
 #endif

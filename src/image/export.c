@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/json.h"
 #include "common/fsutil.h"
 #include "common/xalloc.h"
 #include "image/layer.h"
@@ -63,16 +64,6 @@ static int json_blob(const char *blobs, json_t *j, struct osb_export_blob *b, st
     return blob_install(blobs, tmp, b, err);
 }
 
-static json_t *strv_json(char **v)
-{
-    if (!v)
-        return json_null();
-    json_t *a = json_array();
-    for (; *v; v++)
-        json_array_append_new(a, json_string(*v));
-    return a;
-}
-
 static json_t *config_json(const struct osb_image *im, const struct osb_export_blob *layers, size_t n)
 {
     json_t *diff = json_array();
@@ -80,11 +71,11 @@ static json_t *config_json(const struct osb_image *im, const struct osb_export_b
         json_array_append_new(diff, json_string(layers[i].digest));
     json_t *c = json_object();
     if (im->env)
-        json_object_set_new(c, "Env", strv_json(im->env));
+        json_object_set_new(c, "Env", osb_json_strv(im->env));
     if (im->entrypoint)
-        json_object_set_new(c, "Entrypoint", strv_json(im->entrypoint));
+        json_object_set_new(c, "Entrypoint", osb_json_strv(im->entrypoint));
     if (im->cmd)
-        json_object_set_new(c, "Cmd", strv_json(im->cmd));
+        json_object_set_new(c, "Cmd", osb_json_strv(im->cmd));
     if (im->workdir)
         json_object_set_new(c, "WorkingDir", json_string(im->workdir));
     if (im->user)

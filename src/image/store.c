@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/json.h"
 #include "common/fsutil.h"
 #include "common/random.h"
 #include "common/timeutil.h"
@@ -149,16 +150,6 @@ static char **strv_of(json_t *a)
             v[o++] = osb_xstrdup(json_string_value(x));
     }
     return v;
-}
-
-static json_t *json_of_strv(char **v)
-{
-    if (!v)
-        return json_null();
-    json_t *a = json_array();
-    for (; *v; v++)
-        json_array_append_new(a, json_string(*v));
-    return a;
 }
 
 static void strv_free(char **v)
@@ -709,9 +700,9 @@ int osb_istore_add(struct osb_istore *s, const struct osb_image *im, struct osb_
                         im->base);
     if (r == 0) {
         json_t *rec = record_new(im->name, im->digest, im->base, keys, n, im->size_bytes);
-        json_object_set_new(rec, "env", json_of_strv(im->env));
-        json_object_set_new(rec, "entrypoint", json_of_strv(im->entrypoint));
-        json_object_set_new(rec, "cmd", json_of_strv(im->cmd));
+        json_object_set_new(rec, "env", osb_json_strv(im->env));
+        json_object_set_new(rec, "entrypoint", osb_json_strv(im->entrypoint));
+        json_object_set_new(rec, "cmd", osb_json_strv(im->cmd));
         json_object_set_new(rec, "workdir", im->workdir ? json_string(im->workdir) : json_null());
         json_object_set_new(rec, "user", im->user ? json_string(im->user) : json_null());
         r = record_write(s, im->name, rec, false, err);
