@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import osbtest  # noqa: E402
 from osbtest import *  # noqa: F401,F403,E402
 
-__all__ = ["Server", "ProxyExecd", "SERVER_BIN", "leaked_processes", "leaked_mounts",
+__all__ = ["Server", "ProxyExecd", "SERVER_BIN", "free_subnet", "leaked_processes", "leaked_mounts",
            "iso_ok", "no_nulls", "cg_base_name", "sandbox_processes", "sandbox_cgroups"] + \
     osbtest.__all__
 
@@ -47,6 +47,58 @@ DEFAULT_SANDBOX = {
     "timeout": 600,
     "resourceLimits": {"cpu": "1", "memory": "512Mi"},
 }
+
+
+_subnet_locks = {}
+
+
+def _host_networks():
+    """IPv4 networks of every address and route on the host (all tables)."""
+    import ipaddress
+    nets = []
+    for cmd in (["ip", "-4", "-o", "addr", "show"], ["ip", "-4", "route", "show", "table", "all"]):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        for tok in out.split():
+            try:
+                n = ipaddress.ip_network(tok, strict=False)
+            except ValueError:
+                continue
+            if n.version == 4 and n.prefixlen > 0 and not n.is_loopback:
+                nets.append(n)
+    return nets
+
+
+def free_subnet():
+    """A 10.X.0.0/16 that no host address or route overlaps and that no other
+    test process on this machine holds (an flock kept until release_subnet or
+    exit), so servers of concurrent tests (and worktrees) never share one."""
+    import fcntl
+    import ipaddress
+    d = "/tmp/osb-test-subnets"
+    os.makedirs(d, exist_ok=True)
+    taken = _host_networks()
+    for x in range(100, 200):
+        net = ipaddress.ip_network("10.%d.0.0/16" % x)
+        if net in _subnet_locks or any(net.overlaps(n) for n in taken):
+            continue
+        f = open(os.path.join(d, "10.%d.lock" % x), "w")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        _subnet_locks[str(net)] = f
+        return str(net)
+    raise RuntimeError("no free 10.X.0.0/16 subnet for a test server")
+
+
+def release_subnet(net):
+    f = _subnet_locks.pop(net, None)
+    if f:
+        f.close()
 
 
 def iso_ok(s):
@@ -170,6 +222,7 @@ class Server(Client):
         self.env_extra = dict(env or {})
         self.start_timeout = start_timeout
         self.proc = None
+        self.subnet = None
         self._expected_exit = False
         self._log_path = os.path.join(self.tmp, "server.log")
         self._log_pos = 0
@@ -187,7 +240,9 @@ class Server(Client):
         if "[network]" not in extra:
             # Sandboxes get real networks (NAT slots), but their DNS never
             # leaves this machine: the forwarder's upstream refuses at once.
-            lines += ["[network]", 'dns_upstreams = ["127.0.0.1:9"]', "pool_size = 2"]
+            self.subnet = free_subnet()
+            lines += ["[network]", 'dns_upstreams = ["127.0.0.1:9"]', "pool_size = 2",
+                      'subnet = "%s"' % self.subnet]
         lines += [extra, ""]
         with open(self.config, "w") as f:
             f.write("\n".join(lines))
@@ -286,6 +341,8 @@ class Server(Client):
             problems.append("leaked sandbox state dirs: %r" % left)
         if not mounts:  # never rm -rf through a live mount
             shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.subnet and (self.proc is None or self.proc.poll() is not None):
+            release_subnet(self.subnet)
         return problems
 
     def __enter__(self):

@@ -6,9 +6,8 @@ POST /v1/sandboxes, probes run inside them through execd (netprobe.py), the
 
 The "internet" is fakenet.FakeInternet (a netns on 10.203.0.0/24 with a DNS
 server and HTTP servers); no packet leaves the machine. Servers run with
-[network] mode "nat" and [egress] "dns+nft" (subnet 10.77.0.0/16), then
-[egress] "dns" (10.76.0.0/16), then [network] "bridge" (10.79.0.0/16), then
-"none". Skips (TAP SKIP) when not root or when the server reports that it
+[network] mode "nat" and [egress] "dns+nft" then [egress] "dns", then [network] "bridge", then "none", each on a free
+subnet (serverlib.free_subnet). Skips (TAP SKIP) when not root or when the server reports that it
 cannot provide sandbox networking."""
 import ipaddress
 import json
@@ -35,7 +34,8 @@ IP_ALLOWED, IP_DENIED, IP_WILD, IP_APEX = (ZONE["allowed.test"], ZONE["denied.te
 AUTH = "OPENSANDBOX-EGRESS-AUTH"
 
 
-def net_config(mode="nat", subnet="10.77.0.0/16", egress="dns+nft", pool=2):
+def net_config(mode="nat", subnet=None, egress="dns+nft", pool=2):
+    subnet = subnet or free_subnet()
     return "\n".join([
         "[network]", 'mode = "%s"' % mode, 'subnet = "%s"' % subnet, "pool_size = %d" % pool,
         'dns_upstreams = ["%s:53"]' % DNS_IP, "allow_host_cidrs = []",
@@ -211,7 +211,7 @@ def stop_and_check(s, prefix, table, what):
 
 def test_no_policy(s, inet):
     a, b = new_sbx(s), new_sbx(s)
-    net = ipaddress.ip_network("10.77.0.0/16")
+    net = ipaddress.ip_network(re.search(r'subnet = "([^"]+)"', open(s.config).read()).group(1))
     ia = ipaddress.ip_address(a.ip or "0.0.0.0")
     t.ok(ia in net and int(ia) % 4 == 2, "sandbox address %s is .2 of a /30 in %s" % (a.ip, net),
          a.info)
@@ -538,7 +538,7 @@ def nat_suite(inet):
 # ---------------------------------------------------------------- other modes
 
 def dns_suite(inet):
-    s = Server(api_key=KEY, extra=net_config(subnet="10.76.0.0/16", egress="dns"),
+    s = Server(api_key=KEY, extra=net_config(egress="dns"),
                tmp_dir=os.path.expanduser("~"))
     start(s)
     prefix = table = None
@@ -563,7 +563,7 @@ def dns_suite(inet):
 
 
 def bridge_suite(inet):
-    s = Server(api_key=KEY, extra=net_config(mode="bridge", subnet="10.79.0.0/16"),
+    s = Server(api_key=KEY, extra=net_config(mode="bridge"),
                tmp_dir=os.path.expanduser("~"))
     start(s)
     prefix = table = None
@@ -592,7 +592,7 @@ def bridge_suite(inet):
 
 
 def none_suite():
-    s = Server(api_key=KEY, extra=net_config(mode="none", subnet="10.75.0.0/16"),
+    s = Server(api_key=KEY, extra=net_config(mode="none"),
                tmp_dir=os.path.expanduser("~"))
     start(s)
     try:
