@@ -121,7 +121,8 @@ int osb_logdrain_open(uv_loop_t *loop, int pipe_fd, const char *path, uint64_t m
     if (keep + OSB_LOGDRAIN_CHUNK + (64u << 10) > max)
         return osb_err_set(err, OSB_E_INVALID, "log bound %llu too small for keep %llu",
                            (unsigned long long)max, (unsigned long long)keep);
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* Read-write: the tail copy reads it back. */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         osb_err_sys(err, "open log `%s`", path);
