@@ -1,6 +1,6 @@
 /* execd: the in-sandbox daemon, usually PID 1 of the sandbox.
  *
- *   execd [--port N] [--unix PATH] [--access-token T] [-- ENTRYPOINT...]
+ *   execd [--port N] [--unix PATH | --listen-fd N] [--access-token T] [-- ENTRYPOINT...]
  *
  * PID 1 duties: start the entrypoint as a child, reap every zombie (orphans
  * are re-parented to us), forward SIGTERM/SIGINT to the entrypoint, and keep
@@ -105,6 +105,8 @@ static void usage(FILE *f)
                "  --port N            TCP port on 0.0.0.0 (default 44772; 0 disables TCP)\n"
                "  --listen HOST       TCP address (default 0.0.0.0)\n"
                "  --unix PATH         also listen on a unix socket\n"
+               "  --listen-fd N       also listen on fd N, a bound unix socket (instead of\n"
+               "                      --unix; the sandbox runtime passes the server's one)\n"
                "  --access-token T    require header X-EXECD-ACCESS-TOKEN (or env "
                "EXECD_ACCESS_TOKEN)\n"
                "  --ready-fd N        write a byte to fd N once listening, then close it\n"
@@ -112,14 +114,29 @@ static void usage(FILE *f)
                "                      command (created if missing, as Docker's WORKDIR)\n"
                "  --user USER[:GROUP] default user of the entrypoint and commands (names from\n"
                "                      the image's /etc/passwd and /etc/group, or numbers)\n"
-               "  --keep-fd N         keep fd N open for the runtime, out of children's reach\n");
+               "  --keep-fd N         keep fd N open for the runtime, out of children's reach\n"
+               "                      (repeatable)\n");
 }
 
+#define MAX_KEEP_FDS 4
+
 struct opts {
-    int port, ready_fd, keep_fd;
+    int port, ready_fd, listen_fd, n_keep;
     const char *host, *unix_path, *token, *workdir, *user;
     char **entry;
 };
+
+/* An inherited fd (>= 3) made close-on-exec: no child may inherit it. */
+static int fd_arg(const char *arg, const char *opt)
+{
+    char *end;
+    long fd = strtol(arg, &end, 10);
+    if (*end || fd < 3 || fd > 1 << 20 || fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0) {
+        fprintf(stderr, "execd: invalid %s '%s'\n", opt, arg);
+        return -1;
+    }
+    return (int)fd;
+}
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
@@ -129,9 +146,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"ready-fd", required_argument, NULL, 'r'},
         {"workdir", required_argument, NULL, 'w'}, {"user", required_argument, NULL, 'U'},
         {"keep-fd", required_argument, NULL, 'k'},
+        {"listen-fd", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
-    *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .ready_fd = -1, .keep_fd = -1,
+    *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .ready_fd = -1, .listen_fd = -1,
                        .token = getenv("EXECD_ACCESS_TOKEN")};
     int ch;
     char *end;
@@ -159,11 +177,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'w': o->workdir = optarg; break;
         case 'U': o->user = optarg; break;
         case 'k':
-            o->keep_fd = (int)strtol(optarg, &end, 10);
-            if (*end || o->keep_fd < 3 || fcntl(o->keep_fd, F_SETFD, FD_CLOEXEC) < 0) {
-                fprintf(stderr, "execd: invalid --keep-fd '%s'\n", optarg);
+            if (fd_arg(optarg, "--keep-fd") < 0 || ++o->n_keep > MAX_KEEP_FDS)
                 return -1;
-            }
+            break;
+        case 'L':
+            if ((o->listen_fd = fd_arg(optarg, "--listen-fd")) < 0)
+                return -1;
             break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -243,9 +262,10 @@ static int apply_image_defaults(const struct opts *o)
         if (uid != 0 || gid != 0)
             osb_execd_spawn_default_user(uid, gid);
     }
-    /* The runtime's fd (--keep-fd) and execd's memory stay out of reach of
-     * root in the sandbox: /proc/1/fd and ptrace need dumpable. */
-    if (o->keep_fd >= 0)
+    /* The runtime's fds (--keep-fd, --listen-fd) and execd's memory stay
+     * out of reach of root in the sandbox: /proc/1/fd and ptrace need
+     * dumpable. */
+    if (o->n_keep > 0 || o->listen_fd >= 0)
         prctl(PR_SET_DUMPABLE, 0);
     return 0;
 }
@@ -261,8 +281,12 @@ static int listen_all(const struct opts *o)
         osb_err_log("%s", err.msg);
         return -1;
     }
-    if (o->port <= 0 && !o->unix_path) {
-        osb_err_log("nothing to listen on: --port 0 and no --unix");
+    if (o->listen_fd >= 0 && osb_http_listen_unix_fd(execd.http, o->listen_fd, &err) < 0) {
+        osb_err_log("%s", err.msg);
+        return -1;
+    }
+    if (o->port <= 0 && !o->unix_path && o->listen_fd < 0) {
+        osb_err_log("nothing to listen on: --port 0 and no --unix or --listen-fd");
         return -1;
     }
     return 0;
@@ -306,8 +330,9 @@ int main(int argc, char **argv)
     }
     if (o.entry)
         start_entrypoint(o.entry);
-    osb_info("listening on port %d%s%s (pid %d)", o.port, o.unix_path ? " and unix:" : "",
-             o.unix_path ? o.unix_path : "", getpid());
+    osb_info("listening on port %d%s%s%s (pid %d)", o.port, o.unix_path ? " and unix:" : "",
+             o.unix_path ? o.unix_path : "", o.listen_fd >= 0 ? " and the runtime's socket" : "",
+             getpid());
     uv_run(execd.loop, UV_RUN_DEFAULT);
     return 0;
 }

@@ -64,6 +64,10 @@ int osb_http_listen_tcp(struct osb_http_server *srv, const char *host, int port,
 /* Returns the bound port (useful with port 0), or -1. */
 int osb_http_server_port(struct osb_http_server *srv);
 int osb_http_listen_unix(struct osb_http_server *srv, const char *path, struct osb_err *err);
+/* Listen on an inherited unix stream socket, already bound (by whoever
+ * made it, e.g. the sandbox runtime). Takes the place of --unix: one or
+ * the other. */
+int osb_http_listen_unix_fd(struct osb_http_server *srv, int fd, struct osb_err *err);
 /* Serve an already-connected stream socket (socketpair, inherited fd). */
 int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd, struct osb_err *err);
 /* Stops listening and closes every connection; frees the server once the

@@ -854,6 +854,19 @@ int osb_http_listen_unix(struct osb_http_server *srv, const char *path, struct o
     return 0;
 }
 
+int osb_http_listen_unix_fd(struct osb_http_server *srv, int fd, struct osb_err *err)
+{
+    if (srv->unix_on)
+        return osb_err_set(err, OSB_E_INVALID, "already listening on a unix socket");
+    uv_pipe_init(srv->loop, &srv->unix_sock, 0);
+    srv->unix_sock.data = srv;
+    srv->unix_on = true;
+    int r = uv_pipe_open(&srv->unix_sock, fd);
+    if (r < 0 || (r = uv_listen((uv_stream_t *)&srv->unix_sock, 1024, on_connection)) < 0)
+        return osb_err_set(err, OSB_E_SYS, "listen on unix fd %d: %s", fd, uv_strerror(r));
+    return 0;
+}
+
 static void listener_closed(uv_handle_t *h)
 {
     struct osb_http_server *srv = h->data;

@@ -35,10 +35,12 @@ struct osb_rt;
 
 /* Sandbox ids: [a-zA-Z0-9-]{1,OSB_RT_ID_MAX}. */
 #define OSB_RT_ID_MAX 64
-/* The per-sandbox log (execd's and the entrypoint's stdout+stderr) is
- * trimmed to its last OSB_RT_LOG_KEEP_BYTES once it exceeds
- * OSB_RT_LOG_MAX_BYTES; the runtime checks every second (a timer on the
- * loop), so a sandbox can overshoot by one second of output. */
+/* The per-sandbox log: execd's and the entrypoint's stdout+stderr reach it
+ * through a pipe the runtime drains on the loop (the sandbox holds no
+ * descriptor of the file). It never exceeds OSB_RT_LOG_MAX_BYTES: a chunk
+ * that would pass it first cuts the file to about its last
+ * OSB_RT_LOG_KEEP_BYTES. While nobody drains (the server is down), the
+ * sandbox's writes block once the pipe is full; none fails. */
 #define OSB_RT_LOG_MAX_BYTES (8u << 20)
 #define OSB_RT_LOG_KEEP_BYTES (4u << 20)
 
@@ -97,12 +99,14 @@ struct osb_rt_spec {
 struct osb_rt_handle {
     pid_t pid;                      /* host pid of the sandbox's PID 1 (execd) */
     uint64_t start_time;            /* /proc/<pid>/stat field 22, guards against pid reuse */
-    char sock_path[PATH_MAX];       /* host path of execd's unix socket:
-                                       /proc/<pid>/root/run/opensandbox/execd.sock.
-                                       Resolved through the sandbox's own root, so a
-                                       symlink planted there by the sandbox cannot point
-                                       the server at a host socket; short enough for
-                                       sun_path whatever the state dir. */
+    char sock_path[PATH_MAX];       /* where the server connects to execd: a socket the
+                                       helper bound in the host-only sandbox dir
+                                       (<state>/sandboxes/<id>/execd.sock) and handed to
+                                       execd as a listening fd, so no path inside the
+                                       sandbox is followed; /proc/self/fd/<n>/<id>/
+                                       execd.sock when that is too long for sun_path.
+                                       Only meaningful in this process: osb_rt_adopt
+                                       refills it after a restart. */
     char log_path[PATH_MAX];        /* host path of the sandbox's bounded log
                                        (<state>/sandboxes/<id>/log) */
 };
@@ -154,9 +158,11 @@ struct osb_rt_stats {
 };
 int osb_rt_stats(struct osb_rt *rt, const char *id, struct osb_rt_stats *out, struct osb_err *err);
 
-/* Trim the sandbox's log now if it is over OSB_RT_LOG_MAX_BYTES (the
- * runtime's timer also does this every second). */
-int osb_rt_log_trim(struct osb_rt *rt, const char *id, struct osb_err *err);
+/* Take over a running sandbox after a server restart: refills h's paths
+ * and drains its output pipe again (a copy of the read end execd keeps,
+ * OSB_SANDBOX_LOG_FD, taken with pidfd_getfd). Creates do this
+ * themselves. OSB_E_NOTFOUND if it is not running. */
+int osb_rt_adopt(struct osb_rt *rt, const char *id, struct osb_rt_handle *h, struct osb_err *err);
 
 /* Snapshots: copy the sandbox's writable layer (overlayfs upper dir, with
  * its whiteouts and opaque dirs) into dst_dir, a new layer directory (see

@@ -444,6 +444,15 @@ static void mark_failed(struct osb_server *srv, struct osb_sbx *s, const char *r
     osb_lc_save(srv, s, "Failed", msg, NULL);
 }
 
+/* Its socket path and its output pipe's drain, as this process sees them.
+ * A failure leaves the sandbox running (its output waits in the pipe). */
+static void adopt(struct osb_server *srv, struct osb_sbx *s)
+{
+    struct osb_err err = {0};
+    if (osb_rt_adopt(srv->rt, s->id, &s->handle, &err) < 0)
+        osb_warn("adopt sandbox %s: %s", s->id, err.msg);
+}
+
 /* Decide one record's fate after a restart; returns false when it is gone. */
 static bool recover_one(struct osb_server *srv, struct osb_sbx *s)
 {
@@ -451,6 +460,7 @@ static bool recover_one(struct osb_server *srv, struct osb_sbx *s)
     case OSB_ST_RUNNING:
     case OSB_ST_PAUSED:
         if (s->has_handle && osb_rt_alive(srv->rt, s->id, &s->handle)) {
+            adopt(srv, s);
             watch(srv, s);
             return true;
         }
