@@ -21,6 +21,7 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/random.h"
+#include "common/version.h"
 #include "common/xalloc.h"
 #include "execd/execd.h"
 #include "execd/pool.h"
@@ -112,7 +113,8 @@ static void usage(FILE *f)
                "                      command (created if missing, as Docker's WORKDIR)\n"
                "  --user USER[:GROUP] default user of the entrypoint and commands (names from\n"
                "                      the image's /etc/passwd and /etc/group, or numbers)\n"
-               "  --keep-fd N         keep fd N open for the runtime, out of children's reach\n");
+               "  --keep-fd N         keep fd N open for the runtime, out of children's reach\n"
+               "  --version           print the version and exit\n");
 }
 
 struct opts {
@@ -129,7 +131,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"ready-fd", required_argument, NULL, 'r'},
         {"workdir", required_argument, NULL, 'w'}, {"user", required_argument, NULL, 'U'},
         {"keep-fd", required_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .ready_fd = -1, .keep_fd = -1,
                        .token = getenv("EXECD_ACCESS_TOKEN")};
@@ -166,6 +169,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
             }
             break;
         case 'h': usage(stdout); exit(0);
+        case 'V': printf("execd %s\n", osb_version()); exit(0);
         default: usage(stderr); return -1;
         }
     }

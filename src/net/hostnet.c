@@ -82,7 +82,10 @@ const struct osb_hostnet_use *osb_hostnet_overlap(const struct osb_hostnet *h, s
 
 int osb_hostnet_free16(const struct osb_hostnet *h, char out[20])
 {
-    for (unsigned x = 0; x < 256; x++) {
+    /* From the default 10.88 on, wrapping: 10.0 and 10.1 are what VPNs and
+     * cloud networks reached through a default route use most. */
+    for (unsigned i = 0; i < 256; i++) {
+        unsigned x = (88 + i) % 256;
         struct in_addr a = { .s_addr = htonl(0x0a000000u | (x << 16)) };
         if (!osb_hostnet_overlap(h, a, 16)) {
             snprintf(out, 20, "10.%u.0.0/16", x);

@@ -36,7 +36,8 @@ void osb_hostnet_add(struct osb_hostnet *h, struct in_addr addr, unsigned len, c
 /* The first use overlapping net/len, or NULL. */
 const struct osb_hostnet_use *osb_hostnet_overlap(const struct osb_hostnet *h, struct in_addr net,
                                                   unsigned len);
-/* The first 10.X.0.0/16 (X from 0 up) no use overlaps, as "10.X.0.0/16";
+/* The first 10.X.0.0/16 (X from 88 up to 255, then 0 to 87) no use
+ * overlaps, as "10.X.0.0/16";
  * -1 when every one is taken. */
 int osb_hostnet_free16(const struct osb_hostnet *h, char out[20]);
 
