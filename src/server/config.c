@@ -551,7 +551,7 @@ static int upstream_log_level(struct ctx *c, struct osb_config *cfg, json_t *doc
 }
 
 /* Apply a parsed document: our tables are validated key by key; other
- * tables (upstream's [docker], [egress], [store], ...) are ignored so
+ * tables (upstream's [docker], [ingress], [store], ...) are ignored so
  * upstream files load; top-level keys outside any table are errors. */
 static int apply_doc(struct ctx *c, struct osb_config *cfg, json_t *doc)
 {
@@ -721,7 +721,7 @@ static char *example_text(const char *subnet)
     osb_buf_adds(&b,
                  "# opensandbox-server configuration (native runtime).\n"
                  "# Every key is shown with its default; commented-out keys are unset.\n"
-                 "# Upstream OpenSandbox tables such as [docker], [egress] or\n"
+                 "# Upstream OpenSandbox tables such as [docker], [kubernetes] or\n"
                  "# [ingress] are accepted and ignored. See docs/configuration.md.\n");
     const char *table = "";
     for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {

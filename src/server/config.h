@@ -58,7 +58,7 @@ struct osb_config {
 
 /* path NULL: resolve as above. Unknown keys in known tables are errors
  * (typos must not pass silently); unknown tables (upstream's [docker],
- * [egress], ...) are accepted and ignored. */
+ * [ingress], ...) are accepted and ignored. */
 /* On failure *out is untouched (nothing to free) and err says what is
  * wrong: OSB_E_NOTFOUND for a missing --config/$SANDBOX_CONFIG_PATH file,
  * OSB_E_INVALID for bad content ("FILE:LINE: [table] key: problem", or
