@@ -247,7 +247,7 @@ static int start(struct osb_server *srv)
     if (osb_http_listen_tcp(srv->http, cfg->server.host, cfg->server.port, &err) < 0)
         return fail("listen", &err);
     srv->port = osb_http_server_port(srv->http);
-    osb_info("listening on http://%s:%d (%s); sandboxes run on the %s; state kept in %s",
+    osb_info("listening on http://%s:%d (%s); sandbox runtime: %s; state kept in %s",
              cfg->server.host, srv->port,
              srv->api_key ? "clients must send the API key" : "NO API key required: insecure",
              osb_rt_describe(srv->rt), cfg->native.state_dir);
