@@ -29,7 +29,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 import fakenet  # noqa: E402
-from serverlib import Server, multipart, upload_parts, stdout_lines  # noqa: E402
+from serverlib import Server, free_subnet, multipart, upload_parts, stdout_lines  # noqa: E402
 
 PY = "/usr/bin/python3"
 PROBE = os.path.join(ROOT, "tests", "integration", "netprobe.py")
@@ -46,8 +46,9 @@ def net_toml(mode, subnet, pool=4):
             % (mode, subnet, pool, fakenet.DNS_IP))
 
 
-def server(mode, subnet):
-    return Server(extra=net_toml(mode, subnet), tmp_dir=os.path.expanduser("~")).start()
+def server(mode):
+    """A server on a subnet free on the host and held against concurrent runs."""
+    return Server(extra=net_toml(mode, free_subnet()), tmp_dir=os.path.expanduser("~")).start()
 
 
 def create_ready(s, **fields):
@@ -64,8 +65,8 @@ def create_ready(s, **fields):
 
 def bench_create(n):
     res = {}
-    for mode, subnet in (("none", "10.74.0.0/16"), ("nat", "10.73.0.0/16")):
-        s = server(mode, subnet)
+    for mode in ("none", "nat"):
+        s = server(mode)
         try:
             create_ready(s)  # warm-up (page cache, pool fill)
             s.delete_all()
@@ -96,7 +97,7 @@ def upload_probe(s, sid):
 
 
 def bench_patch(n):
-    s = server("nat", "10.73.0.0/16")
+    s = server("nat")
     try:
         pol = {"defaultAction": "deny", "egress": [{"action": "allow", "target": "allowed.test"}]}
         sid, _ = create_ready(s, networkPolicy=pol)
@@ -129,7 +130,7 @@ def bench_patch(n):
 
 
 def bench_nat(mib):
-    s = server("nat", "10.73.0.0/16")
+    s = server("nat")
     try:
         # Two CPUs: the default one-CPU limit would measure the cgroup.
         sid, _ = create_ready(s, resourceLimits={"cpu": "2", "memory": "512Mi"})

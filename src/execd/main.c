@@ -21,6 +21,7 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/random.h"
+#include "common/version.h"
 #include "common/xalloc.h"
 #include "execd/execd.h"
 #include "execd/pool.h"
@@ -115,7 +116,8 @@ static void usage(FILE *f)
                "  --user USER[:GROUP] default user of the entrypoint and commands (names from\n"
                "                      the image's /etc/passwd and /etc/group, or numbers)\n"
                "  --keep-fd N         keep fd N open for the runtime, out of children's reach\n"
-               "                      (repeatable)\n");
+               "                      (repeatable)\n"
+               "  --version           print the version and exit\n");
 }
 
 #define MAX_KEEP_FDS 4
@@ -147,7 +149,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"workdir", required_argument, NULL, 'w'}, {"user", required_argument, NULL, 'U'},
         {"keep-fd", required_argument, NULL, 'k'},
         {"listen-fd", required_argument, NULL, 'L'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .ready_fd = -1, .listen_fd = -1,
                        .token = getenv("EXECD_ACCESS_TOKEN")};
@@ -185,6 +188,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 return -1;
             break;
         case 'h': usage(stdout); exit(0);
+        case 'V': printf("execd %s\n", osb_version()); exit(0);
         default: usage(stderr); return -1;
         }
     }

@@ -32,6 +32,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/version.h"
 #include "runtime/init/init.h"
 
 /* The spec is a few KiB; env and entrypoint are bounded by the server. */
@@ -376,8 +377,12 @@ static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
     return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("osb-sandbox-init %s\n", osb_version());
+        return 0;
+    }
     struct osb_err err = {0};
     struct osb_init_spec s;
     osb_init_trace("start");
