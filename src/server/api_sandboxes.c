@@ -11,6 +11,7 @@
 #include "server/server.h"
 #include "server/snapshots.h"
 #include "server/timefmt.h"
+#include "server/volumes.h"
 
 #define BAD "SANDBOX::INVALID_PARAMETER"
 
@@ -29,6 +30,47 @@ static void pending_gone(struct osb_http_req *req, void *ud)
     ((struct pending *)ud)->req = NULL;
 }
 
+static void create_with_claims(struct osb_server *srv, struct osb_http_req *req,
+                               struct osb_create_spec *spec);
+
+static void on_claims(void *ud, const struct osb_apierr *e)
+{
+    struct pending *p = ud;
+    if (p->req) {
+        osb_http_req_on_close(p->req, NULL, NULL);
+        if (e)
+            osb_apierr_respond(p->req, e);
+        else
+            create_with_claims(p->srv, p->req, &p->spec);
+    }
+    osb_spec_free(&p->spec);
+    free(p);
+}
+
+/* Claims to make or mount are done on the thread pool first; the check
+ * is repeated after, and the create starts in the turn it passes. */
+static void create_with_claims(struct osb_server *srv, struct osb_http_req *req,
+                               struct osb_create_spec *spec)
+{
+    struct osb_apierr e;
+    int rc = osb_vol_check(srv, spec, &e);
+    if (rc < 0) {
+        osb_apierr_respond(req, &e);
+        return;
+    }
+    if (rc == 0) {
+        osb_lc_create(srv, req, spec);
+        return;
+    }
+    struct pending *p = osb_xcalloc(1, sizeof *p);
+    p->srv = srv;
+    p->req = req;
+    p->spec = *spec;
+    memset(spec, 0, sizeof *spec); /* p owns it now; the caller's free is a no-op */
+    osb_http_req_on_close(req, pending_gone, p);
+    osb_vol_ensure(srv, &p->spec, on_claims, p);
+}
+
 /* The image is in the store: apply its config and build the sandbox. */
 static void create_from_image(struct osb_server *srv, struct osb_http_req *req,
                               struct osb_create_spec *spec)
@@ -40,7 +82,7 @@ static void create_from_image(struct osb_server *srv, struct osb_http_req *req,
         osb_apierr_respond(req, &e);
         return;
     }
-    osb_lc_create(srv, req, spec);
+    create_with_claims(srv, req, spec);
 }
 
 static void on_pulled(void *ud, const struct osb_err *err)

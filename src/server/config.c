@@ -125,6 +125,14 @@ static const struct option options[] = {
      "\"~/.opensandbox/volumes\"", true,
      "Where \"pvc\" volumes (server-managed named volumes) keep their data.\n"
      "Default: volumes/ in [native] state_dir."},
+    {"storage", "volume_default_size", K_SIZE, OFF(storage.volume_default_bytes), 8 * MiB, PiB,
+     "\"1Gi\"", false,
+     "Size of a new \"pvc\" claim whose request names no `storage`. A claim is an\n"
+     "ext4 image of that size: writes beyond it fail with ENOSPC."},
+    {"storage", "volume_max_size", K_SIZE, OFF(storage.volume_max_bytes), 8 * MiB, PiB,
+     "\"1Ti\"", false,
+     "Largest `storage` a request may ask for a new claim (and never more than\n"
+     "the free space of volumes_dir)."},
     {"network", "mode", K_NETMODE, OFF(network.mode), 0, 0, "\"nat\"", false,
      "\"nat\": each sandbox has its own network (a veth pair to the host, NAT out,\n"
      "a host-side DNS resolver). \"bridge\": the same, and endpoints give the\n"
@@ -151,7 +159,6 @@ static const struct option options[] = {
     {"egress", "disable_ipv6", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"egress", "readiness_timeout_seconds", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"storage", "ossfs_mount_root", K_IGNORED, 0, 0, 0, NULL, false, NULL},
-    {"storage", "volume_default_size", K_IGNORED, 0, 0, 0, NULL, false, NULL},
 };
 
 static const char *const our_tables[] = {"server",  "runtime", "native", "image",
@@ -234,6 +241,8 @@ static void set_defaults(struct osb_config *cfg)
     cfg->native.default_pids_max = 4096;
     cfg->native.log_max_bytes = MiB;
     cfg->storage.allowed_host_paths = osb_xcalloc(1, sizeof(char *));
+    cfg->storage.volume_default_bytes = GiB;
+    cfg->storage.volume_max_bytes = 1024 * GiB;
 }
 
 /* Edit distance, for "did you mean" on unknown keys. */

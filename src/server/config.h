@@ -42,6 +42,8 @@ struct osb_config {
         char **allowed_host_paths;       /* NULL-terminated, never NULL; absolute, normalized;
                                             empty = every host volume refused */
         char *volumes_dir;               /* pvc volumes; default <native.state_dir>/volumes */
+        int64_t volume_default_bytes;    /* a new claim without `storage`: 1Gi */
+        int64_t volume_max_bytes;        /* largest `storage` of a new claim: 1Ti */
     } storage;
     struct {
         char *mode;                      /* "nat" (default) | "bridge" | "none" */

@@ -29,6 +29,7 @@
 #include "server/pull.h"
 #include "server/server.h"
 #include "server/snapshots.h"
+#include "server/volumes.h"
 
 /* execd gets this long to answer /ping after the runtime started it; a
  * healthy sandbox answers in a few ms, 50 concurrent creates on two cores
@@ -262,6 +263,8 @@ static void stop(struct osb_server *srv)
     if (srv->rt)
         osb_rt_close(srv->rt);
     osb_network_close(srv);
+    if (srv->cfg)
+        osb_vol_close(srv);
     uv_run(srv->loop, UV_RUN_NOWAIT);
     osb_snaps_close(srv);
     osb_store_close(srv->store);

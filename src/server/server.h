@@ -30,6 +30,7 @@ struct osb_server {
     const char *api_key;          /* NULL: no authentication (insecure mode) */
     struct osb_spec_limits limits;
     int64_t ready_timeout_ms;     /* how long execd gets to answer /ping */
+    struct osb_vol_job *vol_jobs; /* claims being made or mounted (server/volumes.c) */
 };
 
 /* ---- lifecycle.c ---- */

@@ -274,7 +274,17 @@ static void test_upstream(void)
     struct osb_config c = load_ok(text, "upstream-style file with native runtime loads");
     IS_INT(c.server.max_sandbox_timeout_seconds, 86400, "upstream max timeout");
     IS_STR(c.server.log_level, "info", "[log] level honoured");
+    IS_INT(c.storage.volume_default_bytes, 1LL << 30, "upstream volume_default_size honoured");
+    IS_INT(c.storage.volume_max_bytes, 1LL << 40, "volume_max_size defaults to 1Ti");
     osb_config_free(&c);
+    c = load_ok("[storage]\nvolume_default_size = \"32Mi\"\nvolume_max_size = 1073741824\n",
+                "pvc sizes as a quantity and as bytes");
+    IS_INT(c.storage.volume_default_bytes, 32LL << 20, "volume_default_size 32Mi");
+    IS_INT(c.storage.volume_max_bytes, 1LL << 30, "volume_max_size in bytes");
+    osb_config_free(&c);
+    load_fails("[storage]\nvolume_default_size = \"1Mi\"\n",
+               "FILE:2: [storage] volume_default_size: must be between 8388608 and "
+               "1125899906842624 bytes", "a claim default below 8Mi");
     snprintf(text, sizeof text, upstream, "docker");
     load_fails(text, "FILE:16: [runtime] type: runtime type 'docker' is not supported yet "
                "(use \"native\")", "docker runtime");
