@@ -103,8 +103,9 @@ static char **build_argv(const struct osb_init_spec *s, int readyfd)
     size_t n = 0;
     while (s->entrypoint[n])
         n++;
-    char **argv = osb_xcalloc(n + 15, sizeof *argv);
-    static char fdnum[16], keepfd[16];
+    char **argv = osb_xcalloc(n + 17, sizeof *argv);
+    static char fdnum[16], keepfd[16], reportfd[16];
+    snprintf(reportfd, sizeof reportfd, "%d", OSB_SANDBOX_REPORT_FD);
     snprintf(fdnum, sizeof fdnum, "%d", readyfd);
     snprintf(keepfd, sizeof keepfd, "%d", OSB_SANDBOX_LAYER_FD);
     size_t j = 0;
@@ -117,6 +118,8 @@ static char **build_argv(const struct osb_init_spec *s, int readyfd)
     argv[j++] = fdnum;
     argv[j++] = "--keep-fd";
     argv[j++] = keepfd;
+    argv[j++] = "--report-fd";
+    argv[j++] = reportfd;
     if (s->workdir) {
         argv[j++] = "--workdir";
         argv[j++] = s->workdir;
