@@ -91,8 +91,9 @@ static void end_sandbox(struct osb_server *srv, struct osb_sbx *s, const struct 
         osb_err_log("stop sandbox %s: %s", s->id, err.msg);
     osb_network_detach(srv, s);
     if (!quiet)
-        osb_warn("sandbox %s ended: %s (%s): %s", s->id, osb_state_name(e->state), e->reason,
-                 e->message);
+        osb_log(e->state == OSB_ST_FAILED ? OSB_LOG_WARN : OSB_LOG_INFO,
+                "sandbox %s ended: %s (%s): %s", s->id, osb_state_name(e->state), e->reason,
+                e->message);
     osb_sbx_set_status(s, e->state, e->reason, e->message, osb_now_us());
     osb_lc_save(srv, s, osb_state_name(e->state), e->message, NULL);
 }
