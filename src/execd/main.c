@@ -5,7 +5,10 @@
  * PID 1 duties: start the entrypoint as a child, reap every zombie (orphans
  * are re-parented to us), forward SIGTERM/SIGINT to the entrypoint, and keep
  * serving after it exits. With no entrypoint running, SIGTERM/SIGINT stop
- * execd. */
+ * execd. With --report-fd (the sandbox runtime), the entrypoint is the
+ * sandbox's main process, as a container's: when it exits or cannot be
+ * executed, execd writes one line (common/endreport.h) on its report pipe
+ * and the runtime ends the sandbox. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/endreport.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/random.h"
@@ -34,15 +38,41 @@
 
 static struct osb_execd execd;
 
+/* The write end of the report pipe, or -1 (no --report-fd). */
+struct pid1 {
+    int report_fd;
+};
+
+/* The runtime holds a copy of the read end (taken from our fd table with
+ * pidfd_getfd), reads the line and stops the sandbox, execd with it: so
+ * execd stays until then rather than exit and take the read end with it
+ * before the runtime had a chance to take its copy. */
+static void report_end(struct pid1 *p, enum osb_end_kind kind, int value)
+{
+    if (p->report_fd < 0)
+        return;
+    char line[OSB_ENDREPORT_MAX];
+    struct osb_endreport r = {kind, value};
+    int n = osb_endreport_format(&r, line, sizeof line);
+    if (n < 0 || OSB_RETRY(write(p->report_fd, line, (size_t)n)) != n)
+        osb_err_log("report the entrypoint's end to the runtime: %s", strerror(errno));
+    else
+        osb_info("reported the entrypoint's end to the runtime; the sandbox ends");
+    close(p->report_fd);
+    p->report_fd = -1;
+}
+
 static void on_entrypoint_exit(pid_t pid, int status, void *ud)
 {
-    (void)ud;
     (void)pid;
     execd.entrypoint_pid = 0;
-    if (WIFEXITED(status))
+    if (WIFEXITED(status)) {
         osb_info("entrypoint exited with status %d", WEXITSTATUS(status));
-    else
+        report_end(ud, OSB_END_EXITED, WEXITSTATUS(status));
+    } else {
         osb_info("entrypoint killed by signal %d", WTERMSIG(status));
+        report_end(ud, OSB_END_SIGNALED, WTERMSIG(status));
+    }
 }
 
 static void on_term(uv_signal_t *h, int sig)
@@ -117,13 +147,16 @@ static void usage(FILE *f)
                "                      the image's /etc/passwd and /etc/group, or numbers)\n"
                "  --keep-fd N         keep fd N open for the runtime, out of children's reach\n"
                "                      (repeatable)\n"
+               "  --report-fd N       put the read end of a new pipe at fd N (must be free) and\n"
+               "                      write one line there when the entrypoint ends (see\n"
+               "                      docs/execd.md)\n"
                "  --version           print the version and exit\n");
 }
 
 #define MAX_KEEP_FDS 4
 
 struct opts {
-    int port, ready_fd, listen_fd, n_keep;
+    int port, ready_fd, listen_fd, n_keep, report_fd;
     const char *host, *unix_path, *token, *workdir, *user;
     char **entry;
 };
@@ -149,10 +182,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"workdir", required_argument, NULL, 'w'}, {"user", required_argument, NULL, 'U'},
         {"keep-fd", required_argument, NULL, 'k'},
         {"listen-fd", required_argument, NULL, 'L'},
+        {"report-fd", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .ready_fd = -1, .listen_fd = -1,
+                       .report_fd = -1,
                        .token = getenv("EXECD_ACCESS_TOKEN")};
     int ch;
     char *end;
@@ -187,6 +222,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
             if ((o->listen_fd = fd_arg(optarg, "--listen-fd")) < 0)
                 return -1;
             break;
+        case 'R':
+            o->report_fd = (int)strtol(optarg, &end, 10);
+            /* A slot already in use would be clobbered: refuse it. */
+            if (*end || o->report_fd < 3 || fcntl(o->report_fd, F_GETFD) >= 0) {
+                fprintf(stderr, "execd: invalid --report-fd '%s' (a free fd >= 3)\n", optarg);
+                return -1;
+            }
+            break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("execd %s\n", osb_version()); exit(0);
         default: usage(stderr); return -1;
@@ -203,7 +246,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
     return 0;
 }
 
-static void start_entrypoint(char **argv)
+static void start_entrypoint(char **argv, struct pid1 *p)
 {
     struct osb_spawn sp = {.argv = (const char *const *)argv, .stdin_fd = 0, .stdout_fd = 1,
                            .stderr_fd = 2, .ctty_fd = -1};
@@ -211,10 +254,27 @@ static void start_entrypoint(char **argv)
     pid_t pid = osb_execd_spawn(&sp, &err);
     if (pid < 0) {
         osb_err_log("entrypoint: %s", err.msg);
+        report_end(p, OSB_END_EXEC_FAILED, err.sys_errno > 0 ? err.sys_errno : EIO);
         return;
     }
     execd.entrypoint_pid = pid;
-    osb_execd_watch_child(pid, on_entrypoint_exit, NULL);
+    osb_execd_watch_child(pid, on_entrypoint_exit, p);
+}
+
+/* The report pipe: its read end at fd n for the runtime (close-on-exec,
+ * and execd non-dumpable so no process in the sandbox reaches it through
+ * /proc/1/fd); execd keeps the write end. */
+static int open_report(int n, struct pid1 *p)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0 || dup3(fds[0], n, O_CLOEXEC) < 0) {
+        osb_err_log("report pipe at fd %d: %s", n, strerror(errno));
+        return -1;
+    }
+    close(fds[0]);
+    p->report_fd = fds[1];
+    prctl(PR_SET_DUMPABLE, 0);
+    return 0;
 }
 
 /* "uid[:gid]" or "name[:group]" against the image's own files; the group
@@ -325,7 +385,9 @@ int main(int argc, char **argv)
     uv_signal_init(execd.loop, &sigint);
     uv_signal_start(&sigint, on_term, SIGINT);
 
-    if (apply_image_defaults(&o) < 0 || listen_all(&o) < 0)
+    struct pid1 p1 = {.report_fd = -1};
+    if (apply_image_defaults(&o) < 0 || listen_all(&o) < 0 ||
+        (o.report_fd >= 0 && open_report(o.report_fd, &p1) < 0))
         return 1;
     if (o.ready_fd >= 0) {
         ssize_t w = write(o.ready_fd, "1", 1);
@@ -333,7 +395,7 @@ int main(int argc, char **argv)
         close(o.ready_fd);
     }
     if (o.entry)
-        start_entrypoint(o.entry);
+        start_entrypoint(o.entry, &p1);
     osb_info("listening on port %d%s%s%s (pid %d)", o.port, o.unix_path ? " and unix:" : "",
              o.unix_path ? o.unix_path : "", o.listen_fd >= 0 ? " and the runtime's socket" : "",
              getpid());

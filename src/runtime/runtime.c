@@ -34,6 +34,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/endreport.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -81,6 +82,9 @@ struct rt_watch {
     pid_t pid;
     int pidfd;
     uv_poll_t poll;
+    int report_fd;            /* our copy of the report pipe's read end, or -1 */
+    uv_poll_t report;         /* initialised only with report_fd >= 0 */
+    int open_handles;
     osb_rt_exit_cb cb;
     void *ud;
 };
@@ -330,7 +334,7 @@ fail:
 static void close_create(struct rt_create *c);
 static void unlink_watch(struct osb_rt *rt, struct rt_watch *w);
 static void close_watch(struct rt_watch *w);
-static void close_log(struct osb_rt *rt, const char *id);
+static void close_log(struct osb_rt *rt, const char *id, bool flush);
 
 void osb_rt_close(struct osb_rt *rt)
 {
@@ -351,7 +355,7 @@ void osb_rt_close(struct osb_rt *rt)
     /* Sandboxes outlive the server: execd keeps a reader of each pipe, and
      * a restarted server takes a new one (osb_rt_adopt). */
     while (rt->logs)
-        close_log(rt, rt->logs->id);
+        close_log(rt, rt->logs->id, false);
     uv_close((uv_handle_t *)&rt->sigchld, on_rt_handle_closed);
     /* Empty base cgroups go (those with live sandboxes stay: rmdir fails);
      * a runtime still using them recreates them on its next create. */
@@ -639,13 +643,17 @@ static void on_log_closed(void *ud)
     maybe_free(rt);
 }
 
-static void close_log(struct osb_rt *rt, const char *id)
+/* flush: the sandbox stops but its log stays (diagnostics read it), so
+ * what it wrote last is taken out of the pipe first. */
+static void close_log(struct osb_rt *rt, const char *id, bool flush)
 {
     for (struct rt_log **p = &rt->logs; *p; p = &(*p)->next) {
         struct rt_log *l = *p;
         if (strcmp(l->id, id) != 0)
             continue;
         *p = l->next;
+        if (flush)
+            osb_logdrain_flush(l->drain);
         osb_logdrain_close(l->drain, on_log_closed, rt);
         free(l);
         return;
@@ -886,7 +894,11 @@ static void on_watch_closed(uv_handle_t *h)
 {
     struct rt_watch *w = h->data;
     struct osb_rt *rt = w->rt;
+    if (--w->open_handles > 0)
+        return;
     close(w->pidfd);
+    if (w->report_fd >= 0)
+        close(w->report_fd);
     free(w);
     rt->open_handles--;
     maybe_free(rt);
@@ -903,24 +915,67 @@ static void unlink_watch(struct osb_rt *rt, struct rt_watch *w)
 
 static void close_watch(struct rt_watch *w)
 {
+    uv_poll_stop(&w->poll);
     uv_close((uv_handle_t *)&w->poll, on_watch_closed);
+    if (w->report_fd >= 0) {
+        uv_poll_stop(&w->report);
+        uv_close((uv_handle_t *)&w->report, on_watch_closed);
+    }
 }
 
-static void on_pidfd(uv_poll_t *p, int status, int events)
+/* What the report pipe holds: nothing yet (EAGAIN: 1), or the end. The
+ * pipe's content is untrusted: one bounded read, parsed strictly. */
+static int read_report(struct rt_watch *w, struct osb_rt_end *end)
 {
-    (void)status;
-    (void)events;
-    struct rt_watch *w = p->data;
+    *end = (struct osb_rt_end){.how = OSB_RT_END_PID1_EXITED};
+    if (w->report_fd < 0)
+        return 0;
+    char buf[OSB_ENDREPORT_MAX + 1];
+    ssize_t n = OSB_RETRY(read(w->report_fd, buf, sizeof buf));
+    if (n < 0 && errno == EAGAIN)
+        return 1;
+    if (n <= 0)
+        return 0;
+    end->how = osb_endreport_parse(buf, (size_t)n, &end->report) == 0 ? OSB_RT_END_REPORTED
+                                                                      : OSB_RT_END_BAD_REPORT;
+    return 0;
+}
+
+static void finish_watch(struct rt_watch *w, const struct osb_rt_end *end)
+{
     struct osb_rt *rt = w->rt;
     kid_reap(rt, w->pid);
-    uv_poll_stop(p);
     unlink_watch(rt, w);
     char id[sizeof w->id];
     snprintf(id, sizeof id, "%s", w->id);
     osb_rt_exit_cb cb = w->cb;
     void *ud = w->ud;
     close_watch(w);
-    cb(ud, id);
+    cb(ud, id, end);
+}
+
+/* PID 1 is gone; a report it wrote first is still in the pipe. */
+static void on_pidfd(uv_poll_t *p, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct rt_watch *w = p->data;
+    struct osb_rt_end end;
+    if (read_report(w, &end) > 0)
+        end.how = OSB_RT_END_PID1_EXITED;
+    finish_watch(w, &end);
+}
+
+/* A line (or EOF: execd gone without one, its pidfd fires too). */
+static void on_report(uv_poll_t *p, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct rt_watch *w = p->data;
+    struct osb_rt_end end;
+    if (read_report(w, &end) > 0)
+        return;
+    finish_watch(w, &end);
 }
 
 static void cancel_watches(struct osb_rt *rt, const char *id)
@@ -929,7 +984,6 @@ static void cancel_watches(struct osb_rt *rt, const char *id)
         next = w->next;
         if (strcmp(w->id, id) == 0) {
             unlink_watch(rt, w);
-            uv_poll_stop(&w->poll);
             close_watch(w);
         }
     }
@@ -944,6 +998,24 @@ bool osb_rt_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle 
     if (!h || h->pid <= 0 || !proc_stat(h->pid, &start, &state))
         return false;
     return start == h->start_time && state != 'Z' && state != 'X';
+}
+
+/* A copy of the read end of execd's report pipe (OSB_SANDBOX_REPORT_FD),
+ * non-blocking; -1 when there is none (a sandbox started before execd had
+ * one: only its exit is seen then) or it is not a pipe's read end. */
+static int take_report(int pidfd)
+{
+    int fd = (int)syscall(SYS_pidfd_getfd, pidfd, OSB_SANDBOX_REPORT_FD, 0);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int fl = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || fl < 0 || (fl & O_ACCMODE) != O_RDONLY ||
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 int osb_rt_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
@@ -973,6 +1045,14 @@ int osb_rt_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *
     uv_poll_init(rt->loop, &w->poll, fd);
     w->poll.data = w;
     uv_poll_start(&w->poll, UV_READABLE, on_pidfd);
+    w->open_handles = 1;
+    w->report_fd = take_report(fd);
+    if (w->report_fd >= 0) {
+        uv_poll_init(rt->loop, &w->report, w->report_fd);
+        w->report.data = w;
+        uv_poll_start(&w->report, UV_READABLE, on_report);
+        w->open_handles++;
+    }
     rt->open_handles++;
     w->next = rt->watches;
     rt->watches = w;
@@ -1110,18 +1190,37 @@ static void stop_helper(struct osb_rt *rt, const char *id)
             }
 }
 
-static int destroy_id(struct osb_rt *rt, const char *id, struct osb_err *err)
+/* Everything in the sandbox dir but its log. */
+static int remove_all_but_log(const char *dir, struct osb_err *err)
+{
+    _cleanup_closedir_ DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? 0 : osb_err_sys(err, "open `%s`", dir);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            strcmp(e->d_name, OSB_SANDBOX_LOG) == 0)
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (osb_rtfs_remove_tree(path, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int destroy_id(struct osb_rt *rt, const char *id, bool keep_log, struct osb_err *err)
 {
     char dir[PATH_MAX];
     struct osb_cg_set s;
     cancel_watches(rt, id);
-    close_log(rt, id);
+    close_log(rt, id, keep_log);
     stop_helper(rt, id);
     sandbox_dir(rt, id, dir, sizeof dir);
     osb_cg_set_load(&rt->plan, id, dir, &s);
     if (osb_cg_kill(&s, err) < 0 || osb_cg_remove(&s, err) < 0 ||
-        osb_rtfs_remove_tree(dir, err) < 0)
-        return osb_err_wrap(err, "destroy sandbox `%s`", id);
+        (keep_log ? remove_all_but_log(dir, err) : osb_rtfs_remove_tree(dir, err)) < 0)
+        return osb_err_wrap(err, "%s sandbox `%s`", keep_log ? "stop" : "destroy", id);
     /* Reap PID 1 now if it is already gone; SIGCHLD catches it otherwise. */
     on_sigchld(&rt->sigchld, SIGCHLD);
     return 0;
@@ -1130,7 +1229,7 @@ static int destroy_id(struct osb_rt *rt, const char *id, struct osb_err *err)
 static void destroy_quiet(struct osb_rt *rt, const char *id)
 {
     struct osb_err err = {0};
-    if (destroy_id(rt, id, &err) < 0)
+    if (destroy_id(rt, id, false, &err) < 0)
         osb_warn("%s", err.msg);
 }
 
@@ -1138,7 +1237,14 @@ int osb_rt_destroy(struct osb_rt *rt, const char *id, struct osb_err *err)
 {
     if (check_id(id, err) < 0)
         return -1;
-    return destroy_id(rt, id, err);
+    return destroy_id(rt, id, false, err);
+}
+
+int osb_rt_stop(struct osb_rt *rt, const char *id, struct osb_err *err)
+{
+    if (check_id(id, err) < 0)
+        return -1;
+    return destroy_id(rt, id, true, err);
 }
 
 /* ------------------------------------------------------------ orphans */
@@ -1165,7 +1271,7 @@ static int destroy_unknown_in(struct osb_rt *rt, const char *dir, const char *co
             continue;
         osb_info("removing orphaned sandbox %s", e->d_name);
         struct osb_err one = {0};
-        if (destroy_id(rt, e->d_name, &one) < 0) {
+        if (destroy_id(rt, e->d_name, false, &one) < 0) {
             if (r == 0 && err)
                 *err = one;
             r = -1;

@@ -27,6 +27,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "common/endreport.h"
 #include "common/err.h"
 
 struct osb_istore;
@@ -138,12 +139,33 @@ int osb_rt_resume(struct osb_rt *rt, const char *id, struct osb_err *err);
  * cleanup: they exist only in the sandbox's mount namespace. */
 int osb_rt_destroy(struct osb_rt *rt, const char *id, struct osb_err *err);
 
+/* Kill every process and remove cgroups and the state dir except the log
+ * (<state>/sandboxes/<id>/log): what a sandbox that ended on its own keeps
+ * for diagnostics until osb_rt_destroy removes the rest. Cancels watches
+ * on id; idempotent. */
+int osb_rt_stop(struct osb_rt *rt, const char *id, struct osb_err *err);
+
 /* Whether the sandbox's PID 1 is still the process the handle names. */
 bool osb_rt_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
-/* Watch a sandbox's PID 1 (child or not, via pidfd): cb runs once when it
- * exits. Used for new sandboxes and for those re-adopted after a restart.
- * OSB_E_NOTFOUND if it is not running (any more) when called. */
-typedef void (*osb_rt_exit_cb)(void *ud, const char *id);
+/* How a watched sandbox ended. execd reports its entrypoint's end on a
+ * pipe (common/endreport.h) and then waits to be stopped: the sandbox's
+ * processes are still there when the callback runs (osb_rt_stop or
+ * osb_rt_destroy end them). */
+struct osb_rt_end {
+    enum {
+        OSB_RT_END_REPORTED,     /* report: how the entrypoint ended */
+        OSB_RT_END_PID1_EXITED,  /* PID 1 (execd) exited without a report */
+        OSB_RT_END_BAD_REPORT,   /* the report pipe held something else */
+    } how;
+    struct osb_endreport report;
+};
+/* Watch a sandbox (child or not): its PID 1 via a pidfd, and execd's
+ * report pipe (a copy of its read end is taken from execd with
+ * pidfd_getfd, so a line written while no server ran is read once one
+ * watches again). cb runs once, at the first of the two. Used for new
+ * sandboxes and for those re-adopted after a restart. OSB_E_NOTFOUND if
+ * it is not running (any more) when called. */
+typedef void (*osb_rt_exit_cb)(void *ud, const char *id, const struct osb_rt_end *end);
 int osb_rt_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
                  osb_rt_exit_cb cb, void *ud, struct osb_err *err);
 /* Remove everything of sandboxes the server does not know (after a crash):

@@ -565,6 +565,8 @@ int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
 void osb_network_detach(struct osb_server *srv, struct osb_sbx *s)
 {
     (void)srv;
+    /* The record no longer holds the slot (in_use() at the next start). */
+    json_object_del(s->spec, "network");
     struct nsb *n = find(s->id);
     if (!g.net || !n)
         return;

@@ -61,6 +61,7 @@ struct osb_create_spec {
     json_t *resource_limits;   /* NULL or the map as given */
     struct osb_volume *volumes;
     size_t n_volumes;
+    char id[37];               /* the sandbox id (a uuid4), set by the handler after parsing */
 };
 
 struct osb_spec_limits {

@@ -237,7 +237,7 @@ def test_basics(t, d):
          "a command runs as root with the sandbox's hostname")
     out, _, _ = sb.run("cat /proc/1/cmdline | tr '\\0' ' '")
     t.ok(re.match(r"/opt/opensandbox/execd --port 44772 --listen-fd 102"
-                  r" --ready-fd \d+ --keep-fd 100 --keep-fd 101 -- /bin/sh", out), "execd is PID 1 with the entrypoint after --",
+                  r" --ready-fd \d+ --keep-fd 100 --keep-fd 101 --report-fd 103 -- /bin/sh", out), "execd is PID 1 with the entrypoint after --",
          out)
     out, _, code = sb.run("/usr/bin/python3 -c 'print(6*7)'")
     t.eq((out, code), ("42", 0), "the host image runs the host's python3")

@@ -109,8 +109,9 @@ static char **build_argv(const struct osb_init_spec *s, int readyfd)
     size_t n = 0;
     while (s->entrypoint[n])
         n++;
-    char **argv = osb_xcalloc(n + 19, sizeof *argv);
-    static char fdnum[16], layerfd[16], logfd[16], listenfd[16];
+    char **argv = osb_xcalloc(n + 21, sizeof *argv);
+    static char fdnum[16], layerfd[16], logfd[16], listenfd[16], reportfd[16];
+    snprintf(reportfd, sizeof reportfd, "%d", OSB_SANDBOX_REPORT_FD);
     snprintf(fdnum, sizeof fdnum, "%d", readyfd);
     snprintf(layerfd, sizeof layerfd, "%d", OSB_SANDBOX_LAYER_FD);
     snprintf(logfd, sizeof logfd, "%d", OSB_SANDBOX_LOG_FD);
@@ -127,6 +128,8 @@ static char **build_argv(const struct osb_init_spec *s, int readyfd)
     argv[j++] = layerfd;
     argv[j++] = "--keep-fd";
     argv[j++] = logfd;
+    argv[j++] = "--report-fd";
+    argv[j++] = reportfd;
     if (s->workdir) {
         argv[j++] = "--workdir";
         argv[j++] = s->workdir;

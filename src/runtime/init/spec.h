@@ -125,4 +125,10 @@ void osb_init_spec_free(struct osb_init_spec *s);
 /* execd's listening socket (OSB_SANDBOX_CTL_SOCK), for --listen-fd. */
 #define OSB_SANDBOX_LISTEN_FD 102
 #define OSB_SANDBOX_UPPER "upper"
+/* execd (--report-fd) puts the read end of its report pipe here: one line
+ * (common/endreport.h) once the entrypoint ended. The runtime takes a copy
+ * with pidfd_getfd when it starts watching the sandbox, at create and after
+ * a restart, so the line is read even if the server was down when it was
+ * written. */
+#define OSB_SANDBOX_REPORT_FD 103
 #endif

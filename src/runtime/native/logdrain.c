@@ -177,6 +177,27 @@ void osb_logdrain_close(struct osb_logdrain *d, osb_logdrain_closed_cb cb, void 
         finish_close(d);
 }
 
+void osb_logdrain_flush(struct osb_logdrain *d)
+{
+    if (d->working || d->eof)
+        return;
+    /* Bounded by what the pipe holds, so a writer that keeps writing
+     * cannot hold the loop here. */
+    int cap = fcntl(d->pipe_fd, F_GETPIPE_SZ);
+    uint64_t left = cap > 0 ? (uint64_t)cap : (1u << 20);
+    while (left > 0) {
+        ssize_t n = read(d->pipe_fd, d->buf, sizeof d->buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        if (d->size + (uint64_t)n > d->max)
+            d->size = trim_file(d->file_fd, d->size, d->keep);
+        append(d, d->buf, (size_t)n);
+        left = (uint64_t)n >= left ? 0 : left - (uint64_t)n;
+    }
+}
+
 bool osb_logdrain_done(const struct osb_logdrain *d)
 {
     return d->eof && !d->working;

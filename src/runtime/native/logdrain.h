@@ -34,6 +34,10 @@ int osb_logdrain_open(uv_loop_t *loop, int pipe_fd, const char *path, uint64_t m
  * runs once nothing of d is left on the loop. */
 typedef void (*osb_logdrain_closed_cb)(void *ud);
 void osb_logdrain_close(struct osb_logdrain *d, osb_logdrain_closed_cb cb, void *ud);
+/* Appends what the pipe holds right now (at most its capacity), on the
+ * loop: a sandbox that is being stopped keeps its last output. No-op while
+ * a trim runs. */
+void osb_logdrain_flush(struct osb_logdrain *d);
 /* Whether every writer has closed the pipe and all of it is in the file. */
 bool osb_logdrain_done(const struct osb_logdrain *d);
 #endif
