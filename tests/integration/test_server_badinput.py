@@ -122,7 +122,7 @@ CASES = [
      "networkPolicy"),
     ("networkPolicy egress not a list", with_(networkPolicy={"egress": {}}), 400, BAD,
      "networkPolicy"),
-    ("credentialProxy", with_(credentialProxy={"enabled": True}), 501,
+    ("credentialProxy", with_(credentialProxy={"enabled": True}), 400,
      "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED", "credentialProxy"),
     ("credentialProxy.enabled a string", with_(credentialProxy={"enabled": "yes"}), 400, BAD,
      "credentialProxy.enabled"),
