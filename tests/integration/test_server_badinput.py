@@ -98,7 +98,7 @@ CASES = [
     ("platform a string", with_(platform="linux/amd64"), 400, BAD, "platform"),
     ("secureAccess true", with_(secureAccess=True), 400, BAD, "secureAccess"),
     ("secureAccess a string", with_(secureAccess="yes"), 400, BAD, "secureAccess"),
-    ("snapshotId unknown", with_(image=..., snapshotId="snap-1"), 404, "SNAPSHOT::NOT_FOUND",
+    ("snapshotId unknown", with_(image=..., snapshotId="snap-1"), 400, "SNAPSHOT::NOT_FOUND",
      "snap-1"),
     ("snapshotId not a string", with_(image=..., snapshotId=7), 400, BAD, "snapshotId"),
     ("image and snapshotId", with_(snapshotId="snap-1"), 400, BAD, "snapshotId"),
