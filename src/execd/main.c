@@ -92,8 +92,12 @@ static bool check_token(struct osb_http_req *req, void *ud)
     const char *got = osb_http_req_header(req, TOKEN_HEADER);
     if (got && osb_secret_eq(got, want))
         return true;
+    /* Upstream's body is {"error": ...}; code and message make it the
+     * {code,message} shape every other error has. */
     static const char body[] =
-        "{\"error\":\"Unauthorized: invalid or missing header X-EXECD-ACCESS-TOKEN\"}";
+        "{\"code\":\"UNAUTHORIZED\",\"message\":\"invalid or missing header "
+        "X-EXECD-ACCESS-TOKEN\",\"error\":\"Unauthorized: invalid or missing header "
+        "X-EXECD-ACCESS-TOKEN\"}";
     osb_http_respond(req, 401, "application/json; charset=utf-8", body, sizeof body - 1);
     return false;
 }
@@ -377,6 +381,7 @@ int main(int argc, char **argv)
     osb_execd_files_routes(&execd);
     osb_execd_metrics_routes(&execd);
     osb_execd_pty_routes(&execd);
+    osb_execd_status_map(&execd);
 
     uv_signal_t sigterm, sigint;
     osb_execd_reaper_start(execd.loop);

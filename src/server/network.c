@@ -631,9 +631,12 @@ const char *osb_network_bridge_ip(const struct osb_server *srv, const struct osb
 /* ------------------------------------------------------------ the egress API
  */
 
-static void text(struct osb_http_req *req, int status, const char *msg)
+/* Errors are {code,message} (upstream's sidecar sends text/plain, which no
+ * SDK can show); the status map (apierr.c) keeps them to the statuses
+ * egress-api.yaml lists. */
+static void fail(struct osb_http_req *req, int status, const char *code, const char *msg)
 {
-    osb_http_respond(req, status, "text/plain; charset=utf-8", msg, strlen(msg));
+    osb_http_respond_error(req, status, code, "%s", msg);
 }
 
 static json_t *status_json(const struct nsb *n, struct osb_server *srv)
@@ -676,14 +679,14 @@ static void replace_policy(struct osb_server *srv, struct osb_sbx *s, struct nsb
     char why[300];
     json_t *j = body_json(req, &empty, why, sizeof why);
     if (!j && !empty) {
-        text(req, 400, why);
+        fail(req, 400, "EGRESS::INVALID_BODY", why);
         return;
     }
     struct osb_policy p;
     struct osb_err err = {0};
     if (osb_policy_parse(json_is_null(j) ? NULL : j, &p, &err) < 0) {
         json_decref(j);
-        text(req, 400, err.msg);
+        fail(req, 400, "EGRESS::INVALID_POLICY", err.msg);
         return;
     }
     json_decref(j);
@@ -707,7 +710,8 @@ static void patch_or_delete(struct osb_server *srv, struct osb_sbx *s, struct ns
     char why[300];
     json_t *j = body_json(req, &empty, why, sizeof why);
     if (!j) {
-        text(req, 400, empty ? "the body must be a non-empty JSON array" : why);
+        fail(req, 400, "EGRESS::INVALID_BODY",
+             empty ? "the body must be a non-empty JSON array" : why);
         return;
     }
     struct osb_err err = {0};
@@ -726,7 +730,8 @@ static void patch_or_delete(struct osb_server *srv, struct osb_sbx *s, struct ns
     }
     json_decref(j);
     if (r < 0) {
-        text(req, err.code == OSB_E_TOOBIG ? 413 : 400, err.msg);
+        const char *code = err.code == OSB_E_TOOBIG ? "EGRESS::TOO_MANY_RULES" : "EGRESS::INVALID_RULES";
+        fail(req, 400, code, err.msg);
         return;
     }
     commit(srv, s, n);
@@ -742,20 +747,22 @@ void osb_network_egress_api(struct osb_server *srv, struct osb_sbx *s, struct os
     const char *m = osb_http_req_method(req);
     struct nsb *n = find(s->id);
     if (!n || !n->has_policy) {
-        text(req, 404, "no egress policy: this sandbox was created without networkPolicy");
+        fail(req, 404, "EGRESS::NOT_ENABLED",
+             "no egress policy: this sandbox was created without networkPolicy");
         return;
     }
     if (strcmp(rest, "healthz") == 0) {
-        text(req, 200, "ok");
+        osb_http_respond(req, 200, "text/plain; charset=utf-8", "ok", 2);
         return;
     }
     const char *tok = osb_http_req_header(req, EGRESS_AUTH);
     if (!tok || !osb_secret_eq(tok, n->token)) {
-        text(req, 401, "unauthorized");
+        fail(req, 401, "EGRESS::UNAUTHORIZED",
+             "unauthorized: missing or wrong OPENSANDBOX-EGRESS-AUTH header");
         return;
     }
     if (strcmp(rest, "policy") != 0) {
-        text(req, 404, "404 page not found");
+        fail(req, 404, "EGRESS::NOT_FOUND", "no such egress API path");
         return;
     }
     if (strcmp(m, "GET") == 0) {
@@ -767,6 +774,6 @@ void osb_network_egress_api(struct osb_server *srv, struct osb_sbx *s, struct os
     } else if (strcmp(m, "PATCH") == 0 || strcmp(m, "DELETE") == 0) {
         patch_or_delete(srv, s, n, req, m[0] == 'P');
     } else {
-        text(req, 405, "method not allowed");
+        fail(req, 405, "EGRESS::METHOD_NOT_ALLOWED", "method not allowed on /policy");
     }
 }

@@ -826,7 +826,7 @@ static int parse_unsupported(json_t *body, struct osb_apierr *e)
         if (en && !json_is_boolean(en))
             return osb_apierr_set(e, 400, BAD, "field 'credentialProxy.enabled' must be a boolean");
         if (json_is_true(en))
-            return osb_apierr_set(e, 501, "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED",
+            return osb_apierr_set(e, 400, "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED",
                                   "field 'credentialProxy': the credential proxy is not implemented "
                                   "by this server yet");
     }
