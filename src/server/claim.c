@@ -57,6 +57,23 @@ void osb_claim_probe(const char *vdir, const char *claim, struct osb_claim_info 
     }
 }
 
+int64_t osb_claim_unallocated(const char *vdir)
+{
+    _cleanup_closedir_ DIR *d = opendir(vdir);
+    struct dirent *e;
+    int64_t sum = 0;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue; /* ".", "..", scratch claims (their jobs count them) */
+        _cleanup_free_ char *rel = osb_xasprintf("%s/" IMAGE, e->d_name);
+        struct stat st;
+        if (fstatat(dirfd(d), rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_size > (off_t)st.st_blocks * 512)
+            sum += (int64_t)st.st_size - (int64_t)st.st_blocks * 512;
+    }
+    return sum;
+}
+
 /* ------------------------------------------------------------- mkfs */
 
 static const char *mkfs_path(void)

@@ -31,6 +31,10 @@ struct osb_claim_info {
 };
 
 void osb_claim_probe(const char *vdir, const char *claim, struct osb_claim_info *ci);
+/* The bytes of the images in vdir not yet allocated on its filesystem:
+ * sparse, they take the disk only as sandboxes write, so this is what
+ * the existing claims may still take from it. */
+int64_t osb_claim_unallocated(const char *vdir);
 /* Make the image (in a scratch directory renamed into place, so a
  * half-made claim is never seen) and mount it. The claim must be absent. */
 int osb_claim_make(const char *vdir, const char *claim, int64_t bytes, struct osb_err *err);

@@ -253,27 +253,59 @@ static int64_t free_bytes(const char *dir)
     return (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
 }
 
-static int check_size(const struct osb_config *cfg, const struct osb_volume *v, size_t i,
-                      struct osb_apierr *e)
+/* What the claims being made and the existing ones may still take from
+ * the disk: images are sparse, so a size that merely fits the free space
+ * is not enough, or claims that each passed would together fill the disk
+ * (and the server's state on it) once sandboxes write into them. */
+static int64_t promised_bytes(struct osb_server *srv)
 {
-    int64_t want = claim_bytes(cfg, v), avail = free_bytes(cfg->storage.volumes_dir);
+    int64_t sum = osb_claim_unallocated(srv->cfg->storage.volumes_dir);
+    for (struct osb_vol_job *j = srv->vol_jobs; j; j = j->next)
+        sum += j->bytes;
+    return sum;
+}
+
+/* *promised grows by each claim this request makes (-1: not yet measured). */
+static int check_size(struct osb_server *srv, const struct osb_volume *v, size_t i,
+                      int64_t *promised, struct osb_apierr *e)
+{
+    const struct osb_config *cfg = srv->cfg;
+    int64_t want = claim_bytes(cfg, v);
     const char *what = v->pvc.storage ? v->pvc.storage : "the default size";
     if (want > cfg->storage.volume_max_bytes)
         return osb_apierr_set(e, 400, "VOLUME::INVALID_SIZE",
                               "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is above this "
                               "server's largest claim, %lld bytes ([storage] volume_max_size)",
                               i, what, (long long)want, (long long)cfg->storage.volume_max_bytes);
-    if (want > avail)
+    int64_t avail = free_bytes(cfg->storage.volumes_dir);
+    if (*promised < 0)
+        *promised = promised_bytes(srv);
+    if (want > avail - *promised)
         return osb_apierr_set(e, 400, "VOLUME::INVALID_SIZE",
                               "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is more than the "
-                              "%lld bytes free where claims are kept",
-                              i, what, (long long)want, (long long)avail);
+                              "%lld bytes free where claims are kept (%lld free, %lld of them "
+                              "promised to other claims, which are sparse)",
+                              i, what, (long long)want,
+                              (long long)(avail > *promised ? avail - *promised : 0),
+                              (long long)avail, (long long)*promised);
+    *promised += want;
     return 0;
+}
+
+/* Whether an earlier volume of the request names the same claim. */
+static bool claim_named_before(const struct osb_create_spec *spec, size_t i)
+{
+    for (size_t k = 0; k < i; k++)
+        if (spec->volumes[k].backend == OSB_VOL_PVC &&
+            strcmp(spec->volumes[k].pvc.claim, spec->volumes[i].pvc.claim) == 0)
+            return true;
+    return false;
 }
 
 int osb_vol_check(struct osb_server *srv, struct osb_create_spec *spec, struct osb_apierr *e)
 {
     int rc = 0;
+    int64_t promised = -1;
     for (size_t i = 0; i < spec->n_volumes; i++) {
         struct osb_volume *v = &spec->volumes[i];
         if (v->backend == OSB_VOL_HOST) {
@@ -286,7 +318,8 @@ int osb_vol_check(struct osb_server *srv, struct osb_create_spec *spec, struct o
             continue;
         }
         enum need n = claim_need(srv, v);
-        if (n == NEED_MAKE && check_size(srv->cfg, v, i, e) < 0)
+        if (n == NEED_MAKE && !claim_named_before(spec, i) &&
+            check_size(srv, v, i, &promised, e) < 0)
             return -1;
         if (n != NEED_NONE)
             rc = 1;
