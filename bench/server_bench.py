@@ -10,6 +10,9 @@ brackets; printed, not asserted):
   density   N idle sandboxes alive at once: the server's RSS, each sandbox's
             execd (its PID 1) RSS sum/avg, then cleanup.
   sdk       the JS SDK's Sandbox.create end to end (tests/sdk/bench_create.mjs).
+  unauth    1 GiB offered to POST /v1/sandboxes without the API key, 4
+            connections at once: the server's RSS and peak RSS growth, the
+            bytes it took before closing, and whether each sender saw the 401.
 
 Usage: server_bench.py [create|burst|density|sdk ...] [--n-create 100]
        [--n-burst 50] [--n-density 200] [--n-sdk 30]
@@ -329,9 +332,52 @@ def bench_sdk(srv, n):
         print(f"# sdk failure: {e}")
 
 
+def unauth_offer(port, total):
+    """Offer `total` body bytes without the key; returns (bytes taken, saw 401)."""
+    import select
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % total)
+    chunk, sent, got = b"x" * (1 << 20), 0, b""
+    try:
+        while sent < total:
+            if select.select([s], [], [], 0)[0]:
+                d = s.recv(65536)
+                if not d:
+                    break
+                got += d
+            sent += s.send(chunk)
+    except OSError:
+        pass
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    except OSError:
+        pass
+    s.close()
+    return sent, got.startswith(b"HTTP/1.1 401 ")
+
+
+def bench_unauth(srv, n=4, total=1 << 30):
+    pid = srv.proc.pid
+    rss0, hwm0 = status_kib(pid, "VmRSS"), status_kib(pid, "VmHWM")
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(n) as ex:
+        res = list(ex.map(lambda _: unauth_offer(srv.port, total), range(n)))
+    took = time.perf_counter() - t0
+    rss1, hwm1 = status_kib(pid, "VmRSS"), status_kib(pid, "VmHWM")
+    print(f"unauthenticated upload ({n} x {total >> 20} MiB offered): server RSS "
+          f"+{(rss1 - rss0) / 1024:.1f} MiB, peak +{(hwm1 - hwm0) / 1024:.1f} MiB; taken per "
+          f"connection {', '.join(f'{s >> 20} MiB' for s, _ in res)}; "
+          f"{sum(ok for _, ok in res)}/{n} saw the 401; {took:.2f} s")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("which", nargs="*", default=["create", "burst", "density", "sdk"])
+    ap.add_argument("which", nargs="*", default=["create", "burst", "density", "sdk", "unauth"])
     ap.add_argument("--n-create", type=int, default=100)
     ap.add_argument("--n-burst", type=int, default=50)
     ap.add_argument("--n-density", type=int, default=200)
@@ -345,7 +391,8 @@ def main():
             {"create": lambda: bench_create(srv, a.n_create),
              "burst": lambda: bench_burst(srv, a.n_burst),
              "density": lambda: bench_density(srv, a.n_density),
-             "sdk": lambda: bench_sdk(srv, a.n_sdk)}[w]()
+             "sdk": lambda: bench_sdk(srv, a.n_sdk),
+             "unauth": lambda: bench_unauth(srv)}[w]()
     except KeyboardInterrupt:
         pass
     finally:

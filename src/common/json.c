@@ -1,8 +1,10 @@
 #include "common/json.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "common/ctl.h"
 #include "common/limits.h"
 #include "common/xalloc.h"
 
@@ -93,6 +95,17 @@ int osb_json_str(json_t *obj, const char *key, bool required, const char **out,
         return osb_err_set(err, OSB_E_INVALID, "field '%s' must be a string", key);
     *out = json_string_value(v);
     return 1;
+}
+
+int osb_json_name(json_t *obj, const char *key, bool required, const char **out,
+                  struct osb_err *err)
+{
+    int rc = osb_json_str(obj, key, required, out, err);
+    if (rc <= 0)
+        return rc;
+    char what[96];
+    snprintf(what, sizeof what, "field '%s'", key);
+    return osb_ctl_check(what, *out, json_string_length(field(obj, key)), err) < 0 ? -1 : 1;
 }
 
 int osb_json_int(json_t *obj, const char *key, bool required, int64_t *out, struct osb_err *err)

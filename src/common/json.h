@@ -22,6 +22,10 @@ int osb_json_parse_object(const char *data, size_t len, bool allow_empty, json_t
  * wrong type or a missing required field (err names the field). */
 int osb_json_str(json_t *obj, const char *key, bool required, const char **out,
                  struct osb_err *err);
+/* Like osb_json_str for ids, names and paths: a control byte anywhere in
+ * the value (an embedded NUL included) is an error naming the field. */
+int osb_json_name(json_t *obj, const char *key, bool required, const char **out,
+                  struct osb_err *err);
 int osb_json_int(json_t *obj, const char *key, bool required, int64_t *out, struct osb_err *err);
 int osb_json_bool(json_t *obj, const char *key, bool required, bool *out, struct osb_err *err);
 /* An object whose values are all strings. */

@@ -17,6 +17,13 @@
 #define OSB_MAX_PART_METADATA (64 * 1024)
 /* Bytes written to a socket before the producer is paused (backpressure). */
 #define OSB_WRITE_HIGH_WATER (1024 * 1024)
+/* Closing a connection that still has unread input makes the kernel send
+ * a reset, which can destroy the answer (a 401, a 413) before the client
+ * read it. So after such an answer the write side is shut down and up to
+ * this many bytes are read and dropped, for at most OSB_LINGER_MS, before
+ * the close: enough for a client to notice, never a buffer. */
+#define OSB_LINGER_BYTES (1024 * 1024)
+#define OSB_LINGER_MS 2000
 /* Concurrent client connections per daemon; the open-files limit is 20000. */
 #define OSB_MAX_CONNECTIONS 8192
 /* A WebSocket message (fragments joined). PTY input is keystrokes. */

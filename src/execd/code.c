@@ -545,8 +545,8 @@ static void h_create(struct osb_http_req *req, void *ud)
     const char *lang = NULL, *cwd = NULL;
     struct osb_err err = {0};
     int lg = -1;
-    if (osb_json_str(j, "language", false, &lang, &err) < 0 ||
-        osb_json_str(j, "cwd", false, &cwd, &err) < 0) {
+    if (osb_json_name(j, "language", false, &lang, &err) < 0 ||
+        osb_json_name(j, "cwd", false, &cwd, &err) < 0) {
         osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "%s", err.msg);
     } else if ((lg = parse_lang(req, lang && *lang ? lang : "python")) >= 0 &&
                (!cwd || !*cwd || check_cwd(req, cwd) == 0)) {
@@ -722,8 +722,8 @@ static void h_run(struct osb_http_req *req, void *ud)
     if (osb_json_str(j, "code", true, &code, &err) < 0 ||
         (cx && !json_is_null(cx) && !json_is_object(cx) &&
          osb_err_set(&err, OSB_E_INVALID, "field 'context' must be an object") < 0) ||
-        osb_json_str(cx, "id", false, &id, &err) < 0 ||
-        osb_json_str(cx, "language", false, &lang, &err) < 0) {
+        osb_json_name(cx, "id", false, &id, &err) < 0 ||
+        osb_json_name(cx, "language", false, &lang, &err) < 0) {
         osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "%s", err.msg);
     } else if (!*code) {
         osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "field 'code' must not be empty");

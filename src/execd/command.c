@@ -199,7 +199,7 @@ static int get_u32(json_t *body, const char *key, bool *has, uint32_t *out, stru
 static int parse_req(json_t *body, struct cmd_req *q, struct osb_err *err)
 {
     if (osb_json_str(body, "command", true, &q->command, err) < 0 ||
-        osb_json_str(body, "cwd", false, &q->cwd, err) < 0 ||
+        osb_json_name(body, "cwd", false, &q->cwd, err) < 0 ||
         osb_json_bool(body, "background", false, &q->background, err) < 0 ||
         osb_json_int(body, "timeout", false, &q->timeout, err) < 0 ||
         get_u32(body, "uid", &q->has_uid, &q->uid, err) < 0 ||

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/ctl.h"
 #include "common/json.h"
 #include "common/xalloc.h"
 #include "execd/execd.h"
@@ -189,8 +190,8 @@ static int parse_mv_item(json_t *it, size_t i, struct item *out, struct osb_err 
     const char *src, *dest;
     if (!json_is_object(it))
         return osb_err_set(err, OSB_E_INVALID, "item %zu must be an object {src, dest}", i);
-    if (osb_json_str(it, "src", true, &src, err) < 0 ||
-        osb_json_str(it, "dest", true, &dest, err) < 0)
+    if (osb_json_name(it, "src", true, &src, err) < 0 ||
+        osb_json_name(it, "dest", true, &dest, err) < 0)
         return osb_err_wrap(err, "item %zu", i);
     if (!*src || !*dest)
         return osb_err_set(err, OSB_E_INVALID, "item %zu: src and dest must not be empty", i);
@@ -248,7 +249,8 @@ static struct batch *perm_batch(struct osb_http_req *req)
     {
         struct item *it = &b->v[b->n++];
         it->path = osb_xstrdup(key);
-        if (osb_fs_perm_parse(v, key, &it->perm, &err) < 0) {
+        if (osb_ctl_check("path", key, strlen(key), &err) < 0 ||
+            osb_fs_perm_parse(v, key, &it->perm, &err) < 0) {
             batch_free(b);
             if (err.code == OSB_E_INVALID)
                 bad_body(req, &err);
@@ -360,7 +362,8 @@ static void h_replace(struct osb_http_req *req, void *ud)
     {
         struct item *it = &b->v[b->n++];
         it->path = osb_xstrdup(key);
-        if (parse_replace_item(key, val, it, &err) < 0) {
+        if (osb_ctl_check("path", key, strlen(key), &err) < 0 ||
+            parse_replace_item(key, val, it, &err) < 0) {
             batch_free(b);
             bad_body(req, &err);
             return;

@@ -24,8 +24,8 @@ int osb_fs_perm_mode(long long dec, mode_t *out)
 static int parse_owner(json_t *obj, const char *what, struct osb_fs_perm *p, struct osb_err *err)
 {
     const char *owner = NULL, *group = NULL;
-    if (osb_json_str(obj, "owner", false, &owner, err) < 0 ||
-        osb_json_str(obj, "group", false, &group, err) < 0)
+    if (osb_json_name(obj, "owner", false, &owner, err) < 0 ||
+        osb_json_name(obj, "group", false, &group, err) < 0)
         return osb_err_wrap(err, "%s", what);
     if (owner && *owner && osb_users_uid(owner, &p->uid) < 0)
         return osb_err_set(err, OSB_E_INTERNAL, "%s: unknown user '%s'", what, owner);

@@ -126,7 +126,7 @@ static void parse_meta(struct pair *pr, const char *data, size_t len)
     json_t *j = NULL;
     const char *path = NULL;
     if (osb_json_parse_object(data, len, false, &j, &err) < 0 ||
-        osb_json_str(j, "path", false, &path, &err) < 0) {
+        osb_json_name(j, "path", false, &path, &err) < 0) {
         verdict_set(&pr->meta_err, 400, "INVALID_FILE_METADATA", "invalid metadata format. %s",
                     err.msg);
     } else if (!path || !*path) {

@@ -372,6 +372,7 @@ int main(int argc, char **argv)
     execd.access_token = o.token;
     osb_execd_pool_schedule(execd.loop);
     execd.http = osb_http_server_new(execd.loop);
+    osb_http_server_set_invalid_code(execd.http, "INVALID_REQUEST_BODY");
     if (o.token)
         osb_http_server_set_auth(execd.http, check_token, (void *)o.token);
     osb_http_server_add_routes(execd.http, core_routes, OSB_ARRAY_LEN(core_routes));

@@ -619,7 +619,7 @@ static void h_create(struct osb_http_req *req, void *ud)
     struct osb_err err = {0};
     struct stat st;
     if (osb_json_parse_object(body, len, true, &j, &err) < 0 ||
-        osb_json_str(j, "cwd", false, &cwd, &err) < 0 ||
+        osb_json_name(j, "cwd", false, &cwd, &err) < 0 ||
         osb_json_str(j, "command", false, &command, &err) < 0) {
         osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "%s", err.msg);
     } else if (cwd && *cwd && (stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode))) {

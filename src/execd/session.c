@@ -679,7 +679,7 @@ static int parse_run(struct osb_http_req *req, json_t **j, struct run_req *q, in
     if (osb_json_parse_object(body, len, false, j, err) < 0)
         return osb_err_wrap(err, "error parsing request");
     if (osb_json_str(*j, "command", true, &q->command, err) < 0 ||
-        osb_json_str(*j, "cwd", false, &q->cwd, err) < 0 ||
+        osb_json_name(*j, "cwd", false, &q->cwd, err) < 0 ||
         osb_json_int(*j, "timeout", false, &q->timeout, err) < 0)
         return osb_err_wrap(err, "invalid request");
     if (!*q->command)
@@ -758,7 +758,7 @@ static int session_cwd(json_t *j, char **out, struct osb_err *err)
 {
     const char *cwd = NULL;
     *out = NULL;
-    if (osb_json_str(j, "cwd", false, &cwd, err) < 0)
+    if (osb_json_name(j, "cwd", false, &cwd, err) < 0)
         return -1;
     if (!cwd || !*cwd)
         return 0;
@@ -779,7 +779,7 @@ static void h_create(struct osb_http_req *req, void *ud)
     json_t *j = NULL;
     char *cwd = NULL;
     if (osb_json_parse_object(body, len, true, &j, &err) < 0 ||
-        osb_json_str(j, "cwd", false, &(const char *){NULL}, &err) < 0) {
+        osb_json_name(j, "cwd", false, &(const char *){NULL}, &err) < 0) {
         osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "error parsing request. %s",
                                err.msg);
         json_decref(j);

@@ -16,6 +16,7 @@ struct osb_http_server {
     void *auth_ud;
     osb_http_status_fn status_map;
     void *status_ud;
+    const char *invalid_code; /* "code" of the 400 for control bytes in the target */
     uv_tcp_t tcp;
     uv_pipe_t unix_sock;
     bool tcp_on, unix_on, closing;
@@ -24,9 +25,14 @@ struct osb_http_server {
     size_t ndoomed;
     struct conn *conns;  /* doubly linked */
     size_t nconns;
+    uv_timer_t linger_timer; /* ends lingering closes past their deadline */
+    size_t nlinger;
 };
 
-enum conn_mode { CONN_HTTP, CONN_WS, CONN_PROXY };
+/* CONN_LINGER: the last response is out (or queued), the write side is shut
+ * down, and what the client still sends is read and dropped for a while so
+ * closing does not reset the connection before it read the answer. */
+enum conn_mode { CONN_HTTP, CONN_WS, CONN_PROXY, CONN_LINGER };
 
 struct conn {
     union {
@@ -46,6 +52,9 @@ struct conn {
     bool doomed; /* a write failed: closed by the reaper, outside any caller */
     enum conn_mode mode;
     void *mode_ctx;              /* struct osb_ws * or struct proxy * */
+    uv_shutdown_t shut;          /* CONN_LINGER */
+    size_t linger_left;          /* bytes still dropped before closing */
+    uint64_t linger_until;       /* uv_now deadline */
     char peer[64];
 };
 
@@ -87,6 +96,13 @@ void osb_http__conn_update_read(struct conn *c);
 /* Detach the request from its connection for a protocol switch; the
  * request is freed, the connection stays open in the given mode. */
 void osb_http__take_over(struct osb_http_req *req, enum conn_mode mode, void *ctx);
+
+/* Close after the queued answer, lingering (linger.c): for an answer sent
+ * before the request body was read. */
+void osb_http__linger(struct conn *c);
+void osb_http__linger_on_data(struct conn *c, size_t len);
+void osb_http__linger_on_close(struct conn *c);
+void osb_http__linger_timer(uv_timer_t *t);
 
 /* Mode hooks implemented by wsconn.c and proxy.c. */
 void osb_http__ws_on_data(struct conn *c, const char *data, size_t len);

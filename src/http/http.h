@@ -49,8 +49,10 @@ struct osb_http_route {
     void *ud;
 };
 
-/* Runs before every non-public route. Return true to let the request pass;
- * return false after responding (e.g. 401). */
+/* Runs for every non-public route at the end of the request headers, before
+ * any body byte is read or "100 Continue" is sent. Return true to let the
+ * request pass; return false after responding (e.g. 401): the answer goes
+ * out with Connection: close, the body is never read, the connection ends. */
 typedef bool (*osb_http_auth_fn)(struct osb_http_req *req, void *ud);
 
 struct osb_http_server *osb_http_server_new(uv_loop_t *loop);
@@ -64,6 +66,11 @@ void osb_http_server_set_auth(struct osb_http_server *srv, osb_http_auth_fn fn, 
 typedef int (*osb_http_status_fn)(const struct osb_http_req *req, int status, void *ud);
 void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status_fn fn,
                                     void *ud);
+/* A control byte (0x00-0x1f, 0x7f) in the percent-decoded path or in a
+ * query parameter's decoded name or value is refused on every route with
+ * 400 {"code":code,...} (after the auth hook); the default code is
+ * "BAD_REQUEST". code must outlive the server. */
+void osb_http_server_set_invalid_code(struct osb_http_server *srv, const char *code);
 /* Body for unmatched routes; default is gin's "404 page not found" text. */
 int osb_http_listen_tcp(struct osb_http_server *srv, const char *host, int port,
                         struct osb_err *err);
@@ -195,6 +202,7 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
 
 /* Reason phrase for a status code. */
 const char *osb_http_reason(int status);
-/* Percent-decode in place (also '+' -> ' ' when form); returns -1 on bad escapes. */
-int osb_http_url_decode(char *s, bool form);
+/* Percent-decode in place (also '+' -> ' ' when form); returns the decoded
+ * length (an encoded %00 leaves a NUL inside it), or -1 on bad escapes. */
+long osb_http_url_decode(char *s, bool form);
 #endif

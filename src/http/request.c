@@ -2,10 +2,12 @@
 #include "http/request.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "common/ctl.h"
 #include "common/xalloc.h"
 
 static int hexval(int ch)
@@ -18,7 +20,7 @@ static int hexval(int ch)
     return -1;
 }
 
-int osb_http_url_decode(char *s, bool form)
+long osb_http_url_decode(char *s, bool form)
 {
     char *o = s;
     for (char *p = s; *p; p++) {
@@ -35,7 +37,7 @@ int osb_http_url_decode(char *s, bool form)
         }
     }
     *o = '\0';
-    return 0;
+    return (long)(o - s);
 }
 
 static void kv_add(struct kv **v, size_t *n, char *name, char *value)
@@ -46,7 +48,19 @@ static void kv_add(struct kv **v, size_t *n, char *name, char *value)
     (*n)++;
 }
 
-static int parse_query(struct osb_http_req *req, const char *q)
+/* Decode one piece of the target; a control byte in it fills *ctl (the
+ * first one found wins) and the request is refused later with a 400. */
+static int decode_checked(char *s, bool form, const char *what, struct osb_err *ctl)
+{
+    long n = osb_http_url_decode(s, form);
+    if (n < 0)
+        return -1;
+    if (ctl->code == OSB_E_OK)
+        osb_ctl_check(what, s, (size_t)n, ctl);
+    return 0;
+}
+
+static int parse_query(struct osb_http_req *req, const char *q, struct osb_err *ctl)
 {
     char *dup = osb_xstrdup(q), *save = NULL;
     int rc = 0;
@@ -54,7 +68,11 @@ static int parse_query(struct osb_http_req *req, const char *q)
         char *eq = strchr(part, '=');
         char *name = osb_xstrndup(part, eq ? (size_t)(eq - part) : strlen(part));
         char *value = osb_xstrdup(eq ? eq + 1 : "");
-        if (osb_http_url_decode(name, true) < 0 || osb_http_url_decode(value, true) < 0)
+        if (decode_checked(name, true, "a query parameter name", ctl) < 0)
+            rc = -1;
+        char what[96];
+        snprintf(what, sizeof what, "query parameter '%.40s'", name);
+        if (decode_checked(value, true, what, ctl) < 0)
             rc = -1;
         kv_add(&req->query, &req->nquery, name, value);
     }
@@ -62,7 +80,7 @@ static int parse_query(struct osb_http_req *req, const char *q)
     return rc;
 }
 
-int osb_http__req_parse_target(struct osb_http_req *req)
+int osb_http__req_parse_target(struct osb_http_req *req, struct osb_err *ctl)
 {
     const char *t = req->target.data ? req->target.data : "/";
     /* Absolute-form targets (proxies) carry a scheme and authority. */
@@ -72,8 +90,9 @@ int osb_http__req_parse_target(struct osb_http_req *req)
     }
     const char *q = strchr(t, '?');
     req->path = osb_xstrndup(t, q ? (size_t)(q - t) : strlen(t));
-    int rc = osb_http_url_decode(req->path, false);
-    if (q && parse_query(req, q + 1) < 0)
+    osb_err_clear(ctl);
+    int rc = decode_checked(req->path, false, "the request path", ctl);
+    if (q && parse_query(req, q + 1, ctl) < 0)
         rc = -1;
     return rc;
 }

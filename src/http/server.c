@@ -155,6 +155,8 @@ void osb_http__conn_close(struct conn *c)
         osb_http__ws_on_close(c);
     else if (c->mode == CONN_PROXY)
         osb_http__proxy_on_close(c);
+    else if (c->mode == CONN_LINGER)
+        osb_http__linger_on_close(c);
     uv_close(&c->h.handle, conn_freed);
 }
 
@@ -203,6 +205,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     }
     if (c->mode == CONN_PROXY) {
         osb_http__proxy_on_data(c, buf->base, (size_t)n);
+        return;
+    }
+    if (c->mode == CONN_LINGER) {
+        osb_http__linger_on_data(c, (size_t)n);
         return;
     }
     osb_buf_add(&c->in, buf->base, (size_t)n);
@@ -415,10 +421,30 @@ static void dispatch(struct conn *c)
         osb_http_respond(req, 404, "text/plain", "404 page not found", 18);
         return;
     }
-    struct osb_http_server *srv = c->srv;
-    if (!(rt->flags & OSB_ROUTE_PUBLIC) && srv->auth && !srv->auth(req, srv->auth_ud))
-        return;
     rt->fn(req, rt->ud);
+}
+
+/* Runs at the end of the headers, before any body byte is buffered and
+ * before "100 Continue": the auth hook, then the control-byte check of the
+ * decoded target. A refused request is answered with Connection: close and
+ * its body is never read. Returns false if it was answered. */
+static bool admit(struct conn *c, struct osb_http_req *r, const struct osb_err *ctl)
+{
+    struct osb_http_server *srv = c->srv;
+    bool keep = r->keep_alive;
+    r->keep_alive = false;
+    if (r->route && !(r->route->flags & OSB_ROUTE_PUBLIC) && srv->auth &&
+        !srv->auth(r, srv->auth_ud)) {
+        if (!r->ended) /* a hook that forgot to answer */
+            osb_http_respond_empty(r, 401);
+        return false;
+    }
+    if (ctl->code != OSB_E_OK) {
+        osb_http_respond_error(r, 400, srv->invalid_code, "%s", ctl->msg);
+        return false;
+    }
+    r->keep_alive = keep;
+    return true;
 }
 
 static int on_headers_complete(http_parser *p)
@@ -429,9 +455,14 @@ static int on_headers_complete(http_parser *p)
     snprintf(r->method, sizeof r->method, "%s", http_method_str(p->method));
     r->head_only = p->method == HTTP_HEAD;
     r->keep_alive = http_should_keep_alive(p);
-    if (osb_http__req_parse_target(r) < 0)
+    struct osb_err ctl;
+    if (osb_http__req_parse_target(r, &ctl) < 0)
         return -1;
     r->route = osb_http__route_match(c->srv, r);
+    if (!admit(c, r, &ctl)) {
+        http_parser_pause(p, 1); /* the body stays unread */
+        return 0;
+    }
     if (r->route && (r->route->flags & OSB_ROUTE_STREAM_BODY))
         dispatch(c);
     /* Clients that sent "Expect: 100-continue" wait for this before the body
@@ -500,10 +531,14 @@ static bool retire(struct conn *c)
 {
     struct osb_http_req *r = c->req;
     bool keep = r->keep_alive && r->complete && !c->parser.upgrade;
+    bool unread = !r->complete && !c->eof;
     c->req = NULL;
     req_free(r);
     if (!keep) {
-        osb_http__conn_close_after_flush(c);
+        if (unread && c->mode == CONN_HTTP)
+            osb_http__linger(c);
+        else
+            osb_http__conn_close_after_flush(c);
         return false;
     }
     http_parser_init(&c->parser, HTTP_REQUEST);
@@ -797,8 +832,11 @@ struct osb_http_server *osb_http_server_new(uv_loop_t *loop)
 {
     struct osb_http_server *srv = osb_xcalloc(1, sizeof *srv);
     srv->loop = loop;
+    srv->invalid_code = "BAD_REQUEST";
     uv_prepare_init(loop, &srv->reaper);
     srv->reaper.data = srv;
+    uv_timer_init(loop, &srv->linger_timer);
+    srv->linger_timer.data = srv;
     settings.on_message_begin = on_message_begin;
     settings.on_url = on_url;
     settings.on_header_field = on_header_field;
@@ -828,6 +866,11 @@ void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status
 {
     srv->status_map = fn;
     srv->status_ud = ud;
+}
+
+void osb_http_server_set_invalid_code(struct osb_http_server *srv, const char *code)
+{
+    srv->invalid_code = code;
 }
 
 int osb_http_listen_tcp(struct osb_http_server *srv, const char *host, int port,
@@ -900,8 +943,9 @@ void osb_http_server_close(struct osb_http_server *srv)
     srv->closing = true;
     while (srv->conns)
         osb_http__conn_close(srv->conns);
-    srv->pending_handles = 2;
+    srv->pending_handles = 3;
     uv_close((uv_handle_t *)&srv->reaper, listener_closed);
+    uv_close((uv_handle_t *)&srv->linger_timer, listener_closed);
     if (srv->tcp_on) {
         srv->pending_handles++;
         uv_close((uv_handle_t *)&srv->tcp, listener_closed);

@@ -255,6 +255,7 @@ void osb_api_register(struct osb_server *srv)
 {
     osb_http_server_set_auth(srv->http, hook, srv);
     osb_apierr_install(srv->http);
+    osb_http_server_set_invalid_code(srv->http, "SANDBOX::INVALID_PARAMETER");
     add_table(srv, osb_api_sandbox_routes, osb_api_sandbox_nroutes);
     add_table(srv, osb_api_diag_routes, osb_api_diag_nroutes);
     add_table(srv, osb_api_proxy_routes, osb_api_proxy_nroutes);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/ctl.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "common/timeutil.h"
@@ -280,6 +281,8 @@ static int create_body(struct osb_http_req *req, char **name)
     else if (n && !json_is_null(n) &&
              (!json_is_string(n) || !json_string_length(n) || json_string_length(n) > 253))
         problem = "field 'name' must be a non-empty string of at most 253 characters";
+    else if (json_is_string(n) && osb_ctl_find(json_string_value(n), json_string_length(n)) >= 0)
+        problem = "field 'name' contains a control byte";
     else if (json_is_string(n))
         *name = osb_xstrdup(json_string_value(n));
     json_decref(body);

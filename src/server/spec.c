@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/ctl.h"
 #include "common/quantity.h"
 #include "common/xalloc.h"
 #include "server/claim.h"
@@ -158,10 +159,14 @@ static int parse_image(json_t *body, struct osb_create_spec *out, struct osb_api
         if (u && !json_is_string(u))
             return osb_apierr_set(e, 400, BAD, "field 'image.uri' must be a string");
         uri = u ? json_string_value(u) : NULL;
+        if (u && osb_ctl_find(uri, json_string_length(u)) >= 0)
+            return osb_apierr_set(e, 400, BAD, "field 'image.uri' contains a control byte");
     }
     bool has_uri = uri && strspn(uri, " \t") != strlen(uri);
     if (snap && !json_is_string(snap))
         return osb_apierr_set(e, 400, BAD, "field 'snapshotId' must be a string");
+    if (snap && osb_ctl_find(json_string_value(snap), json_string_length(snap)) >= 0)
+        return osb_apierr_set(e, 400, BAD, "field 'snapshotId' contains a control byte");
     if (snap && has_uri)
         return osb_apierr_set(e, 400, BAD, "fields 'image' and 'snapshotId' are mutually exclusive");
     if (snap) {
@@ -522,8 +527,10 @@ static int vol_str(json_t *o, const char *key, size_t i, const char *where, bool
         return VBAD("field 'volumes[%zu].%s%s' is required", i, where, key);
     if (!v)
         return 0;
-    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+    if (!json_is_string(v))
         return VBAD("field 'volumes[%zu].%s%s' must be a string", i, where, key);
+    if (osb_ctl_find(json_string_value(v), json_string_length(v)) >= 0)
+        return VBAD("field 'volumes[%zu].%s%s' contains a control byte", i, where, key);
     *out = json_string_value(v);
     if (required && !**out)
         return VBAD("field 'volumes[%zu].%s%s' must not be empty", i, where, key);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/ctl.h"
 #include "common/err.h"
 #include "common/json.h"
 #include "common/random.h"
@@ -124,6 +125,30 @@ static void test_random(void)
     OK(!osb_secret_eq("", "x") && osb_secret_eq("", ""), "empty secrets");
 }
 
+static void test_ctl(void)
+{
+    IS_INT(osb_ctl_find("abc", 3), -1, "no control byte");
+    IS_INT(osb_ctl_find("a\0b", 3), 1, "embedded NUL found");
+    IS_INT(osb_ctl_find("ab\x1f", 3), 2, "0x1f found");
+    IS_INT(osb_ctl_find("a\x7f", 2), 1, "DEL found");
+    IS_INT(osb_ctl_find("\x20~\x80\xff", 4), -1, "space, ~ and high bytes pass");
+    struct osb_err e = {0};
+    IS_INT(osb_ctl_check("field 'x'", "a\nb", 3, &e), -1, "check fails on a newline");
+    IS_STR(e.msg, "field 'x' contains control byte 0x0a", "message names the field and byte");
+    IS_INT(e.code, OSB_E_INVALID, "a 400 error");
+    IS_INT(osb_ctl_check("x", "ok", 2, &e), 0, "check passes");
+    json_t *j = json_loads("{\"p\":\"/tmp/a\\u0000b\",\"q\":\"/tmp/\\u0001\",\"r\":\"/ok\"}",
+                           JSON_ALLOW_NUL, NULL);
+    const char *v = NULL;
+    IS_INT(osb_json_name(j, "p", true, &v, &e), -1, "json name: embedded NUL refused");
+    IS_STR(e.msg, "field 'p' contains control byte 0x00", "json name: message");
+    IS_INT(osb_json_name(j, "q", true, &v, &e), -1, "json name: 0x01 refused");
+    IS_INT(osb_json_name(j, "r", true, &v, &e), 1, "json name: clean value");
+    IS_STR(v, "/ok", "json name: value");
+    IS_INT(osb_json_name(j, "none", false, &v, &e), 0, "json name: absent");
+    json_decref(j);
+}
+
 int main(void)
 {
     test_buf();
@@ -131,5 +156,6 @@ int main(void)
     test_json();
     test_time();
     test_random();
+    test_ctl();
     return tap_done();
 }

@@ -66,9 +66,12 @@ static void s_end(struct osb_http_req *req, void *ud)
 
 static struct stream_ctx sctx;
 
+static int stream_calls;
+
 static void h_stream(struct osb_http_req *req, void *ud)
 {
     (void)ud;
+    stream_calls++;
     sctx.bytes = 0;
     sctx.chunks = 0;
     sctx.req = req;
@@ -121,6 +124,8 @@ static const struct osb_http_route routes[] = {
     {"GET", "/sse", h_sse, OSB_ROUTE_PUBLIC, NULL},
     {"GET", "/p/:id/*rest", h_params, OSB_ROUTE_PUBLIC, NULL},
     {"GET", "/secret", h_hello, 0, NULL},
+    {"POST", "/secret-echo", h_echo, 0, NULL},
+    {"POST", "/secret-stream", h_stream, OSB_ROUTE_STREAM_BODY, NULL},
     {"GET", "/abort", h_abort, OSB_ROUTE_PUBLIC, NULL},
 };
 
@@ -151,6 +156,8 @@ static void *client_main(void *arg)
     ssize_t n;
     while ((n = read(c->fd, buf, sizeof buf)) > 0)
         osb_buf_add(&c->resp, buf, (size_t)n);
+    /* The server may be lingering on a connection it answered early. */
+    shutdown(c->fd, SHUT_WR);
     uv_async_send(&c->done);
     return NULL;
 }
@@ -289,6 +296,71 @@ static void test_errors(void)
     IS_INT(count(r6, "HTTP/1.1 200"), 1, "truncated second request: first still answered");
 }
 
+/* A request refused by the auth hook is answered at the end of its headers:
+ * no 100 Continue, Connection: close, its body never reaches a buffer or a
+ * handler, and nothing pipelined after it runs. */
+static void test_auth_early(void)
+{
+    _cleanup_free_ char *r1 =
+        xs("POST /secret-echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000000\r\n"
+           "Expect: 100-continue\r\n\r\n");
+    OK(strncmp(r1, "HTTP/1.1 401 ", 13) == 0, "huge body, no token: 401 before the body");
+    OK(!strstr(r1, "100 Continue"), "no 100 Continue for an unauthenticated request");
+    OK(strstr(r1, "Connection: close\r\n") && strstr(r1, "\"code\":\"UNAUTHORIZED\""),
+       "401 says Connection: close and carries the hook's body");
+    _cleanup_free_ char *r2 = xs("POST /secret-echo HTTP/1.1\r\nHost: x\r\nX-Token: s3cret\r\n"
+                                 "Content-Length: 3\r\nExpect: 100-continue\r\n"
+                                 "Connection: close\r\n\r\nabc");
+    OK(strncmp(r2, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 ", 37) == 0 &&
+           strstr(r2, "\r\n\r\nabc"),
+       "with the token: 100 Continue, then the buffered body");
+    _cleanup_free_ char *r3 = xs("GET /secret HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+    IS_INT(count(r3, "HTTP/1.1 "), 1, "a request pipelined after a 401 is not processed");
+
+    size_t n = 8 << 20;
+    struct osb_buf req;
+    osb_buf_init(&req, SIZE_MAX);
+    osb_buf_addf(&req, "POST /secret-stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", n);
+    char *body = calloc(1, n);
+    osb_buf_add(&req, body, n);
+    free(body);
+    stream_calls = 0;
+    _cleanup_free_ char *r4 = exchange(req.data, req.len);
+    osb_buf_free(&req);
+    OK(strncmp(r4, "HTTP/1.1 401 ", 13) == 0, "streaming route, no token: the sender still gets 401");
+    IS_INT(stream_calls, 0, "the streaming handler never ran");
+}
+
+/* Control bytes in the decoded path or query: 400 with the server's code,
+ * before the handler; ordinary escapes still pass. */
+static void test_control_bytes(void)
+{
+    static const char *const bad[] = {
+        "/p/a%00b/x", "/p/ab/x%0a", "/p/a%1fb/x", "/p/a%7Fb/x", "/p/ab/x?a=1%00",
+        "/p/ab/x?a=%0d", "/p/ab/x?a%00=1", "/hello?x=%7f", "/nope%00",
+    };
+    for (size_t i = 0; i < OSB_ARRAY_LEN(bad); i++) {
+        char q[256];
+        snprintf(q, sizeof q, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", bad[i]);
+        _cleanup_free_ char *r = xs(q);
+        char name[128];
+        snprintf(name, sizeof name, "%s -> 400 TEST_INVALID", bad[i]);
+        OK(strncmp(r, "HTTP/1.1 400 ", 13) == 0 && strstr(r, "\"code\":\"TEST_INVALID\"") &&
+               strstr(r, "control byte 0x"),
+           name);
+    }
+    _cleanup_free_ char *r1 = xs("GET /secret?a=%00 HTTP/1.1\r\nHost: x\r\n\r\n");
+    OK(strncmp(r1, "HTTP/1.1 401 ", 13) == 0, "auth is checked first");
+    _cleanup_free_ char *r2 =
+        xs("GET /p/a%09b/c?a=%E2%82%AC HTTP/1.1\r\nConnection: close\r\n\r\n");
+    OK(strstr(r2, "HTTP/1.1 400 "), "a tab is a control byte too");
+    _cleanup_free_ char *r3 =
+        xs("GET /p/a%20b/c?a=%E2%82%AC HTTP/1.1\r\nConnection: close\r\n\r\n");
+    OK(strstr(r3, "HTTP/1.1 200 ") && strstr(r3, "a b|c|1|\xe2\x82\xac"),
+       "spaces and UTF-8 are not control bytes");
+}
+
 static void test_abort(void)
 {
     /* Keep-alive request: only the abort can end this exchange. */
@@ -310,6 +382,7 @@ int main(void)
     srv = osb_http_server_new(loop);
     osb_http_server_add_routes(srv, routes, OSB_ARRAY_LEN(routes));
     osb_http_server_set_auth(srv, auth, NULL);
+    osb_http_server_set_invalid_code(srv, "TEST_INVALID");
     uv_timer_init(loop, &sctx.t);
     sctx.t.data = &sctx;
     uv_unref((uv_handle_t *)&sctx.t);
@@ -322,5 +395,7 @@ int main(void)
     test_errors();
     test_head();
     test_abort();
+    test_auth_early();
+    test_control_bytes();
     return tap_done();
 }
