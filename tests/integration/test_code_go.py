@@ -136,17 +136,20 @@ def test_errors(x):
          "error event order")
     ev = run(x, cid, "z := 2\nfmt.Println(z, keep)")
     t.eq((out(ev), ok(ev)), ("2 5\n", True), "a failed cell leaves the state as it was")
+    ev = run(x, cid, 'import "nosuch/pkg"')
+    t.ok(error(ev) and error(ev)["evalue"].startswith("cell-4:1:1: package nosuch/pkg is not in"),
+         "importing a missing package fails in the cell that imports it", ev)
     ev = run(x, cid, "x := ")
     t.eq(error(ev) and error(ev)["ename"], "CompileError", "syntax error -> CompileError", ev)
-    t.ok(error(ev) and error(ev)["evalue"].startswith("cell-4:"), "syntax error at the cell", ev)
+    t.ok(error(ev) and error(ev)["evalue"].startswith("cell-5:"), "syntax error at the cell", ev)
     ev = run(x, cid, 'func boom(n int) { panic(fmt.Sprintf("boom %d", n)) }\nfmt.Println("before")\n'
                      'boom(keep)')
     err = error(ev)
     t.eq((err and err["ename"], err and err["evalue"]), ("panic", "boom 5"),
          "panic -> error with the panic value", ev)
     t.eq(out(ev), "before\n", "output before the panic is shown")
-    t.ok(err and "main.boom(...)" in err["traceback"] and "\tcell-5:1" in err["traceback"] and
-         "\tcell-5:3" in err["traceback"], "panic traceback: frames at the cell's lines", err)
+    t.ok(err and "main.boom(...)" in err["traceback"] and "\tcell-6:1" in err["traceback"] and
+         "\tcell-6:3" in err["traceback"], "panic traceback: frames at the cell's lines", err)
     ev = run(x, cid, "var s []int\n_ = s[3]")
     t.ok(error(ev) and error(ev)["evalue"].startswith("runtime error: index out of range"),
          "a runtime error is a panic too", ev)
