@@ -90,7 +90,7 @@ struct spare {
     bool ready;
 };
 
-static struct spare spares[3];
+static struct spare spares[OSB_CODE_NLANGS];
 
 static void spare_drop(struct spare *sp)
 {
@@ -493,7 +493,7 @@ static int parse_lang(struct osb_http_req *req, const char *lang)
         return l;
     osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY",
                            "unsupported language '%s' for a code context (supported: python, "
-                           "javascript, bash)",
+                           "javascript, bash, go)",
                            lang);
     return -1;
 }
@@ -551,7 +551,9 @@ static void h_create(struct osb_http_req *req, void *ud)
     } else if ((lg = parse_lang(req, lang && *lang ? lang : "python")) >= 0 &&
                (!cwd || !*cwd || check_cwd(req, cwd) == 0)) {
         struct ctx *c = ctx_new((enum osb_code_lang)lg, cwd && *cwd ? cwd : NULL, false, &err);
-        if (!c) {
+        if (!c && err.code == OSB_E_INVALID) {
+            osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "%s", err.msg);
+        } else if (!c) {
             osb_http_respond_error(req, 500, "RUNTIME_ERROR", "%s", err.msg);
         } else if (c->ready) {
             respond_context(req, c);

@@ -19,6 +19,7 @@
 #include "common/xalloc.h"
 #include "execd/code_drivers.h"
 #include "execd/execd.h"
+#include "execd/fs_tree.h"
 #include "execd/spawn.h"
 
 /* Program output is read in chunks of this size (and events stay below it). */
@@ -62,18 +63,23 @@ struct osb_interp {
     unsigned sigints;        /* SIGINTs sent so far (the driver tells stale ones apart) */
     bool pid_reaped;
     int handles;
+    char *workdir; /* the driver's private directory (go), removed at the end */
 };
 
 struct lang_info {
     const char *name;
     const char *env_override;
     const char *candidates[3];
+    int ready_timeout_ms; /* 0: READY_TIMEOUT_MS */
 };
 
 static const struct lang_info langs[] = {
     [OSB_CODE_PYTHON] = {"python", "EXECD_PYTHON_BIN", {"python3", "python", NULL}},
     [OSB_CODE_JAVASCRIPT] = {"javascript", "EXECD_NODE_BIN", {"node", "nodejs", NULL}},
     [OSB_CODE_BASH] = {"bash", "EXECD_BASH_BIN", {"bash", NULL, NULL}},
+    /* The first go context builds the driver (seconds; a toolchain without
+     * a prebuilt standard library compiles that first). */
+    [OSB_CODE_GO] = {"go", "EXECD_GO_BIN", {"go", NULL, NULL}, 300000},
 };
 
 int osb_code_lang_parse(const char *name)
@@ -124,10 +130,12 @@ static char *search_path(const char *path, const char *name)
 static int find_in_env(enum osb_code_lang lang, char **env, char **out, struct osb_err *err)
 {
     const struct lang_info *li = &langs[lang];
+    /* go is optional in an image, so its absence is the request's problem. */
+    enum osb_errc missing = lang == OSB_CODE_GO ? OSB_E_INVALID : OSB_E_INTERNAL;
     const char *over = env_get(env, li->env_override);
     if (over && *over) {
         if (!executable(over))
-            return osb_err_set(err, OSB_E_INTERNAL, "%s interpreter not found: %s=%s is not an executable file",
+            return osb_err_set(err, missing, "%s interpreter not found: %s=%s is not an executable file",
                                li->name, li->env_override, over);
         *out = osb_xstrdup(over);
         return 0;
@@ -142,7 +150,7 @@ static int find_in_env(enum osb_code_lang lang, char **env, char **out, struct o
             return 0;
         }
     }
-    return osb_err_set(err, OSB_E_INTERNAL, "%s interpreter not found: no %s%s%s in PATH (%s)",
+    return osb_err_set(err, missing, "%s interpreter not found: no %s%s%s in PATH (%s)",
                        li->name, li->candidates[0], li->candidates[1] ? " or " : "",
                        li->candidates[1] ? li->candidates[1] : "", path);
 }
@@ -358,6 +366,9 @@ static void handle_reply(struct osb_interp *ip, const char *line, size_t len)
         return;
     }
     if (json_is_true(json_object_get(j, "ready")) && !ip->ready) {
+        const char *wd = json_string_value(json_object_get(j, "workdir"));
+        if (wd && wd[0] == '/' && !ip->workdir)
+            ip->workdir = osb_xstrdup(wd);
         ip->ready = true;
         uv_timer_stop(&ip->ready_timer);
         ip->cbs.on_ready(ip, NULL, ip->ud);
@@ -482,13 +493,49 @@ static void on_child_exit(pid_t pid, int wstatus, void *ud)
     ip->cbs.on_exit(ip, wstatus, ip->ud);
 }
 
+static int ready_timeout_ms(enum osb_code_lang lang)
+{
+    return langs[lang].ready_timeout_ms ? langs[lang].ready_timeout_ms : READY_TIMEOUT_MS;
+}
+
 static void on_ready_timeout(uv_timer_t *t)
 {
     struct osb_interp *ip = t->data;
     kill(-ip->pid, SIGKILL);
     char why[64];
-    snprintf(why, sizeof why, "did not start within %d s", READY_TIMEOUT_MS / 1000);
+    snprintf(why, sizeof why, "did not start within %d s", ready_timeout_ms(ip->lang) / 1000);
     fail_startup(ip, why);
+}
+
+/* A driver's work dir is removed on the thread pool (rm -rf blocks). */
+struct rm_job {
+    uv_work_t work;
+    char *path;
+};
+
+static void rm_run(uv_work_t *w)
+{
+    struct rm_job *j = w->data;
+    struct osb_err err = {0};
+    if (osb_fs_tree_remove(j->path, &err) < 0)
+        osb_warn("code: removing %s: %s", j->path, err.msg);
+}
+
+static void rm_done(uv_work_t *w, int status)
+{
+    (void)status;
+    struct rm_job *j = w->data;
+    free(j->path);
+    free(j);
+}
+
+static void remove_workdir(char *path)
+{
+    struct rm_job *j = osb_xcalloc(1, sizeof *j);
+    j->path = path;
+    j->work.data = j;
+    if (uv_queue_work(uv_default_loop(), &j->work, rm_run, rm_done) < 0)
+        rm_done(&j->work, 0);
 }
 
 static void on_handle_closed(uv_handle_t *h)
@@ -496,6 +543,8 @@ static void on_handle_closed(uv_handle_t *h)
     struct osb_interp *ip = h->data;
     if (--ip->handles > 0)
         return;
+    if (ip->workdir)
+        remove_workdir(ip->workdir);
     close(ip->out.fd);
     close(ip->err.fd);
     close(ip->ctl_fd);
@@ -530,11 +579,20 @@ void osb_interp_free(struct osb_interp *ip)
 /* ---- start ---- */
 
 static void argv_for(enum osb_code_lang lang, const char *bin, const char *fd,
-                     const char *argv[8])
+                     const char *go_key, const char *argv[10])
 {
     int i = 0;
     argv[i++] = bin;
     switch (lang) {
+    case OSB_CODE_GO:
+        argv[0] = "/bin/sh";
+        argv[i++] = "-c";
+        argv[i++] = osb_code_driver_go_sh;
+        argv[i++] = "osb-go";
+        argv[i++] = bin;
+        argv[i++] = go_key;
+        argv[i++] = osb_code_driver_go;
+        break;
     case OSB_CODE_PYTHON:
         argv[i++] = "-u";
         argv[i++] = "-c";
@@ -594,8 +652,10 @@ static pid_t spawn_interp(enum osb_code_lang lang, const char *bin, char **env, 
         return osb_err_sys(err, "dup control socket");
     char fdstr[16];
     snprintf(fdstr, sizeof fdstr, "%d", child_ctl);
-    const char *argv[8];
-    argv_for(lang, bin, fdstr, argv);
+    char go_key[OSB_CODE_DRIVER_GO_KEY];
+    osb_code_driver_go_key(go_key);
+    const char *argv[10];
+    argv_for(lang, bin, fdstr, go_key, argv);
     struct osb_spawn sp = {.argv = argv, .envp = (const char *const *)env, .cwd = cwd,
                            .stdin_fd = -1, .stdout_fd = f->out[1], .stderr_fd = f->err[1],
                            .ctty_fd = -1};
@@ -659,7 +719,7 @@ int osb_interp_start(enum osb_code_lang lang, const char *cwd, const struct osb_
     osb_execd_watch_child(pid, on_child_exit, ip);
     stream_watch(ip);
     ctl_update(ip);
-    uv_timer_start(&ip->ready_timer, on_ready_timeout, READY_TIMEOUT_MS, 0);
+    uv_timer_start(&ip->ready_timer, on_ready_timeout, (uint64_t)ready_timeout_ms(lang), 0);
     *out = ip;
     return 0;
 }

@@ -1,5 +1,6 @@
-/* One persistent interpreter process behind a code context: Python, Node or
- * bash running an embedded driver (code_drivers.c). The driver takes code
+/* One persistent interpreter process behind a code context: Python, Node,
+ * bash or a Go program running an embedded driver (code_drivers.c,
+ * code_driver_go.c). The driver takes code
  * over a private socket and answers there; the program's own stdout and
  * stderr are separate pipes, so user output can never forge a reply.
  * docs/internals/code.md describes the protocol. */
@@ -16,6 +17,8 @@ enum osb_code_lang {
     OSB_CODE_PYTHON,
     OSB_CODE_JAVASCRIPT,
     OSB_CODE_BASH,
+    OSB_CODE_GO,
+    OSB_CODE_NLANGS /* the number of languages */
 };
 
 struct osb_interp;
@@ -37,15 +40,16 @@ struct osb_interp_cbs {
     void (*on_exit)(struct osb_interp *ip, int wstatus, void *ud);
 };
 
-/* Language name ("python", "javascript", "bash") <-> enum; -1 if unknown. */
+/* Language name ("python", "javascript", "bash", "go") <-> enum; -1 if unknown. */
 int osb_code_lang_parse(const char *name);
 const char *osb_code_lang_name(enum osb_code_lang lang);
 
 /* Find the interpreter binary: $EXECD_PYTHON_BIN / $EXECD_NODE_BIN /
- * $EXECD_BASH_BIN when set (from execd's environment merged with
- * /opt/opensandbox/.env), else python3|python, node|nodejs, bash searched in
- * PATH. Returns a malloc'd absolute path in *out, or fails with a message
- * "python interpreter not found: ...". */
+ * $EXECD_BASH_BIN / $EXECD_GO_BIN when set (from execd's environment merged
+ * with /opt/opensandbox/.env), else python3|python, node|nodejs, bash, go
+ * searched in PATH. Returns a malloc'd absolute path in *out, or fails with
+ * a message "python interpreter not found: ..." (OSB_E_INVALID for go: the
+ * caller's request for go cannot be met here). */
 int osb_interp_find(enum osb_code_lang lang, char **out, struct osb_err *err);
 
 /* Start the interpreter in cwd (NULL: execd's). The callbacks start after

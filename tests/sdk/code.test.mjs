@@ -71,3 +71,26 @@ test("code: the execd OpenAPI client reaches /code through the server proxy", as
   const exec = await viaProxy.run(ctx.id, "import sys; sys.version_info[0]");
   assert.deepEqual(exec.result.map((r) => r.text), ["3"]);
 });
+
+test("code: a go context keeps declarations and variables and shows only new output", { timeout: 600000 }, async () => {
+  const ctx = await code.createContext("go");
+  assert.equal(ctx.language, "go");
+  const stdout = (e) => e.logs.stdout.map((m) => m.text).join("");
+  const first = await code.run(ctx.id, 'import "fmt"\nx := 21\nfmt.Println("first")');
+  assert.equal(first.error, undefined, JSON.stringify(first.error));
+  assert.equal(stdout(first), "first\n");
+  const second = await code.run(ctx.id, "func double(n int) int { return n * 2 }\nfmt.Println(double(x))");
+  assert.equal(second.error, undefined, JSON.stringify(second.error));
+  assert.equal(stdout(second), "42\n");
+  assert.ok(second.complete);
+  const bad = await code.run(ctx.id, "fmt.Println(nope)");
+  assert.equal(bad.error?.name, "CompileError");
+  assert.match(bad.error?.value ?? "", /undefined: nope/);
+  assert.equal(bad.complete, undefined);
+  // upstream's code-interpreter example
+  const prog = await code.run(ctx.id, 'package main\nimport "fmt"\nfunc main() {\n    fmt.Println("Hello from Go!")\n' +
+    '    sum := 3 + 4\n    fmt.Println("3 + 4 =", sum)\n}');
+  assert.equal(prog.error, undefined, JSON.stringify(prog.error));
+  assert.equal(stdout(prog), "Hello from Go!\n3 + 4 = 7\n");
+  await code.deleteContext(ctx.id);
+});
