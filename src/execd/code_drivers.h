@@ -5,4 +5,5 @@
 extern const char osb_code_driver_python[];
 extern const char osb_code_driver_javascript[];
 extern const char osb_code_driver_bash[];
+extern const char osb_code_driver_java[];
 #endif
