@@ -225,8 +225,6 @@ def test_missing():
     if NODE:
         missing(dict(ENV, EXECD_TYPESCRIPT_MODULE="/nonexistent/typescript.js"), "typescript",
                 "EXECD_TYPESCRIPT_MODULE=/nonexistent/typescript.js", "typescript module missing")
-        missing(dict(ENV, NODE_PATH="/nonexistent-node-path"), "typescript",
-                "NODE_PATH=/nonexistent-node-path", "typescript module search names NODE_PATH")
     missing(nopath, "python", "python3 or python not found in PATH", "python missing")
     missing(nopath, "javascript", "node or nodejs not found in PATH", "node missing")
     missing(nopath, "bash", "bash not found in PATH", "bash missing")
