@@ -83,7 +83,16 @@ deps: $(DEPS_STAMP)
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(OBJ_DEFS) -c $< -o $@
+
+# --version: the VERSION file plus the commit. The stamp is rewritten only
+# when that string changes, so version.o (alone) rebuilds exactly then.
+OSB_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+VERSION_STRING := $(strip $(file <VERSION))$(if $(OSB_COMMIT), (git $(OSB_COMMIT)))
+VERSION_STAMP := $(BUILD)/version.stamp
+$(shell mkdir -p $(BUILD) && { [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = '$(VERSION_STRING)' ] || echo '$(VERSION_STRING)' >$(VERSION_STAMP); })
+$(BUILD)/obj/src/common/version.o: $(VERSION_STAMP)
+$(BUILD)/obj/src/common/version.o: OBJ_DEFS = -DOSB_VERSION='"$(VERSION_STRING)"'
 
 $(BUILD)/bin/execd: $(BUILD)/obj/src/execd/main.o $(EXECD_OBJ) $(HTTP_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(@D)

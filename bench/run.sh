@@ -14,3 +14,7 @@ export EXECD_BIN=$PWD/$BUILD/bin/execd
 /usr/bin/python3 bench/image_bench.py
 # Sandbox networking: create with nat vs none, policy PATCH, NAT throughput (issue #5 goals in brackets).
 /usr/bin/python3 bench/net_bench.py
+# The sandbox log pipe under a flood: drain rate, other sandboxes' latency.
+/usr/bin/python3 bench/log_bench.py
+# pvc claims: the cost of making one (mkfs, loop, mount) and of create/delete with one.
+/usr/bin/python3 bench/volume_bench.py

@@ -15,6 +15,10 @@ fi
 PORT=${PORT:-$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}
 
 tmp=$(mktemp -d /tmp/osb-demo.XXXXXX)
+# The sandboxes' subnet: one free on this host, as init-config picks it
+# (another server, docker0 or a VPN may already use the default 10.88.0.0/16).
+build/bin/opensandbox-server init-config "$tmp/init.toml" >/dev/null
+subnet=$(sed -n 's/^subnet = "\(.*\)"$/\1/p' "$tmp/init.toml")
 cat >"$tmp/sandbox.toml" <<EOF
 [server]
 host = "127.0.0.1"
@@ -25,6 +29,9 @@ type = "native"
 
 [native]
 state_dir = "$tmp/state"
+
+[network]
+subnet = "$subnet"
 EOF
 
 pid=

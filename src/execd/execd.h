@@ -21,6 +21,8 @@ void osb_execd_code_routes(struct osb_execd *x);     /* code.c: /code* */
 void osb_execd_files_routes(struct osb_execd *x);    /* files.c: /files*, /directories* */
 void osb_execd_metrics_routes(struct osb_execd *x);  /* metrics.c: /metrics* */
 void osb_execd_pty_routes(struct osb_execd *x);      /* pty.c: /pty* */
+/* Error statuses as execd-api.yaml lists them per route (errmap.c). */
+void osb_execd_status_map(struct osb_execd *x);
 
 /* DELETE /command?id= and DELETE /code?id= (upstream's shared Interrupt):
  * a command (SIGTERM, then SIGKILL after 3 s), a session (closed) or a code

@@ -308,8 +308,10 @@ static bool choose_span(struct osb_http_req *req, int fd, const struct stat *st,
         snprintf(cr, sizeof cr, "bytes */%lld", (long long)size);
         osb_http_add_header(req, "Content-Range", cr);
         osb_http_add_header(req, "X-Content-Type-Options", "nosniff");
-        static const char msg[] = "invalid range: failed to overlap\n";
-        osb_http_respond(req, 416, "text/plain; charset=utf-8", msg, sizeof msg - 1);
+        /* Upstream's ServeContent answers text here; {code,message} is what
+         * every other execd error carries. */
+        osb_http_respond_error(req, 416, "RANGE_NOT_SATISFIABLE",
+                               "invalid range: failed to overlap");
         return false;
     }
     *status = 200;

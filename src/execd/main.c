@@ -1,11 +1,14 @@
 /* execd: the in-sandbox daemon, usually PID 1 of the sandbox.
  *
- *   execd [--port N] [--unix PATH] [--access-token T] [-- ENTRYPOINT...]
+ *   execd [--port N] [--unix PATH | --listen-fd N] [--access-token T] [-- ENTRYPOINT...]
  *
  * PID 1 duties: start the entrypoint as a child, reap every zombie (orphans
  * are re-parented to us), forward SIGTERM/SIGINT to the entrypoint, and keep
  * serving after it exits. With no entrypoint running, SIGTERM/SIGINT stop
- * execd. */
+ * execd. With --report-fd (the sandbox runtime), the entrypoint is the
+ * sandbox's main process, as a container's: when it exits or cannot be
+ * executed, execd writes one line (common/endreport.h) on its report pipe
+ * and the runtime ends the sandbox. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -18,9 +21,11 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/endreport.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/random.h"
+#include "common/version.h"
 #include "common/xalloc.h"
 #include "execd/execd.h"
 #include "execd/pool.h"
@@ -33,15 +38,41 @@
 
 static struct osb_execd execd;
 
+/* The write end of the report pipe, or -1 (no --report-fd). */
+struct pid1 {
+    int report_fd;
+};
+
+/* The runtime holds a copy of the read end (taken from our fd table with
+ * pidfd_getfd), reads the line and stops the sandbox, execd with it: so
+ * execd stays until then rather than exit and take the read end with it
+ * before the runtime had a chance to take its copy. */
+static void report_end(struct pid1 *p, enum osb_end_kind kind, int value)
+{
+    if (p->report_fd < 0)
+        return;
+    char line[OSB_ENDREPORT_MAX];
+    struct osb_endreport r = {kind, value};
+    int n = osb_endreport_format(&r, line, sizeof line);
+    if (n < 0 || OSB_RETRY(write(p->report_fd, line, (size_t)n)) != n)
+        osb_err_log("report the entrypoint's end to the runtime: %s", strerror(errno));
+    else
+        osb_info("reported the entrypoint's end to the runtime; the sandbox ends");
+    close(p->report_fd);
+    p->report_fd = -1;
+}
+
 static void on_entrypoint_exit(pid_t pid, int status, void *ud)
 {
-    (void)ud;
     (void)pid;
     execd.entrypoint_pid = 0;
-    if (WIFEXITED(status))
+    if (WIFEXITED(status)) {
         osb_info("entrypoint exited with status %d", WEXITSTATUS(status));
-    else
+        report_end(ud, OSB_END_EXITED, WEXITSTATUS(status));
+    } else {
         osb_info("entrypoint killed by signal %d", WTERMSIG(status));
+        report_end(ud, OSB_END_SIGNALED, WTERMSIG(status));
+    }
 }
 
 static void on_term(uv_signal_t *h, int sig)
@@ -61,8 +92,12 @@ static bool check_token(struct osb_http_req *req, void *ud)
     const char *got = osb_http_req_header(req, TOKEN_HEADER);
     if (got && osb_secret_eq(got, want))
         return true;
+    /* Upstream's body is {"error": ...}; code and message make it the
+     * {code,message} shape every other error has. */
     static const char body[] =
-        "{\"error\":\"Unauthorized: invalid or missing header X-EXECD-ACCESS-TOKEN\"}";
+        "{\"code\":\"UNAUTHORIZED\",\"message\":\"invalid or missing header "
+        "X-EXECD-ACCESS-TOKEN\",\"error\":\"Unauthorized: invalid or missing header "
+        "X-EXECD-ACCESS-TOKEN\"}";
     osb_http_respond(req, 401, "application/json; charset=utf-8", body, sizeof body - 1);
     return false;
 }
@@ -105,6 +140,8 @@ static void usage(FILE *f)
                "  --port N            TCP port on 0.0.0.0 (default 44772; 0 disables TCP)\n"
                "  --listen HOST       TCP address (default 0.0.0.0)\n"
                "  --unix PATH         also listen on a unix socket\n"
+               "  --listen-fd N       also listen on fd N, a bound unix socket (instead of\n"
+               "                      --unix; the sandbox runtime passes the server's one)\n"
                "  --access-token T    require header X-EXECD-ACCESS-TOKEN (or env "
                "EXECD_ACCESS_TOKEN)\n"
                "  --ready-fd N        write a byte to fd N once listening, then close it\n"
@@ -112,14 +149,33 @@ static void usage(FILE *f)
                "                      command (created if missing, as Docker's WORKDIR)\n"
                "  --user USER[:GROUP] default user of the entrypoint and commands (names from\n"
                "                      the image's /etc/passwd and /etc/group, or numbers)\n"
-               "  --keep-fd N         keep fd N open for the runtime, out of children's reach\n");
+               "  --keep-fd N         keep fd N open for the runtime, out of children's reach\n"
+               "                      (repeatable)\n"
+               "  --report-fd N       put the read end of a new pipe at fd N (must be free) and\n"
+               "                      write one line there when the entrypoint ends (see\n"
+               "                      docs/execd.md)\n"
+               "  --version           print the version and exit\n");
 }
 
+#define MAX_KEEP_FDS 4
+
 struct opts {
-    int port, ready_fd, keep_fd;
+    int port, ready_fd, listen_fd, n_keep, report_fd;
     const char *host, *unix_path, *token, *workdir, *user;
     char **entry;
 };
+
+/* An inherited fd (>= 3) made close-on-exec: no child may inherit it. */
+static int fd_arg(const char *arg, const char *opt)
+{
+    char *end;
+    long fd = strtol(arg, &end, 10);
+    if (*end || fd < 3 || fd > 1 << 20 || fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0) {
+        fprintf(stderr, "execd: invalid %s '%s'\n", opt, arg);
+        return -1;
+    }
+    return (int)fd;
+}
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
@@ -129,9 +185,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"ready-fd", required_argument, NULL, 'r'},
         {"workdir", required_argument, NULL, 'w'}, {"user", required_argument, NULL, 'U'},
         {"keep-fd", required_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"listen-fd", required_argument, NULL, 'L'},
+        {"report-fd", required_argument, NULL, 'R'},
+        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
-    *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .ready_fd = -1, .keep_fd = -1,
+    *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .ready_fd = -1, .listen_fd = -1,
+                       .report_fd = -1,
                        .token = getenv("EXECD_ACCESS_TOKEN")};
     int ch;
     char *end;
@@ -159,13 +219,23 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'w': o->workdir = optarg; break;
         case 'U': o->user = optarg; break;
         case 'k':
-            o->keep_fd = (int)strtol(optarg, &end, 10);
-            if (*end || o->keep_fd < 3 || fcntl(o->keep_fd, F_SETFD, FD_CLOEXEC) < 0) {
-                fprintf(stderr, "execd: invalid --keep-fd '%s'\n", optarg);
+            if (fd_arg(optarg, "--keep-fd") < 0 || ++o->n_keep > MAX_KEEP_FDS)
+                return -1;
+            break;
+        case 'L':
+            if ((o->listen_fd = fd_arg(optarg, "--listen-fd")) < 0)
+                return -1;
+            break;
+        case 'R':
+            o->report_fd = (int)strtol(optarg, &end, 10);
+            /* A slot already in use would be clobbered: refuse it. */
+            if (*end || o->report_fd < 3 || fcntl(o->report_fd, F_GETFD) >= 0) {
+                fprintf(stderr, "execd: invalid --report-fd '%s' (a free fd >= 3)\n", optarg);
                 return -1;
             }
             break;
         case 'h': usage(stdout); exit(0);
+        case 'V': printf("execd %s\n", osb_version()); exit(0);
         default: usage(stderr); return -1;
         }
     }
@@ -180,7 +250,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
     return 0;
 }
 
-static void start_entrypoint(char **argv)
+static void start_entrypoint(char **argv, struct pid1 *p)
 {
     struct osb_spawn sp = {.argv = (const char *const *)argv, .stdin_fd = 0, .stdout_fd = 1,
                            .stderr_fd = 2, .ctty_fd = -1};
@@ -188,10 +258,27 @@ static void start_entrypoint(char **argv)
     pid_t pid = osb_execd_spawn(&sp, &err);
     if (pid < 0) {
         osb_err_log("entrypoint: %s", err.msg);
+        report_end(p, OSB_END_EXEC_FAILED, err.sys_errno > 0 ? err.sys_errno : EIO);
         return;
     }
     execd.entrypoint_pid = pid;
-    osb_execd_watch_child(pid, on_entrypoint_exit, NULL);
+    osb_execd_watch_child(pid, on_entrypoint_exit, p);
+}
+
+/* The report pipe: its read end at fd n for the runtime (close-on-exec,
+ * and execd non-dumpable so no process in the sandbox reaches it through
+ * /proc/1/fd); execd keeps the write end. */
+static int open_report(int n, struct pid1 *p)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0 || dup3(fds[0], n, O_CLOEXEC) < 0) {
+        osb_err_log("report pipe at fd %d: %s", n, strerror(errno));
+        return -1;
+    }
+    close(fds[0]);
+    p->report_fd = fds[1];
+    prctl(PR_SET_DUMPABLE, 0);
+    return 0;
 }
 
 /* "uid[:gid]" or "name[:group]" against the image's own files; the group
@@ -243,9 +330,10 @@ static int apply_image_defaults(const struct opts *o)
         if (uid != 0 || gid != 0)
             osb_execd_spawn_default_user(uid, gid);
     }
-    /* The runtime's fd (--keep-fd) and execd's memory stay out of reach of
-     * root in the sandbox: /proc/1/fd and ptrace need dumpable. */
-    if (o->keep_fd >= 0)
+    /* The runtime's fds (--keep-fd, --listen-fd) and execd's memory stay
+     * out of reach of root in the sandbox: /proc/1/fd and ptrace need
+     * dumpable. */
+    if (o->n_keep > 0 || o->listen_fd >= 0)
         prctl(PR_SET_DUMPABLE, 0);
     return 0;
 }
@@ -261,8 +349,12 @@ static int listen_all(const struct opts *o)
         osb_err_log("%s", err.msg);
         return -1;
     }
-    if (o->port <= 0 && !o->unix_path) {
-        osb_err_log("nothing to listen on: --port 0 and no --unix");
+    if (o->listen_fd >= 0 && osb_http_listen_unix_fd(execd.http, o->listen_fd, &err) < 0) {
+        osb_err_log("%s", err.msg);
+        return -1;
+    }
+    if (o->port <= 0 && !o->unix_path && o->listen_fd < 0) {
+        osb_err_log("nothing to listen on: --port 0 and no --unix or --listen-fd");
         return -1;
     }
     return 0;
@@ -289,6 +381,7 @@ int main(int argc, char **argv)
     osb_execd_files_routes(&execd);
     osb_execd_metrics_routes(&execd);
     osb_execd_pty_routes(&execd);
+    osb_execd_status_map(&execd);
 
     uv_signal_t sigterm, sigint;
     osb_execd_reaper_start(execd.loop);
@@ -297,7 +390,9 @@ int main(int argc, char **argv)
     uv_signal_init(execd.loop, &sigint);
     uv_signal_start(&sigint, on_term, SIGINT);
 
-    if (apply_image_defaults(&o) < 0 || listen_all(&o) < 0)
+    struct pid1 p1 = {.report_fd = -1};
+    if (apply_image_defaults(&o) < 0 || listen_all(&o) < 0 ||
+        (o.report_fd >= 0 && open_report(o.report_fd, &p1) < 0))
         return 1;
     if (o.ready_fd >= 0) {
         ssize_t w = write(o.ready_fd, "1", 1);
@@ -305,9 +400,10 @@ int main(int argc, char **argv)
         close(o.ready_fd);
     }
     if (o.entry)
-        start_entrypoint(o.entry);
-    osb_info("listening on port %d%s%s (pid %d)", o.port, o.unix_path ? " and unix:" : "",
-             o.unix_path ? o.unix_path : "", getpid());
+        start_entrypoint(o.entry, &p1);
+    osb_info("listening on port %d%s%s%s (pid %d)", o.port, o.unix_path ? " and unix:" : "",
+             o.unix_path ? o.unix_path : "", o.listen_fd >= 0 ? " and the runtime's socket" : "",
+             getpid());
     uv_run(execd.loop, UV_RUN_DEFAULT);
     return 0;
 }

@@ -14,6 +14,8 @@ struct osb_http_server {
     size_t nroutes;
     osb_http_auth_fn auth;
     void *auth_ud;
+    osb_http_status_fn status_map;
+    void *status_ud;
     uv_tcp_t tcp;
     uv_pipe_t unix_sock;
     bool tcp_on, unix_on, closing;

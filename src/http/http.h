@@ -58,12 +58,22 @@ struct osb_http_server *osb_http_server_new(uv_loop_t *loop);
 void osb_http_server_add_routes(struct osb_http_server *srv, const struct osb_http_route *r,
                                 size_t n);
 void osb_http_server_set_auth(struct osb_http_server *srv, osb_http_auth_fn fn, void *ud);
+/* Chooses the status osb_http_respond_error sends once a route's handler
+ * (or the auth hook) runs: the service's per-route contract (statusmap.h).
+ * The HTTP layer's own answers (bad framing, 413, 431) are not mapped. */
+typedef int (*osb_http_status_fn)(const struct osb_http_req *req, int status, void *ud);
+void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status_fn fn,
+                                    void *ud);
 /* Body for unmatched routes; default is gin's "404 page not found" text. */
 int osb_http_listen_tcp(struct osb_http_server *srv, const char *host, int port,
                         struct osb_err *err);
 /* Returns the bound port (useful with port 0), or -1. */
 int osb_http_server_port(struct osb_http_server *srv);
 int osb_http_listen_unix(struct osb_http_server *srv, const char *path, struct osb_err *err);
+/* Listen on an inherited unix stream socket, already bound (by whoever
+ * made it, e.g. the sandbox runtime). Takes the place of --unix: one or
+ * the other. */
+int osb_http_listen_unix_fd(struct osb_http_server *srv, int fd, struct osb_err *err);
 /* Serve an already-connected stream socket (socketpair, inherited fd). */
 int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd, struct osb_err *err);
 /* Stops listening and closes every connection; frees the server once the
@@ -76,6 +86,8 @@ const char *osb_http_req_method(const struct osb_http_req *req);
 const char *osb_http_req_path(const struct osb_http_req *req);
 /* The raw request target as sent ("/a%20b?x=1"). */
 const char *osb_http_req_target(const struct osb_http_req *req);
+/* The pattern of the route the request matched ("/sandboxes/:id"), or NULL. */
+const char *osb_http_req_route_pattern(const struct osb_http_req *req);
 /* A ":name" or "*name" capture from the route pattern, decoded; NULL if none. */
 const char *osb_http_req_param(const struct osb_http_req *req, const char *name);
 /* First value of a decoded query parameter, NULL if absent. */
@@ -176,7 +188,7 @@ struct osb_http_upstream {
 /* Forward the request (method, target, headers, body) to the upstream and
  * stream the answer back; WebSocket upgrades are spliced both ways. The
  * connection is closed after the exchange. A failed connect answers 502
- * text/plain "Bad Gateway". extra_headers: NULL-terminated name/value pairs
+ * {"code":"PROXY::BAD_GATEWAY",...}. extra_headers: NULL-terminated name/value pairs
  * added to the forwarded request. */
 void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up,
                     const char *target, const char *const *extra_headers);

@@ -14,6 +14,12 @@
 #include "common/xalloc.h"
 #include "http/conn.h"
 
+/* What a client sees when nothing answers behind the proxy: the same
+ * {code,message} shape as every other error. */
+#define BAD_GATEWAY_JSON \
+    "{\"code\":\"PROXY::BAD_GATEWAY\",\"message\":\"Bad Gateway: nothing answered on the " \
+    "proxied port.\"}"
+
 struct proxy {
     struct conn *c;            /* client connection, NULL once gone */
     struct osb_http_req *req;  /* until the request is done or taken over */
@@ -101,7 +107,8 @@ static void proxy_close(struct proxy *p)
         req->on_end = NULL;
         req->on_drain = NULL;
         if (!req->started)
-            osb_http_respond(req, 502, "text/plain; charset=utf-8", "Bad Gateway", 11);
+            osb_http_respond(req, 502, "application/json; charset=utf-8", BAD_GATEWAY_JSON,
+                             sizeof BAD_GATEWAY_JSON - 1);
         else {
             req->keep_alive = false;
             osb_http_end(req);
@@ -109,10 +116,13 @@ static void proxy_close(struct proxy *p)
     } else if (c && c->mode == CONN_PROXY) {
         c->mode_ctx = NULL;
         if (!p->got_answer) {
-            static const char bad[] = "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; "
-                                      "charset=utf-8\r\nContent-Length: 11\r\nConnection: "
-                                      "close\r\n\r\nBad Gateway";
-            osb_http__conn_write(c, bad, sizeof bad - 1);
+            static const char bad[] =
+                "HTTP/1.1 502 Bad Gateway\r\nContent-Type: application/json; charset=utf-8\r\n"
+                "Content-Length: %d\r\nConnection: close\r\n\r\n%s";
+            static const char body[] = BAD_GATEWAY_JSON;
+            char head[sizeof bad + sizeof body + 8];
+            int n = snprintf(head, sizeof head, bad, (int)(sizeof body - 1), body);
+            osb_http__conn_write(c, head, (size_t)n);
         }
         osb_http__conn_close_after_flush(c);
     }

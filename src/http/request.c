@@ -169,6 +169,11 @@ static const char *kv_get(const struct kv *v, size_t n, const char *name, bool i
     return NULL;
 }
 
+const char *osb_http_req_route_pattern(const struct osb_http_req *req)
+{
+    return req->route ? req->route->pattern : NULL;
+}
+
 const char *osb_http_req_param(const struct osb_http_req *req, const char *name)
 {
     return kv_get(req->params, req->nparams, name, false);

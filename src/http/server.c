@@ -319,6 +319,9 @@ static struct osb_http_req *req_new(struct conn *c)
     return req;
 }
 
+static void respond_error_as_is(struct osb_http_req *req, int status, const char *code,
+                               const char *msg);
+
 /* Answer a protocol-level error and close the connection afterwards. */
 static void fail_conn(struct conn *c, int status, const char *code, const char *msg)
 {
@@ -339,7 +342,7 @@ static void fail_conn(struct conn *c, int status, const char *code, const char *
         cb(req, req->close_ud);
     req->on_body = NULL;
     req->on_end = NULL;
-    osb_http_respond_error(req, status, code, "%s", msg);
+    respond_error_as_is(req, status, code, msg);
 }
 
 static bool head_grow(struct conn *c, size_t n)
@@ -705,6 +708,15 @@ void osb_http_respond_json(struct osb_http_req *req, int status, json_t *j)
     free(s);
 }
 
+static void respond_error_as_is(struct osb_http_req *req, int status, const char *code,
+                               const char *msg)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "code", json_string(code));
+    json_object_set_new(j, "message", json_string(msg));
+    osb_http_respond_json(req, status, j);
+}
+
 void osb_http_respond_error(struct osb_http_req *req, int status, const char *code,
                             const char *fmt, ...)
 {
@@ -713,10 +725,10 @@ void osb_http_respond_error(struct osb_http_req *req, int status, const char *co
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_t *j = json_object();
-    json_object_set_new(j, "code", json_string(code));
-    json_object_set_new(j, "message", json_string(msg));
-    osb_http_respond_json(req, status, j);
+    struct osb_http_server *srv = req->c ? req->c->srv : NULL;
+    if (req->dispatched && srv && srv->status_map)
+        status = srv->status_map(req, status, srv->status_ud);
+    respond_error_as_is(req, status, code, msg);
 }
 
 void osb_http_sse_start(struct osb_http_req *req)
@@ -811,6 +823,13 @@ void osb_http_server_set_auth(struct osb_http_server *srv, osb_http_auth_fn fn, 
     srv->auth_ud = ud;
 }
 
+void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status_fn fn,
+                                    void *ud)
+{
+    srv->status_map = fn;
+    srv->status_ud = ud;
+}
+
 int osb_http_listen_tcp(struct osb_http_server *srv, const char *host, int port,
                         struct osb_err *err)
 {
@@ -851,6 +870,19 @@ int osb_http_listen_unix(struct osb_http_server *srv, const char *path, struct o
     umask(old);
     if (r < 0 || (r = uv_listen((uv_stream_t *)&srv->unix_sock, 1024, on_connection)) < 0)
         return osb_err_set(err, OSB_E_SYS, "listen on unix:%s: %s", path, uv_strerror(r));
+    return 0;
+}
+
+int osb_http_listen_unix_fd(struct osb_http_server *srv, int fd, struct osb_err *err)
+{
+    if (srv->unix_on)
+        return osb_err_set(err, OSB_E_INVALID, "already listening on a unix socket");
+    uv_pipe_init(srv->loop, &srv->unix_sock, 0);
+    srv->unix_sock.data = srv;
+    srv->unix_on = true;
+    int r = uv_pipe_open(&srv->unix_sock, fd);
+    if (r < 0 || (r = uv_listen((uv_stream_t *)&srv->unix_sock, 1024, on_connection)) < 0)
+        return osb_err_set(err, OSB_E_SYS, "listen on unix fd %d: %s", fd, uv_strerror(r));
     return 0;
 }
 

@@ -377,16 +377,37 @@ static int check_inuse(const struct osb_net *net, const struct osb_net_inuse *in
     return 0;
 }
 
+/* 4 hex digits of an FNV-1a hash of the real path of the state directory
+ * (*real set, caller frees). */
+static int state_hash(const char *state_dir, char **real, uint32_t *out, struct osb_err *err)
+{
+    *real = realpath(state_dir, NULL);
+    if (!*real)
+        return osb_err_sys(err, "network state directory %s", state_dir);
+    uint32_t h = 2166136261u;
+    for (const char *p = *real; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    *out = (h ^ (h >> 16)) & 0xffff;
+    return 0;
+}
+
+int osb_net_ifprefix(const char *state_dir, char out[16], struct osb_err *err)
+{
+    _cleanup_free_ char *real = NULL;
+    uint32_t h;
+    if (state_hash(state_dir, &real, &h, err) < 0)
+        return -1;
+    snprintf(out, 16, "osb%04x", h);
+    return 0;
+}
+
 /* Interface prefix and table name from a hash of the state directory. */
 static int name_from_state(struct osb_net *net, const char *state_dir, struct osb_err *err)
 {
-    _cleanup_free_ char *real = realpath(state_dir, NULL);
-    if (!real)
-        return osb_err_sys(err, "network state directory %s", state_dir);
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const char *p = real; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
-    h = (h ^ (h >> 16)) & 0xffff;
+    _cleanup_free_ char *real = NULL;
+    uint32_t h;
+    if (state_hash(state_dir, &real, &h, err) < 0)
+        return -1;
     snprintf(net->prefix, sizeof(net->prefix), "osb%04x", h);
     snprintf(net->table, sizeof(net->table), "osb_%04x", h);
     net->netns_dir = osb_xasprintf("%s/netns", real);

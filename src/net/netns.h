@@ -124,6 +124,10 @@ int osb_net_deny(struct osb_net *net, unsigned index, int family, const void *ad
  * (TCP gets a reset); a destination no longer denied is reachable again. */
 int osb_net_reset_allow(struct osb_net *net, unsigned index, struct osb_err *err);
 
+/* The interface prefix ("osb" + 4 hex digits) the slots of state_dir (which
+ * must exist) get: what osb_net_open would use. */
+int osb_net_ifprefix(const char *state_dir, char out[16], struct osb_err *err);
+
 void osb_net_stats(struct osb_net *net, struct osb_net_stats *out);
 /* One line for logs: "net osb1a2b: subnet ... ready N claimed N ...". */
 void osb_net_describe(struct osb_net *net, char *buf, size_t len);

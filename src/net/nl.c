@@ -241,6 +241,91 @@ int osb_nl_links(struct osb_nl *nl, const char *prefix, osb_nl_link_fn fn, void 
     return recv_until(nl, nlh->nlmsg_seq, link_cb, &c, err);
 }
 
+struct addr_ctx {
+    osb_nl_addr4_fn fn;
+    void *arg;
+};
+
+static int addr_cb(const struct nlmsghdr *nlh, void *data)
+{
+    struct addr_ctx *c = data;
+    struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
+    if (ifa->ifa_family != AF_INET)
+        return MNL_CB_OK;
+    struct osb_nl_addr4 a = { .ifindex = (int)ifa->ifa_index, .prefix = ifa->ifa_prefixlen };
+    struct in_addr local = { 0 }, address = { 0 };
+    struct nlattr *at;
+    mnl_attr_for_each(at, nlh, sizeof(*ifa)) {
+        int t = mnl_attr_get_type(at);
+        if ((t == IFA_LOCAL || t == IFA_ADDRESS) && mnl_attr_get_payload_len(at) == 4)
+            memcpy(t == IFA_LOCAL ? &local : &address, mnl_attr_get_payload(at), 4);
+    }
+    /* IFA_ADDRESS is the peer on point-to-point links: the own one is LOCAL. */
+    a.addr = local.s_addr ? local : address;
+    if (a.addr.s_addr)
+        c->fn(&a, c->arg);
+    return MNL_CB_OK;
+}
+
+int osb_nl_addrs4(struct osb_nl *nl, osb_nl_addr4_fn fn, void *arg, struct osb_err *err)
+{
+    char buf[OSB_NL_BUFSZ];
+    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = RTM_GETADDR;
+    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    nlh->nlmsg_seq = ++nl->seq;
+    struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+    ifa->ifa_family = AF_INET;
+    struct addr_ctx c = { fn, arg };
+    if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)
+        return osb_err_sys(err, "netlink send");
+    return recv_until(nl, nlh->nlmsg_seq, addr_cb, &c, err);
+}
+
+struct route_ctx {
+    osb_nl_route4_fn fn;
+    void *arg;
+};
+
+static int route_cb(const struct nlmsghdr *nlh, void *data)
+{
+    struct route_ctx *c = data;
+    struct rtmsg *rtm = mnl_nlmsg_get_payload(nlh);
+    if (rtm->rtm_family != AF_INET || (rtm->rtm_flags & RTM_F_CLONED))
+        return MNL_CB_OK;
+    struct osb_nl_route4 r = { .dst_len = rtm->rtm_dst_len, .table = rtm->rtm_table,
+                               .type = rtm->rtm_type };
+    struct nlattr *at;
+    mnl_attr_for_each(at, nlh, sizeof(*rtm)) {
+        int t = mnl_attr_get_type(at);
+        size_t len = mnl_attr_get_payload_len(at);
+        if (t == RTA_DST && len == sizeof(r.dst))
+            memcpy(&r.dst, mnl_attr_get_payload(at), sizeof(r.dst));
+        else if (t == RTA_OIF && len == sizeof(uint32_t))
+            r.oif = (int)mnl_attr_get_u32(at);
+        else if (t == RTA_TABLE && len == sizeof(uint32_t))
+            r.table = mnl_attr_get_u32(at);
+    }
+    c->fn(&r, c->arg);
+    return MNL_CB_OK;
+}
+
+int osb_nl_routes4(struct osb_nl *nl, osb_nl_route4_fn fn, void *arg, struct osb_err *err)
+{
+    char buf[OSB_NL_BUFSZ];
+    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = RTM_GETROUTE;
+    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    nlh->nlmsg_seq = ++nl->seq;
+    struct rtmsg *rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
+    rtm->rtm_family = AF_INET;
+    rtm->rtm_table = RT_TABLE_UNSPEC; /* with a dump: every table */
+    struct route_ctx c = { fn, arg };
+    if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)
+        return osb_err_sys(err, "netlink send");
+    return recv_until(nl, nlh->nlmsg_seq, route_cb, &c, err);
+}
+
 int osb_nl_parse_cidr4(const char *s, struct in_addr *addr, unsigned *len, struct osb_err *err)
 {
     char ip[INET_ADDRSTRLEN];

@@ -55,6 +55,25 @@ typedef void (*osb_nl_link_fn)(const char *name, int ifindex, void *arg);
 int osb_nl_links(struct osb_nl *nl, const char *prefix, osb_nl_link_fn fn, void *arg,
                  struct osb_err *err);
 
+/* IPv4 addresses (RTM_GETADDR dump) and routes of every routing table
+ * (RTM_GETROUTE dump), as seen in nl's namespace. */
+struct osb_nl_addr4 {
+    int ifindex;
+    struct in_addr addr;
+    unsigned prefix;
+};
+struct osb_nl_route4 {
+    int oif;            /* 0: none (blackhole, multipath, ...) */
+    struct in_addr dst; /* network order; 0.0.0.0 for a default route */
+    unsigned dst_len;
+    uint32_t table;     /* RT_TABLE_MAIN 254, RT_TABLE_LOCAL 255, ... */
+    unsigned type;      /* RTN_UNICAST, RTN_BLACKHOLE, RTN_LOCAL, ... */
+};
+typedef void (*osb_nl_addr4_fn)(const struct osb_nl_addr4 *a, void *arg);
+typedef void (*osb_nl_route4_fn)(const struct osb_nl_route4 *r, void *arg);
+int osb_nl_addrs4(struct osb_nl *nl, osb_nl_addr4_fn fn, void *arg, struct osb_err *err);
+int osb_nl_routes4(struct osb_nl *nl, osb_nl_route4_fn fn, void *arg, struct osb_err *err);
+
 /* "a.b.c.d/len" -> addr, len; strict (host bits must be zero). */
 int osb_nl_parse_cidr4(const char *s, struct in_addr *addr, unsigned *len, struct osb_err *err);
 #endif

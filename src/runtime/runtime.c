@@ -34,6 +34,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/endreport.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -44,13 +45,15 @@
 #include "image/ref.h"
 #include "image/store.h"
 #include "runtime/native/image.h"
+#include "runtime/native/logdrain.h"
+#include <sys/socket.h>
+#include <sys/un.h>
 
 extern char **environ;
 
 /* A helper that has not answered by then is killed and its sandbox torn
  * down: creating takes ~10 ms, so this only catches a wedged kernel. */
 #define CREATE_TIMEOUT_MS 30000
-#define LOG_CHECK_MS 1000
 #define DEFAULT_PIDS 4096
 #define DEFAULT_DISK (1LL << 30)
 #define MIN_MEMORY (4LL << 20)
@@ -79,8 +82,19 @@ struct rt_watch {
     pid_t pid;
     int pidfd;
     uv_poll_t poll;
+    int report_fd;            /* our copy of the report pipe's read end, or -1 */
+    uv_poll_t report;         /* initialised only with report_fd >= 0 */
+    int open_handles;
     osb_rt_exit_cb cb;
     void *ud;
+};
+
+/* The drain of one sandbox's output pipe (logdrain.h). */
+struct rt_log {
+    struct osb_rt *rt;
+    struct rt_log *next;
+    char id[OSB_RT_ID_MAX + 1];
+    struct osb_logdrain *drain;
 };
 
 struct osb_rt {
@@ -91,11 +105,12 @@ struct osb_rt {
     struct osb_istore *store;
     char describe[512];
     uv_signal_t sigchld;
-    uv_timer_t log_timer;
+    int sandboxes_fd;         /* O_PATH of sandboxes/: socket paths too long for sun_path */
     pid_t *kids;
     size_t n_kids, cap_kids;
     struct rt_create *creates;
     struct rt_watch *watches;
+    struct rt_log *logs;
     int open_handles;
     bool closing;
 };
@@ -112,6 +127,8 @@ static void maybe_free(struct osb_rt *rt)
     free(rt->execd_path);
     free(rt->init_path);
     free(rt->kids);
+    if (rt->sandboxes_fd >= 0)
+        close(rt->sandboxes_fd);
     osb_istore_close(rt->store);
     free(rt);
 }
@@ -258,19 +275,13 @@ static int check_binaries(struct osb_rt *rt, struct osb_err *err)
     return 0;
 }
 
-static void log_trim_tick(uv_timer_t *t);
-
 static void start_handles(struct osb_rt *rt)
 {
     uv_signal_init(rt->loop, &rt->sigchld);
     rt->sigchld.data = rt;
     uv_signal_start(&rt->sigchld, on_sigchld, SIGCHLD);
     uv_unref((uv_handle_t *)&rt->sigchld);
-    uv_timer_init(rt->loop, &rt->log_timer);
-    rt->log_timer.data = rt;
-    uv_timer_start(&rt->log_timer, log_trim_tick, LOG_CHECK_MS, LOG_CHECK_MS);
-    uv_unref((uv_handle_t *)&rt->log_timer);
-    rt->open_handles = 2;
+    rt->open_handles = 1;
 }
 
 int osb_rt_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_rt **out,
@@ -288,6 +299,7 @@ int osb_rt_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_rt 
     rt->execd_path = cfg->execd_path ? osb_xstrdup(cfg->execd_path) : exe_sibling("execd");
     rt->init_path = cfg->init_path ? osb_xstrdup(cfg->init_path) : exe_sibling("osb-sandbox-init");
     rt->closing = true;
+    rt->sandboxes_fd = -1;
     if (geteuid() != 0) {
         osb_err_set(err, OSB_E_UNSUPPORTED, "the native runtime needs root (namespaces, "
                                             "mounts, cgroups)");
@@ -298,6 +310,11 @@ int osb_rt_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_rt 
         osb_img_host_prepare(rt->images_dir, &rt->host, err) < 0 ||
         osb_istore_open(rt->state_dir, &rt->store, err) < 0)
         goto fail;
+    rt->sandboxes_fd = open(rt->sandboxes_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rt->sandboxes_fd < 0) {
+        osb_err_sys(err, "open `%s`", rt->sandboxes_dir);
+        goto fail;
+    }
     /* Sandbox PID 1s re-parent to us when their helper exits: we can
      * reap them and learn their exit promptly. */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
@@ -317,6 +334,7 @@ fail:
 static void close_create(struct rt_create *c);
 static void unlink_watch(struct osb_rt *rt, struct rt_watch *w);
 static void close_watch(struct rt_watch *w);
+static void close_log(struct osb_rt *rt, const char *id, bool flush);
 
 void osb_rt_close(struct osb_rt *rt)
 {
@@ -334,8 +352,11 @@ void osb_rt_close(struct osb_rt *rt)
         unlink_watch(rt, w);
         close_watch(w);
     }
+    /* Sandboxes outlive the server: execd keeps a reader of each pipe, and
+     * a restarted server takes a new one (osb_rt_adopt). */
+    while (rt->logs)
+        close_log(rt, rt->logs->id, false);
     uv_close((uv_handle_t *)&rt->sigchld, on_rt_handle_closed);
-    uv_close((uv_handle_t *)&rt->log_timer, on_rt_handle_closed);
     /* Empty base cgroups go (those with live sandboxes stay: rmdir fails);
      * a runtime still using them recreates them on its next create. */
     for (size_t i = 0; i < rt->plan.n; i++)
@@ -591,12 +612,105 @@ static int parse_result(const char *line, struct osb_rt_handle *h, struct osb_er
     return osb_err_set(err, OSB_E_INTERNAL, "sandbox helper exited without a result");
 }
 
+/* The host-only socket the helper bound (<sandbox dir>/execd.sock): the
+ * sandbox cannot see or replace it. Through the runtime's own descriptor
+ * of sandboxes/ when the plain path is too long for sun_path ("self" is
+ * the process that connects: this server). */
 static void fill_paths(struct osb_rt *rt, const char *id, struct osb_rt_handle *h)
 {
-    snprintf(h->sock_path, sizeof h->sock_path, "/proc/%d/root%s", (int)h->pid,
-             OSB_SANDBOX_SOCK);
+    struct sockaddr_un sa;
+    int n = snprintf(h->sock_path, sizeof h->sock_path, "%s/%s/%s", rt->sandboxes_dir, id,
+                     OSB_SANDBOX_CTL_SOCK);
+    if (n < 0 || (size_t)n >= sizeof sa.sun_path)
+        snprintf(h->sock_path, sizeof h->sock_path, "/proc/self/fd/%d/%s/%s", rt->sandboxes_fd,
+                 id, OSB_SANDBOX_CTL_SOCK);
     snprintf(h->log_path, sizeof h->log_path, "%s/%s/%s", rt->sandboxes_dir, id,
              OSB_SANDBOX_LOG);
+}
+
+static struct rt_log *find_log(struct osb_rt *rt, const char *id)
+{
+    for (struct rt_log *l = rt->logs; l; l = l->next)
+        if (strcmp(l->id, id) == 0)
+            return l;
+    return NULL;
+}
+
+static void on_log_closed(void *ud)
+{
+    struct osb_rt *rt = ud;
+    rt->open_handles--;
+    maybe_free(rt);
+}
+
+/* flush: the sandbox stops but its log stays (diagnostics read it), so
+ * what it wrote last is taken out of the pipe first. */
+static void close_log(struct osb_rt *rt, const char *id, bool flush)
+{
+    for (struct rt_log **p = &rt->logs; *p; p = &(*p)->next) {
+        struct rt_log *l = *p;
+        if (strcmp(l->id, id) != 0)
+            continue;
+        *p = l->next;
+        if (flush)
+            osb_logdrain_flush(l->drain);
+        osb_logdrain_close(l->drain, on_log_closed, rt);
+        free(l);
+        return;
+    }
+}
+
+/* A copy of the read end of the sandbox's output pipe, which execd keeps
+ * at OSB_SANDBOX_LOG_FD for us (taken with pidfd_getfd, as the layer fd):
+ * the same way at create and after a restart. pidfd first, liveness
+ * second, so a recycled pid cannot hand us another process's fd. */
+static int take_log_pipe(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
+                         struct osb_err *err)
+{
+    _cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, h->pid, 0);
+    if (pfd < 0 || !osb_rt_alive(rt, id, h))
+        return osb_err_set(err, OSB_E_NOTFOUND, "sandbox `%s` is not running", id);
+    int fd = (int)syscall(SYS_pidfd_getfd, pfd, OSB_SANDBOX_LOG_FD, 0);
+    if (fd < 0)
+        return osb_err_sys(err, "take the output pipe of sandbox `%s`", id);
+    struct stat st;
+    int fl = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || fl < 0 || (fl & O_ACCMODE) != O_RDONLY) {
+        close(fd);
+        return osb_err_set(err, OSB_E_INTERNAL,
+                           "sandbox `%s`: its output pipe handle is not a pipe's read end", id);
+    }
+    return fd;
+}
+
+static int attach_log(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
+                      struct osb_err *err)
+{
+    if (find_log(rt, id))
+        return 0;
+    int fd = take_log_pipe(rt, id, h, err);
+    struct osb_logdrain *d;
+    if (fd < 0 || osb_logdrain_open(rt->loop, fd, h->log_path, OSB_RT_LOG_MAX_BYTES,
+                                    OSB_RT_LOG_KEEP_BYTES, &d, err) < 0)
+        return -1;
+    struct rt_log *l = osb_xcalloc(1, sizeof *l);
+    l->rt = rt;
+    snprintf(l->id, sizeof l->id, "%s", id);
+    l->drain = d;
+    l->next = rt->logs;
+    rt->logs = l;
+    rt->open_handles++;
+    return 0;
+}
+
+int osb_rt_adopt(struct osb_rt *rt, const char *id, struct osb_rt_handle *h, struct osb_err *err)
+{
+    if (check_id(id, err) < 0)
+        return -1;
+    if (rt->closing)
+        return osb_err_set(err, OSB_E_INTERNAL, "the runtime is closing");
+    fill_paths(rt, id, h);
+    return attach_log(rt, id, h, err);
 }
 
 static void destroy_quiet(struct osb_rt *rt, const char *id);
@@ -619,6 +733,9 @@ static void finish_create(struct rt_create *c)
     if (r == 0) {
         kid_add(rt, h.pid);
         fill_paths(rt, c->id, &h);
+        r = attach_log(rt, c->id, &h, &err);
+    }
+    if (r == 0) {
         c->cb(c->ud, &h, NULL);
         return;
     }
@@ -777,7 +894,11 @@ static void on_watch_closed(uv_handle_t *h)
 {
     struct rt_watch *w = h->data;
     struct osb_rt *rt = w->rt;
+    if (--w->open_handles > 0)
+        return;
     close(w->pidfd);
+    if (w->report_fd >= 0)
+        close(w->report_fd);
     free(w);
     rt->open_handles--;
     maybe_free(rt);
@@ -794,24 +915,67 @@ static void unlink_watch(struct osb_rt *rt, struct rt_watch *w)
 
 static void close_watch(struct rt_watch *w)
 {
+    uv_poll_stop(&w->poll);
     uv_close((uv_handle_t *)&w->poll, on_watch_closed);
+    if (w->report_fd >= 0) {
+        uv_poll_stop(&w->report);
+        uv_close((uv_handle_t *)&w->report, on_watch_closed);
+    }
 }
 
-static void on_pidfd(uv_poll_t *p, int status, int events)
+/* What the report pipe holds: nothing yet (EAGAIN: 1), or the end. The
+ * pipe's content is untrusted: one bounded read, parsed strictly. */
+static int read_report(struct rt_watch *w, struct osb_rt_end *end)
 {
-    (void)status;
-    (void)events;
-    struct rt_watch *w = p->data;
+    *end = (struct osb_rt_end){.how = OSB_RT_END_PID1_EXITED};
+    if (w->report_fd < 0)
+        return 0;
+    char buf[OSB_ENDREPORT_MAX + 1];
+    ssize_t n = OSB_RETRY(read(w->report_fd, buf, sizeof buf));
+    if (n < 0 && errno == EAGAIN)
+        return 1;
+    if (n <= 0)
+        return 0;
+    end->how = osb_endreport_parse(buf, (size_t)n, &end->report) == 0 ? OSB_RT_END_REPORTED
+                                                                      : OSB_RT_END_BAD_REPORT;
+    return 0;
+}
+
+static void finish_watch(struct rt_watch *w, const struct osb_rt_end *end)
+{
     struct osb_rt *rt = w->rt;
     kid_reap(rt, w->pid);
-    uv_poll_stop(p);
     unlink_watch(rt, w);
     char id[sizeof w->id];
     snprintf(id, sizeof id, "%s", w->id);
     osb_rt_exit_cb cb = w->cb;
     void *ud = w->ud;
     close_watch(w);
-    cb(ud, id);
+    cb(ud, id, end);
+}
+
+/* PID 1 is gone; a report it wrote first is still in the pipe. */
+static void on_pidfd(uv_poll_t *p, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct rt_watch *w = p->data;
+    struct osb_rt_end end;
+    if (read_report(w, &end) > 0)
+        end.how = OSB_RT_END_PID1_EXITED;
+    finish_watch(w, &end);
+}
+
+/* A line (or EOF: execd gone without one, its pidfd fires too). */
+static void on_report(uv_poll_t *p, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct rt_watch *w = p->data;
+    struct osb_rt_end end;
+    if (read_report(w, &end) > 0)
+        return;
+    finish_watch(w, &end);
 }
 
 static void cancel_watches(struct osb_rt *rt, const char *id)
@@ -820,7 +984,6 @@ static void cancel_watches(struct osb_rt *rt, const char *id)
         next = w->next;
         if (strcmp(w->id, id) == 0) {
             unlink_watch(rt, w);
-            uv_poll_stop(&w->poll);
             close_watch(w);
         }
     }
@@ -835,6 +998,24 @@ bool osb_rt_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle 
     if (!h || h->pid <= 0 || !proc_stat(h->pid, &start, &state))
         return false;
     return start == h->start_time && state != 'Z' && state != 'X';
+}
+
+/* A copy of the read end of execd's report pipe (OSB_SANDBOX_REPORT_FD),
+ * non-blocking; -1 when there is none (a sandbox started before execd had
+ * one: only its exit is seen then) or it is not a pipe's read end. */
+static int take_report(int pidfd)
+{
+    int fd = (int)syscall(SYS_pidfd_getfd, pidfd, OSB_SANDBOX_REPORT_FD, 0);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int fl = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || fl < 0 || (fl & O_ACCMODE) != O_RDONLY ||
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 int osb_rt_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
@@ -864,6 +1045,14 @@ int osb_rt_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *
     uv_poll_init(rt->loop, &w->poll, fd);
     w->poll.data = w;
     uv_poll_start(&w->poll, UV_READABLE, on_pidfd);
+    w->open_handles = 1;
+    w->report_fd = take_report(fd);
+    if (w->report_fd >= 0) {
+        uv_poll_init(rt->loop, &w->report, w->report_fd);
+        w->report.data = w;
+        uv_poll_start(&w->report, UV_READABLE, on_report);
+        w->open_handles++;
+    }
     rt->open_handles++;
     w->next = rt->watches;
     rt->watches = w;
@@ -1001,17 +1190,37 @@ static void stop_helper(struct osb_rt *rt, const char *id)
             }
 }
 
-static int destroy_id(struct osb_rt *rt, const char *id, struct osb_err *err)
+/* Everything in the sandbox dir but its log. */
+static int remove_all_but_log(const char *dir, struct osb_err *err)
+{
+    _cleanup_closedir_ DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? 0 : osb_err_sys(err, "open `%s`", dir);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            strcmp(e->d_name, OSB_SANDBOX_LOG) == 0)
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (osb_rtfs_remove_tree(path, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int destroy_id(struct osb_rt *rt, const char *id, bool keep_log, struct osb_err *err)
 {
     char dir[PATH_MAX];
     struct osb_cg_set s;
     cancel_watches(rt, id);
+    close_log(rt, id, keep_log);
     stop_helper(rt, id);
     sandbox_dir(rt, id, dir, sizeof dir);
     osb_cg_set_load(&rt->plan, id, dir, &s);
     if (osb_cg_kill(&s, err) < 0 || osb_cg_remove(&s, err) < 0 ||
-        osb_rtfs_remove_tree(dir, err) < 0)
-        return osb_err_wrap(err, "destroy sandbox `%s`", id);
+        (keep_log ? remove_all_but_log(dir, err) : osb_rtfs_remove_tree(dir, err)) < 0)
+        return osb_err_wrap(err, "%s sandbox `%s`", keep_log ? "stop" : "destroy", id);
     /* Reap PID 1 now if it is already gone; SIGCHLD catches it otherwise. */
     on_sigchld(&rt->sigchld, SIGCHLD);
     return 0;
@@ -1020,7 +1229,7 @@ static int destroy_id(struct osb_rt *rt, const char *id, struct osb_err *err)
 static void destroy_quiet(struct osb_rt *rt, const char *id)
 {
     struct osb_err err = {0};
-    if (destroy_id(rt, id, &err) < 0)
+    if (destroy_id(rt, id, false, &err) < 0)
         osb_warn("%s", err.msg);
 }
 
@@ -1028,7 +1237,14 @@ int osb_rt_destroy(struct osb_rt *rt, const char *id, struct osb_err *err)
 {
     if (check_id(id, err) < 0)
         return -1;
-    return destroy_id(rt, id, err);
+    return destroy_id(rt, id, false, err);
+}
+
+int osb_rt_stop(struct osb_rt *rt, const char *id, struct osb_err *err)
+{
+    if (check_id(id, err) < 0)
+        return -1;
+    return destroy_id(rt, id, true, err);
 }
 
 /* ------------------------------------------------------------ orphans */
@@ -1055,7 +1271,7 @@ static int destroy_unknown_in(struct osb_rt *rt, const char *dir, const char *co
             continue;
         osb_info("removing orphaned sandbox %s", e->d_name);
         struct osb_err one = {0};
-        if (destroy_id(rt, e->d_name, &one) < 0) {
+        if (destroy_id(rt, e->d_name, false, &one) < 0) {
             if (r == 0 && err)
                 *err = one;
             r = -1;
@@ -1073,7 +1289,7 @@ int osb_rt_cleanup_orphans(struct osb_rt *rt, const char *const *known, struct o
     return r;
 }
 
-/* ------------------------------------------------------------ stats, logs */
+/* ------------------------------------------------------------ stats */
 
 int osb_rt_stats(struct osb_rt *rt, const char *id, struct osb_rt_stats *out, struct osb_err *err)
 {
@@ -1086,56 +1302,6 @@ int osb_rt_stats(struct osb_rt *rt, const char *id, struct osb_rt_stats *out, st
         return osb_err_set(err, OSB_E_NOTFOUND, "sandbox `%s` not found", id);
     *out = (struct osb_rt_stats){st.memory_bytes, st.cpu_usage_ns, st.pids};
     return 0;
-}
-
-/* Keeps the last keep bytes. FALLOC_FL_COLLAPSE_RANGE drops the head in
- * place, so execd's O_APPEND writes go on at the new end; filesystems
- * without it get a copy of the tail (racing writes may be lost). */
-static int trim_fd(int fd, uint64_t size, uint64_t keep)
-{
-    struct statfs sf;
-    uint64_t bs = fstatfs(fd, &sf) == 0 && sf.f_bsize > 0 ? (uint64_t)sf.f_bsize : 4096;
-    uint64_t drop = (size - keep) / bs * bs;
-    if (drop > 0 && fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, (off_t)drop) == 0)
-        return 0;
-    char *buf = osb_xmalloc(keep);
-    ssize_t n = pread(fd, buf, keep, (off_t)(size - keep));
-    int r = n > 0 && pwrite(fd, buf, (size_t)n, 0) == n && ftruncate(fd, n) == 0 ? 0 : -1;
-    free(buf);
-    return r;
-}
-
-int osb_rt_log_trim(struct osb_rt *rt, const char *id, struct osb_err *err)
-{
-    char path[PATH_MAX];
-    if (check_id(id, err) < 0)
-        return -1;
-    snprintf(path, sizeof path, "%s/%s/%s", rt->sandboxes_dir, id, OSB_SANDBOX_LOG);
-    _cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0)
-        return osb_err_sys(err, "open `%s`", path);
-    if ((uint64_t)st.st_size <= OSB_RT_LOG_MAX_BYTES)
-        return 0;
-    if (trim_fd(fd, (uint64_t)st.st_size, OSB_RT_LOG_KEEP_BYTES) < 0)
-        return osb_err_sys(err, "trim `%s`", path);
-    return 0;
-}
-
-static void log_trim_tick(uv_timer_t *t)
-{
-    struct osb_rt *rt = t->data;
-    _cleanup_closedir_ DIR *d = opendir(rt->sandboxes_dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (!valid_id(e->d_name))
-            continue;
-        char path[PATH_MAX];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s/%s", rt->sandboxes_dir, e->d_name, OSB_SANDBOX_LOG);
-        if (stat(path, &st) == 0 && (uint64_t)st.st_size > OSB_RT_LOG_MAX_BYTES)
-            osb_rt_log_trim(rt, e->d_name, NULL);
-    }
 }
 
 /* ------------------------------------------------------------ images */

@@ -27,6 +27,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "common/endreport.h"
 #include "common/err.h"
 
 struct osb_istore;
@@ -35,10 +36,12 @@ struct osb_rt;
 
 /* Sandbox ids: [a-zA-Z0-9-]{1,OSB_RT_ID_MAX}. */
 #define OSB_RT_ID_MAX 64
-/* The per-sandbox log (execd's and the entrypoint's stdout+stderr) is
- * trimmed to its last OSB_RT_LOG_KEEP_BYTES once it exceeds
- * OSB_RT_LOG_MAX_BYTES; the runtime checks every second (a timer on the
- * loop), so a sandbox can overshoot by one second of output. */
+/* The per-sandbox log: execd's and the entrypoint's stdout+stderr reach it
+ * through a pipe the runtime drains on the loop (the sandbox holds no
+ * descriptor of the file). It never exceeds OSB_RT_LOG_MAX_BYTES: a chunk
+ * that would pass it first cuts the file to about its last
+ * OSB_RT_LOG_KEEP_BYTES. While nobody drains (the server is down), the
+ * sandbox's writes block once the pipe is full; none fails. */
 #define OSB_RT_LOG_MAX_BYTES (8u << 20)
 #define OSB_RT_LOG_KEEP_BYTES (4u << 20)
 
@@ -97,12 +100,14 @@ struct osb_rt_spec {
 struct osb_rt_handle {
     pid_t pid;                      /* host pid of the sandbox's PID 1 (execd) */
     uint64_t start_time;            /* /proc/<pid>/stat field 22, guards against pid reuse */
-    char sock_path[PATH_MAX];       /* host path of execd's unix socket:
-                                       /proc/<pid>/root/run/opensandbox/execd.sock.
-                                       Resolved through the sandbox's own root, so a
-                                       symlink planted there by the sandbox cannot point
-                                       the server at a host socket; short enough for
-                                       sun_path whatever the state dir. */
+    char sock_path[PATH_MAX];       /* where the server connects to execd: a socket the
+                                       helper bound in the host-only sandbox dir
+                                       (<state>/sandboxes/<id>/execd.sock) and handed to
+                                       execd as a listening fd, so no path inside the
+                                       sandbox is followed; /proc/self/fd/<n>/<id>/
+                                       execd.sock when that is too long for sun_path.
+                                       Only meaningful in this process: osb_rt_adopt
+                                       refills it after a restart. */
     char log_path[PATH_MAX];        /* host path of the sandbox's bounded log
                                        (<state>/sandboxes/<id>/log) */
 };
@@ -134,12 +139,33 @@ int osb_rt_resume(struct osb_rt *rt, const char *id, struct osb_err *err);
  * cleanup: they exist only in the sandbox's mount namespace. */
 int osb_rt_destroy(struct osb_rt *rt, const char *id, struct osb_err *err);
 
+/* Kill every process and remove cgroups and the state dir except the log
+ * (<state>/sandboxes/<id>/log): what a sandbox that ended on its own keeps
+ * for diagnostics until osb_rt_destroy removes the rest. Cancels watches
+ * on id; idempotent. */
+int osb_rt_stop(struct osb_rt *rt, const char *id, struct osb_err *err);
+
 /* Whether the sandbox's PID 1 is still the process the handle names. */
 bool osb_rt_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
-/* Watch a sandbox's PID 1 (child or not, via pidfd): cb runs once when it
- * exits. Used for new sandboxes and for those re-adopted after a restart.
- * OSB_E_NOTFOUND if it is not running (any more) when called. */
-typedef void (*osb_rt_exit_cb)(void *ud, const char *id);
+/* How a watched sandbox ended. execd reports its entrypoint's end on a
+ * pipe (common/endreport.h) and then waits to be stopped: the sandbox's
+ * processes are still there when the callback runs (osb_rt_stop or
+ * osb_rt_destroy end them). */
+struct osb_rt_end {
+    enum {
+        OSB_RT_END_REPORTED,     /* report: how the entrypoint ended */
+        OSB_RT_END_PID1_EXITED,  /* PID 1 (execd) exited without a report */
+        OSB_RT_END_BAD_REPORT,   /* the report pipe held something else */
+    } how;
+    struct osb_endreport report;
+};
+/* Watch a sandbox (child or not): its PID 1 via a pidfd, and execd's
+ * report pipe (a copy of its read end is taken from execd with
+ * pidfd_getfd, so a line written while no server ran is read once one
+ * watches again). cb runs once, at the first of the two. Used for new
+ * sandboxes and for those re-adopted after a restart. OSB_E_NOTFOUND if
+ * it is not running (any more) when called. */
+typedef void (*osb_rt_exit_cb)(void *ud, const char *id, const struct osb_rt_end *end);
 int osb_rt_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
                  osb_rt_exit_cb cb, void *ud, struct osb_err *err);
 /* Remove everything of sandboxes the server does not know (after a crash):
@@ -154,9 +180,11 @@ struct osb_rt_stats {
 };
 int osb_rt_stats(struct osb_rt *rt, const char *id, struct osb_rt_stats *out, struct osb_err *err);
 
-/* Trim the sandbox's log now if it is over OSB_RT_LOG_MAX_BYTES (the
- * runtime's timer also does this every second). */
-int osb_rt_log_trim(struct osb_rt *rt, const char *id, struct osb_err *err);
+/* Take over a running sandbox after a server restart: refills h's paths
+ * and drains its output pipe again (a copy of the read end execd keeps,
+ * OSB_SANDBOX_LOG_FD, taken with pidfd_getfd). Creates do this
+ * themselves. OSB_E_NOTFOUND if it is not running. */
+int osb_rt_adopt(struct osb_rt *rt, const char *id, struct osb_rt_handle *h, struct osb_err *err);
 
 /* Snapshots: copy the sandbox's writable layer (overlayfs upper dir, with
  * its whiteouts and opaque dirs) into dst_dir, a new layer directory (see

@@ -254,6 +254,7 @@ static void add_table(struct osb_server *srv, const struct osb_http_route *t, si
 void osb_api_register(struct osb_server *srv)
 {
     osb_http_server_set_auth(srv->http, hook, srv);
+    osb_apierr_install(srv->http);
     add_table(srv, osb_api_sandbox_routes, osb_api_sandbox_nroutes);
     add_table(srv, osb_api_diag_routes, osb_api_diag_nroutes);
     add_table(srv, osb_api_proxy_routes, osb_api_proxy_nroutes);

@@ -79,6 +79,15 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
                                "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
         return;
     }
+    /* An ended sandbox has nothing to reach: SDKs ask for the endpoint
+     * right after the create, so the reason surfaces there at once. */
+    if (s->state == OSB_ST_TERMINATED || s->state == OSB_ST_FAILED) {
+        osb_http_respond_error(req, 409, "SANDBOX::NOT_RUNNING",
+                               "Sandbox %s is %s (%s: %s); it has no endpoints.", s->id,
+                               osb_state_name(s->state), s->reason ? s->reason : "-",
+                               s->message ? s->message : "");
+        return;
+    }
     if (osb_http_req_query(req, "expires")) {
         osb_http_respond_error(req, 400, "SANDBOX::API_NOT_SUPPORTED",
                                "Signed endpoint routes ('expires') are not supported by this server.");
@@ -141,8 +150,9 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     }
     if (s->state != OSB_ST_RUNNING || s->op || !s->has_handle) {
         osb_http_respond_error(req, 409, "SANDBOX::NOT_RUNNING",
-                               "Sandbox %s is %s; the proxy reaches running sandboxes only.", s->id,
-                               osb_state_name(s->state));
+                               "Sandbox %s is %s (%s: %s); the proxy reaches running sandboxes "
+                               "only.", s->id, osb_state_name(s->state),
+                               s->reason ? s->reason : "-", s->message ? s->message : "");
         return;
     }
     const char *t = osb_http_req_target(req), *q = strchr(t, '?');

@@ -6,11 +6,13 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "common/random.h"
 #include "common/xalloc.h"
 #include "server/pull.h"
 #include "server/server.h"
 #include "server/snapshots.h"
 #include "server/timefmt.h"
+#include "server/volumes.h"
 
 #define BAD "SANDBOX::INVALID_PARAMETER"
 
@@ -29,6 +31,55 @@ static void pending_gone(struct osb_http_req *req, void *ud)
     ((struct pending *)ud)->req = NULL;
 }
 
+/* Answer a create that failed before it had a record, and log it once. */
+static void create_error(struct osb_http_req *req, const char *id, const char *phase,
+                         const struct osb_apierr *e)
+{
+    osb_lc_create_failed(id, phase, e->status, e->code, e->msg);
+    if (req)
+        osb_apierr_respond(req, e);
+}
+
+static void create_with_claims(struct osb_server *srv, struct osb_http_req *req,
+                               struct osb_create_spec *spec);
+
+static void on_claims(void *ud, const struct osb_apierr *e)
+{
+    struct pending *p = ud;
+    if (p->req)
+        osb_http_req_on_close(p->req, NULL, NULL);
+    if (e)
+        create_error(p->req, p->spec.id, "volumes", e);
+    else if (p->req)
+        create_with_claims(p->srv, p->req, &p->spec);
+    osb_spec_free(&p->spec);
+    free(p);
+}
+
+/* Claims to make or mount are done on the thread pool first; the check
+ * is repeated after, and the create starts in the turn it passes. */
+static void create_with_claims(struct osb_server *srv, struct osb_http_req *req,
+                               struct osb_create_spec *spec)
+{
+    struct osb_apierr e;
+    int rc = osb_vol_check(srv, spec, &e);
+    if (rc < 0) {
+        create_error(req, spec->id, "volumes", &e);
+        return;
+    }
+    if (rc == 0) {
+        osb_lc_create(srv, req, spec);
+        return;
+    }
+    struct pending *p = osb_xcalloc(1, sizeof *p);
+    p->srv = srv;
+    p->req = req;
+    p->spec = *spec;
+    memset(spec, 0, sizeof *spec); /* p owns it now; the caller's free is a no-op */
+    osb_http_req_on_close(req, pending_gone, p);
+    osb_vol_ensure(srv, &p->spec, on_claims, p);
+}
+
 /* The image is in the store: apply its config and build the sandbox. */
 static void create_from_image(struct osb_server *srv, struct osb_http_req *req,
                               struct osb_create_spec *spec)
@@ -37,24 +88,23 @@ static void create_from_image(struct osb_server *srv, struct osb_http_req *req,
     if (osb_pull_apply_config(srv, spec, &err) < 0) {
         struct osb_apierr e;
         osb_pull_apierr(&err, spec->snapshot_id ? spec->snapshot_id : spec->image, &e);
-        osb_apierr_respond(req, &e);
+        create_error(req, spec->id, "image", &e);
         return;
     }
-    osb_lc_create(srv, req, spec);
+    create_with_claims(srv, req, spec);
 }
 
 static void on_pulled(void *ud, const struct osb_err *err)
 {
     struct pending *p = ud;
-    if (p->req) {
+    if (p->req)
         osb_http_req_on_close(p->req, NULL, NULL);
-        if (err) {
-            struct osb_apierr e;
-            osb_pull_apierr(err, p->spec.image, &e);
-            osb_apierr_respond(p->req, &e);
-        } else {
-            create_from_image(p->srv, p->req, &p->spec);
-        }
+    if (err) {
+        struct osb_apierr e;
+        osb_pull_apierr(err, p->spec.image, &e);
+        create_error(p->req, p->spec.id, "image", &e);
+    } else if (p->req) {
+        create_from_image(p->srv, p->req, &p->spec);
     }
     osb_spec_free(&p->spec);
     free(p);
@@ -63,21 +113,27 @@ static void on_pulled(void *ud, const struct osb_err *err)
 static void h_create(struct osb_http_req *req, void *ud)
 {
     struct osb_server *srv = ud;
+    /* The id comes first, so that a failure at any phase can name it. */
+    char id[sizeof ((struct osb_create_spec *)0)->id];
+    osb_random_uuid4(id);
     json_t *body = osb_api_body(req, false);
-    if (!body)
+    if (!body) {
+        osb_lc_create_failed(id, "request", 400, BAD, "the request body is not valid JSON");
         return;
+    }
     struct osb_create_spec spec;
     struct osb_apierr e;
     int rc = osb_spec_parse_create(body, &srv->limits, &spec, &e);
     json_decref(body);
     if (rc < 0) {
-        osb_apierr_respond(req, &e);
+        create_error(req, id, "request", &e);
         return;
     }
+    memcpy(spec.id, id, sizeof spec.id);
     if (spec.snapshot_id) {
         char image[256];
         if (osb_snaps_image_for(srv, spec.snapshot_id, image, sizeof image, &e) < 0) {
-            osb_apierr_respond(req, &e);
+            create_error(req, id, "snapshot", &e);
             osb_spec_free(&spec);
             return;
         }

@@ -5,6 +5,7 @@
 #define OSB_SERVER_APIERR_H
 
 struct osb_http_req;
+struct osb_http_server;
 
 struct osb_apierr {
     int status;
@@ -17,4 +18,7 @@ int osb_apierr_set(struct osb_apierr *e, int status, const char *code, const cha
     __attribute__((format(printf, 4, 5)));
 /* Answers {"code","message"} with e's status. */
 void osb_apierr_respond(struct osb_http_req *req, const struct osb_apierr *e);
+/* Every error the lifecycle server answers goes out with a status the
+ * upstream OpenAPI file lists for that route (docs/errors.md). */
+void osb_apierr_install(struct osb_http_server *http);
 #endif

@@ -125,12 +125,23 @@ static const struct option options[] = {
      "\"~/.opensandbox/volumes\"", true,
      "Where \"pvc\" volumes (server-managed named volumes) keep their data.\n"
      "Default: volumes/ in [native] state_dir."},
+    {"storage", "volume_default_size", K_SIZE, OFF(storage.volume_default_bytes), 8 * MiB, PiB,
+     "\"1Gi\"", false,
+     "Size of a new \"pvc\" claim whose request names no `storage`. A claim is an\n"
+     "ext4 image of that size: writes beyond it fail with ENOSPC."},
+    {"storage", "volume_max_size", K_SIZE, OFF(storage.volume_max_bytes), 8 * MiB, PiB,
+     "\"1Ti\"", false,
+     "Largest `storage` a request may ask for a new claim (and never more than\n"
+     "the free space of volumes_dir)."},
     {"network", "mode", K_NETMODE, OFF(network.mode), 0, 0, "\"nat\"", false,
      "\"nat\": each sandbox has its own network (a veth pair to the host, NAT out,\n"
      "a host-side DNS resolver). \"bridge\": the same, and endpoints give the\n"
      "sandbox's own address. \"none\": loopback only."},
     {"network", "subnet", K_STR, OFF(network.subnet), 0, 0, "\"10.88.0.0/16\"", false,
-     "Private IPv4 range the sandboxes' links are cut from (a /30 each)."},
+     "Private IPv4 range the sandboxes' links are cut from (a /30 each); default\n"
+     "10.88.0.0/16. It must not overlap any address or route on the host (another\n"
+     "opensandbox-server, docker0, a VPN): the server refuses to start then and names\n"
+     "a free range. init-config writes one that is free when it runs."},
     {"network", "pool_size", K_INT, OFF(network.pool_size), 1, 1024, "8", false,
      "Network slots kept ready, so a create does not wait for one."},
     {"network", "dns_upstreams", K_STRLIST, OFF(network.dns_upstreams), 0, 0,
@@ -148,7 +159,6 @@ static const struct option options[] = {
     {"egress", "disable_ipv6", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"egress", "readiness_timeout_seconds", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"storage", "ossfs_mount_root", K_IGNORED, 0, 0, 0, NULL, false, NULL},
-    {"storage", "volume_default_size", K_IGNORED, 0, 0, 0, NULL, false, NULL},
 };
 
 static const char *const our_tables[] = {"server",  "runtime", "native", "image",
@@ -231,6 +241,8 @@ static void set_defaults(struct osb_config *cfg)
     cfg->native.default_pids_max = 4096;
     cfg->native.log_max_bytes = MiB;
     cfg->storage.allowed_host_paths = osb_xcalloc(1, sizeof(char *));
+    cfg->storage.volume_default_bytes = GiB;
+    cfg->storage.volume_max_bytes = 1024 * GiB;
 }
 
 /* Edit distance, for "did you mean" on unknown keys. */
@@ -548,7 +560,7 @@ static int upstream_log_level(struct ctx *c, struct osb_config *cfg, json_t *doc
 }
 
 /* Apply a parsed document: our tables are validated key by key; other
- * tables (upstream's [docker], [egress], [store], ...) are ignored so
+ * tables (upstream's [docker], [ingress], [store], ...) are ignored so
  * upstream files load; top-level keys outside any table are errors. */
 static int apply_doc(struct ctx *c, struct osb_config *cfg, json_t *doc)
 {
@@ -690,14 +702,18 @@ void osb_config_free(struct osb_config *cfg)
 
 /* ---- the example file ---- */
 
-static void example_row(struct osb_buf *b, const struct option *o, bool first)
+static void example_row(struct osb_buf *b, const struct option *o, bool first, const char *subnet)
 {
     osb_buf_adds(b, first ? "# " : "\n# ");
     for (const char *d = o->doc; *d; d++)
         osb_buf_adds(b, *d == '\n' ? "\n# " : (char[]){*d, 0});
     _cleanup_free_ char *computed = NULL;
     const char *value = o->example;
-    if (!value) {
+    if (o->off == OFF(network.subnet) && subnet) {
+        json_t *js = json_string(subnet);
+        value = computed = json_dumps(js, JSON_ENCODE_ANY);
+        json_decref(js);
+    } else if (!value) {
         _cleanup_free_ char *exe =
             default_exe(!strcmp(o->key, "execd_path") ? "execd" : "osb-sandbox-init");
         json_t *js = json_string(exe);
@@ -707,14 +723,14 @@ static void example_row(struct osb_buf *b, const struct option *o, bool first)
     osb_buf_addf(b, "\n%s%s = %s\n", o->commented ? "# " : "", o->key, value);
 }
 
-static char *example_text(void)
+static char *example_text(const char *subnet)
 {
     struct osb_buf b;
     osb_buf_init(&b, SIZE_MAX);
     osb_buf_adds(&b,
                  "# opensandbox-server configuration (native runtime).\n"
                  "# Every key is shown with its default; commented-out keys are unset.\n"
-                 "# Upstream OpenSandbox tables such as [docker], [egress] or\n"
+                 "# Upstream OpenSandbox tables such as [docker], [kubernetes] or\n"
                  "# [ingress] are accepted and ignored. See docs/configuration.md.\n");
     const char *table = "";
     for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {
@@ -724,7 +740,7 @@ static char *example_text(void)
         bool first = strcmp(table, o->table) != 0;
         if (first)
             osb_buf_addf(&b, "\n[%s]\n", table = o->table);
-        example_row(&b, o, first);
+        example_row(&b, o, first, subnet);
     }
     return osb_buf_steal(&b, NULL);
 }
@@ -751,7 +767,8 @@ static int write_all(int fd, const char *s, size_t n)
     return 0;
 }
 
-int osb_config_write_example(const char *path, const char *example, struct osb_err *err)
+int osb_config_write_example(const char *path, const char *example, const char *subnet,
+                             struct osb_err *err)
 {
     if (example && strcmp(example, "native")) {
         if (!strcmp(example, "docker") || !strcmp(example, "k8s") || !strcmp(example, "kubernetes"))
@@ -771,7 +788,7 @@ int osb_config_write_example(const char *path, const char *example, struct osb_e
         return osb_err_set(err, OSB_E_EXISTS, "%s already exists; not overwriting it", file);
     if (fd < 0)
         return osb_err_sys(err, "create %s", file);
-    _cleanup_free_ char *text = example_text();
+    _cleanup_free_ char *text = example_text(subnet);
     if (write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0) {
         int e = osb_err_sys(err, "write %s", file);
         unlink(file);

@@ -42,6 +42,8 @@ struct osb_config {
         char **allowed_host_paths;       /* NULL-terminated, never NULL; absolute, normalized;
                                             empty = every host volume refused */
         char *volumes_dir;               /* pvc volumes; default <native.state_dir>/volumes */
+        int64_t volume_default_bytes;    /* a new claim without `storage`: 1Gi */
+        int64_t volume_max_bytes;        /* largest `storage` of a new claim: 1Ti */
     } storage;
     struct {
         char *mode;                      /* "nat" (default) | "bridge" | "none" */
@@ -58,7 +60,7 @@ struct osb_config {
 
 /* path NULL: resolve as above. Unknown keys in known tables are errors
  * (typos must not pass silently); unknown tables (upstream's [docker],
- * [egress], ...) are accepted and ignored. */
+ * [ingress], ...) are accepted and ignored. */
 /* On failure *out is untouched (nothing to free) and err says what is
  * wrong: OSB_E_NOTFOUND for a missing --config/$SANDBOX_CONFIG_PATH file,
  * OSB_E_INVALID for bad content ("FILE:LINE: [table] key: problem", or
@@ -68,6 +70,9 @@ int osb_config_load(const char *path, struct osb_config *out, struct osb_err *er
 void osb_config_free(struct osb_config *cfg);
 /* Write a commented example ("native"; NULL = native) to path, mode 0600,
  * creating parent directories; refuses to overwrite (OSB_E_EXISTS);
- * "docker"/"k8s" -> OSB_E_UNSUPPORTED. The file loads back as the defaults. */
-int osb_config_write_example(const char *path, const char *example, struct osb_err *err);
+ * "docker"/"k8s" -> OSB_E_UNSUPPORTED. [network] subnet is `subnet` (the
+ * caller picks one free on the host; NULL = the default). The file loads
+ * back as the defaults but for that subnet. */
+int osb_config_write_example(const char *path, const char *example, const char *subnet,
+                             struct osb_err *err);
 #endif

@@ -15,6 +15,7 @@
 #include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/xalloc.h"
+#include "server/network.h"
 #include "server/server.h"
 #include "server/timefmt.h"
 
@@ -198,9 +199,7 @@ static void h_logs(struct osb_http_req *req, void *ud)
     if (scope && strcmp(scope, "lifecycle") == 0)
         read_events(srv, s, OSB_STORE_MAX_EVENTS, &c);
     else if (scope && strcmp(scope, "network") == 0)
-        json_array_append_new(c.warnings,
-                              json_string("Sandboxes have a loopback-only network; there is no "
-                                          "network log."));
+        osb_network_diag(srv, s, &c.text);
     else
         read_log(s, DIAG_MAX_BYTES, tail, &c);
     if (scope)

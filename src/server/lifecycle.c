@@ -1,12 +1,15 @@
 /* The sandbox state machine (protocol.md 1.8) on top of the runtime:
  *
- *   create:  validate -> Pending (stored) -> osb_rt_create -> /ping over
- *            execd's socket -> Running (stored) -> 202
+ *   create:  validate -> Pending (stored) -> osb_rt_create -> watch, /ping
+ *            over execd's socket -> Running (stored) -> 202
  *   delete:  any state; a create in flight is cancelled and destroyed when
  *            the runtime reports back; then the record is gone (404)
  *   TTL:     one timer for the nearest expiresAt; expiry is a delete
- *   exit:    PID 1 dying on its own -> Failed, kept until deleted/expired
- *   restart: re-adopt live sandboxes, fail or destroy the rest, clean orphans
+ *   end:     the entrypoint exits or cannot be executed (execd reports it),
+ *            or PID 1 dies -> Terminated/Failed; everything but the record
+ *            and the log is freed; kept until deleted/expired. During a
+ *            create, the 202 then carries the ended state.
+ *   restart: re-adopt live sandboxes, end or destroy the rest, clean orphans
  *
  * Every change is committed to the store before it is acknowledged. */
 #include <stdio.h>
@@ -18,6 +21,7 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/random.h"
+#include "server/ending.h"
 #include "server/network.h"
 #include "server/ping.h"
 #include "server/server.h"
@@ -35,7 +39,7 @@ struct osb_create_op {
     int64_t t_start, t_runtime;    /* monotonic ms: create accepted, runtime reported */
 };
 
-static void on_exit_cb(void *ud, const char *id);
+static void on_exit_cb(void *ud, const char *id, const struct osb_rt_end *end);
 
 int osb_lc_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type, const char *ev_msg,
                 struct osb_apierr *e)
@@ -69,23 +73,35 @@ static void destroy_rt(struct osb_server *srv, const char *id)
         osb_err_log("destroy sandbox %s: %s", id, err.msg);
 }
 
-static void mark_exited(struct osb_server *srv, struct osb_sbx *s)
+void osb_lc_create_failed(const char *id, const char *phase, int status, const char *code,
+                          const char *msg)
 {
-    osb_warn("sandbox %s: its init process (execd) exited", s->id);
-    osb_sbx_set_status(s, OSB_ST_FAILED, "SANDBOX_EXITED",
-                       "The sandbox's init process (execd) exited.", osb_now_us());
-    osb_lc_save(srv, s, "Exited", "The sandbox's init process (execd) exited.", NULL);
+    osb_warn("create failed: sandbox %s, phase %s: %s (%d %s)", id && *id ? id : "-", phase, msg,
+             status, code);
 }
 
-/* Watch PID 1; if it is already gone, the sandbox is Failed right away. */
-static void watch(struct osb_server *srv, struct osb_sbx *s)
+/* The sandbox ended on its own: free its processes, cgroups, state (but
+ * the log) and network slot at once; the record stays, with the outcome,
+ * until it is deleted or expires. Logs the end unless the caller does. */
+static void end_sandbox(struct osb_server *srv, struct osb_sbx *s, const struct osb_ending *e,
+                        bool quiet)
 {
     struct osb_err err = {0};
-    if (osb_rt_watch(srv->rt, s->id, &s->handle, on_exit_cb, srv, &err) == 0)
-        return;
-    osb_warn("watch sandbox %s: %s", s->id, err.msg);
-    if (err.code == OSB_E_NOTFOUND)
-        mark_exited(srv, s);
+    if (osb_rt_stop(srv->rt, s->id, &err) < 0)
+        osb_err_log("stop sandbox %s: %s", s->id, err.msg);
+    osb_network_detach(srv, s);
+    if (!quiet)
+        osb_log(e->state == OSB_ST_FAILED ? OSB_LOG_WARN : OSB_LOG_INFO,
+                "sandbox %s ended: %s (%s): %s", s->id, osb_state_name(e->state), e->reason,
+                e->message);
+    osb_sbx_set_status(s, e->state, e->reason, e->message, osb_now_us());
+    osb_lc_save(srv, s, osb_state_name(e->state), e->message, NULL);
+}
+
+/* Watch the sandbox (its PID 1 and execd's report of the entrypoint). */
+static int watch(struct osb_server *srv, struct osb_sbx *s, struct osb_err *err)
+{
+    return osb_rt_watch(srv->rt, s->id, &s->handle, on_exit_cb, srv, err);
 }
 
 /* ------------------------------------------------------------- create */
@@ -135,7 +151,36 @@ static void op_cancelled(struct osb_create_op *op)
 {
     char msg[160];
     snprintf(msg, sizeof msg, "Sandbox %s was deleted before it became ready.", op->s->id);
+    osb_lc_create_failed(op->s->id, "cancelled", 409, "SANDBOX::DELETED", msg);
     op_fail(op, 409, "SANDBOX::DELETED", msg);
+}
+
+/* The answer to the POST once the create is over, ended or running. */
+static void op_answer(struct osb_create_op *op)
+{
+    struct osb_http_req *req;
+    op_take_req(op, &req);
+    if (req)
+        osb_http_respond_json(req, 202, osb_api_sandbox_json(op->s, false));
+    op_free(op);
+}
+
+/* The entrypoint ended (or PID 1 died) before execd answered /ping: the
+ * create is over, and its answer carries the ended state (GET shows it
+ * too until the record is deleted). */
+static void op_ended(struct osb_create_op *op, const struct osb_rt_end *end)
+{
+    struct osb_sbx *s = op->s;
+    if (op->ping) {
+        osb_ping_cancel(op->ping);
+        op->ping = NULL;
+    }
+    struct osb_ending e;
+    osb_ending_describe(s->spec, end, &e);
+    osb_lc_create_failed(s->id, end->how == OSB_RT_END_REPORTED ? "entrypoint" : "readiness", 202,
+                         e.reason, e.message);
+    end_sandbox(op->srv, s, &e, true);
+    op_answer(op);
 }
 
 static void on_ready(void *ud, int ok, const char *why)
@@ -149,7 +194,7 @@ static void on_ready(void *ud, int ok, const char *why)
         char msg[400];
         snprintf(msg, sizeof msg, "Sandbox %s did not become ready: execd did not answer /ping "
                  "within %lld ms (%s).", s->id, (long long)srv->ready_timeout_ms, why);
-        osb_warn("%s", msg);
+        osb_lc_create_failed(s->id, "readiness", 500, "SANDBOX::START_FAILED", msg);
         op_fail(op, 500, "SANDBOX::START_FAILED", msg);
         return;
     }
@@ -157,17 +202,13 @@ static void on_ready(void *ud, int ok, const char *why)
     struct osb_apierr e;
     if (osb_lc_save(srv, s, "Running", "execd answered /ping; the sandbox is ready.", &e) < 0) {
         destroy_rt(srv, s->id);
+        osb_lc_create_failed(s->id, "store", e.status, e.code, e.msg);
         op_fail(op, e.status, e.code, e.msg);
         return;
     }
-    watch(srv, s);
     osb_debug("sandbox %s ready: runtime %lld ms + execd /ping %lld ms", s->id,
               (long long)(op->t_runtime - op->t_start), (long long)(osb_mono_ms() - op->t_runtime));
-    struct osb_http_req *req;
-    op_take_req(op, &req);
-    if (req)
-        osb_http_respond_json(req, 202, osb_api_sandbox_json(s, false));
-    op_free(op);
+    op_answer(op);
 }
 
 static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb_err *err)
@@ -182,10 +223,11 @@ static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb
         }
         char msg[600];
         snprintf(msg, sizeof msg, "Sandbox %s failed to start: %s", s->id, err->msg);
-        osb_warn("%s", msg);
-        op_fail(op, err->code == OSB_E_INVALID ? 400 : 500,
-                err->code == OSB_E_INVALID ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED",
-                msg);
+        int status = err->code == OSB_E_INVALID ? 400 : 500;
+        const char *code =
+            err->code == OSB_E_INVALID ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED";
+        osb_lc_create_failed(s->id, "runtime start", status, code, msg);
+        op_fail(op, status, code, msg);
         return;
     }
     s->handle = *h;
@@ -196,13 +238,27 @@ static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb
         op_cancelled(op);
         return;
     }
+    /* Watched from now on: an entrypoint that fails at once ends the
+     * create instead of leaving /ping to time out. */
+    struct osb_err werr = {0};
+    if (watch(srv, s, &werr) < 0) {
+        destroy_rt(srv, s->id);
+        char msg[600];
+        snprintf(msg, sizeof msg, "Sandbox %s failed to start: %s", s->id, werr.msg);
+        osb_lc_create_failed(s->id, "readiness", 500, "SANDBOX::START_FAILED", msg);
+        op_fail(op, 500, "SANDBOX::START_FAILED", msg);
+        return;
+    }
     op->ping = osb_ping_start(srv->loop, h->sock_path, s->token, srv->ready_timeout_ms, on_ready, op);
 }
 
 static struct osb_sbx *new_record(struct osb_create_spec *spec)
 {
-    char id[37];
-    osb_random_uuid4(id);
+    char id[sizeof spec->id];
+    if (spec->id[0])
+        memcpy(id, spec->id, sizeof id);
+    else
+        osb_random_uuid4(id);
     struct osb_sbx *s = osb_sbx_new(id);
     osb_random_hex(s->token, 32);
     s->created_us = osb_now_us();
@@ -235,14 +291,17 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
     _cleanup_free_ struct osb_rt_volume *vols = osb_vol_rt(spec);
     rs.volumes = vols;
     rs.n_volumes = spec->n_volumes;
-    if (osb_network_attach(srv, op->s, spec, &rs, e) < 0)
+    if (osb_network_attach(srv, op->s, spec, &rs, e) < 0) {
+        osb_lc_create_failed(op->s->id, "network", e->status, e->code, e->msg);
         return -1;
+    }
     struct osb_err err = {0};
     if (osb_rt_create(srv->rt, &rs, on_created, op, &err) < 0) {
         bool bad = err.code == OSB_E_INVALID || err.code == OSB_E_NOTFOUND;
-        return osb_apierr_set(e, bad ? 400 : 500,
-                              bad ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED", "%s",
-                              err.msg);
+        osb_apierr_set(e, bad ? 400 : 500, bad ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED",
+                       "%s", err.msg);
+        osb_lc_create_failed(op->s->id, "runtime start", e->status, e->code, e->msg);
+        return -1;
     }
     return 0;
 }
@@ -251,19 +310,23 @@ void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_
 {
     struct osb_apierr e;
     if (spec->network_policy && !osb_network_enabled(srv)) {
-        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PARAMETER",
-                               "field 'networkPolicy': this server's sandboxes have no network "
-                               "([network] mode = \"none\")");
+        osb_apierr_set(&e, 400, "SANDBOX::INVALID_PARAMETER",
+                       "field 'networkPolicy': this server's sandboxes have no network "
+                       "([network] mode = \"none\")");
+        osb_lc_create_failed(spec->id, "network", e.status, e.code, e.msg);
+        osb_apierr_respond(req, &e);
         return;
     }
     /* Claims are created here, in the same loop turn as the record that
      * uses them is registered: no release can slip in between. */
     if (osb_vol_prepare(srv->cfg, spec, &e) < 0) {
+        osb_lc_create_failed(spec->id, "volumes", e.status, e.code, e.msg);
         osb_apierr_respond(req, &e);
         return;
     }
     struct osb_sbx *s = new_record(spec);
     if (osb_lc_save(srv, s, "Pending", "Sandbox accepted; building it.", &e) < 0) {
+        osb_lc_create_failed(s->id, "store", e.status, e.code, e.msg);
         osb_sbx_free(s);
         osb_apierr_respond(req, &e);
         return;
@@ -370,15 +433,24 @@ int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *
     return osb_lc_save(srv, s, "Resumed", "Sandbox resumed.", e);
 }
 
-/* ---------------------------------------------------------- PID 1 exit */
+/* ---------------------------------------------------------- the end */
 
-static void on_exit_cb(void *ud, const char *id)
+static void on_exit_cb(void *ud, const char *id, const struct osb_rt_end *end)
 {
     struct osb_server *srv = ud;
     struct osb_sbx *s = osb_reg_get(srv->reg, id);
-    if (!s || s->op || (s->state != OSB_ST_RUNNING && s->state != OSB_ST_PAUSED))
-        return; /* deleted, being created, or already marked */
-    mark_exited(srv, s);
+    if (!s)
+        return; /* deleted */
+    if (s->op) {
+        if (!s->op->cancelled)
+            op_ended(s->op, end);
+        return;
+    }
+    if (s->state != OSB_ST_RUNNING && s->state != OSB_ST_PAUSED)
+        return; /* already ended */
+    struct osb_ending e;
+    osb_ending_describe(s->spec, end, &e);
+    end_sandbox(srv, s, &e, false);
 }
 
 /* ---------------------------------------------------------------- TTL */
@@ -444,19 +516,42 @@ static void mark_failed(struct osb_server *srv, struct osb_sbx *s, const char *r
     osb_lc_save(srv, s, "Failed", msg, NULL);
 }
 
+/* Its socket path and its output pipe's drain, as this process sees them.
+ * A failure leaves the sandbox running (its output waits in the pipe). */
+static void adopt(struct osb_server *srv, struct osb_sbx *s)
+{
+    struct osb_err err = {0};
+    if (osb_rt_adopt(srv->rt, s->id, &s->handle, &err) < 0)
+        osb_warn("adopt sandbox %s: %s", s->id, err.msg);
+}
+
+/* PID 1 exited while no server watched: how is unknown. */
+static void end_lost(struct osb_server *srv, struct osb_sbx *s)
+{
+    struct osb_ending e = {.state = OSB_ST_FAILED, .reason = "SANDBOX_LOST"};
+    snprintf(e.message, sizeof e.message,
+             "The sandbox's init process exited while the server was down (its entrypoint "
+             "ended or it was killed); how is unknown.");
+    end_sandbox(srv, s, &e, false);
+}
+
 /* Decide one record's fate after a restart; returns false when it is gone. */
 static bool recover_one(struct osb_server *srv, struct osb_sbx *s)
 {
     switch (s->state) {
     case OSB_ST_RUNNING:
-    case OSB_ST_PAUSED:
+    case OSB_ST_PAUSED: {
+        /* A report execd wrote while we were down is read by the watch. */
+        struct osb_err err = {0};
         if (s->has_handle && osb_rt_alive(srv->rt, s->id, &s->handle)) {
-            watch(srv, s);
-            return true;
+            adopt(srv, s);
+            if (watch(srv, s, &err) == 0)
+                return true;
+            osb_warn("watch sandbox %s: %s", s->id, err.msg);
         }
-        mark_failed(srv, s, "SANDBOX_LOST",
-                    "The sandbox's processes were gone when the server restarted.");
+        end_lost(srv, s);
         return true;
+    }
     case OSB_ST_PENDING:
         destroy_rt(srv, s->id);
         s->has_handle = false;

@@ -22,11 +22,14 @@
 
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "common/version.h"
+#include "net/hostnet.h"
 #include "server/image_cli.h"
 #include "server/network.h"
 #include "server/pull.h"
 #include "server/server.h"
 #include "server/snapshots.h"
+#include "server/volumes.h"
 
 /* execd gets this long to answer /ping after the runtime started it; a
  * healthy sandbox answers in a few ms, 50 concurrent creates on two cores
@@ -37,6 +40,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: opensandbox-server [--config FILE]\n"
+            "       opensandbox-server --version\n"
             "       opensandbox-server init-config PATH [--example native]\n"
             "       opensandbox-server [--config FILE] image pull REF [--username U "
             "--password-stdin] [--platform OS/ARCH]\n"
@@ -77,7 +81,8 @@ static int cmd_init_config(int argc, char **argv)
                                        {NULL, 0, NULL, 0}};
     const char *example = "native";
     int ch;
-    optind = 1;
+    optind = 0; /* 0, not 1: re-initialises GNU getopt, which main left in "+" (stop at the
+                   first non-option) mode, so options may follow PATH */
     while ((ch = getopt_long(argc, argv, "e:h", lo, NULL)) != -1) {
         if (ch == 'e') {
             example = optarg;
@@ -91,9 +96,15 @@ static int cmd_init_config(int argc, char **argv)
         return 2;
     }
     struct osb_err err = {0};
-    if (osb_config_write_example(argv[optind], example, &err) < 0)
+    struct osb_hostnet h;
+    char subnet[20] = "10.88.0.0/16";
+    if (osb_hostnet_scan(NULL, &h, &err) < 0 || osb_hostnet_free16(&h, subnet) < 0)
+        fprintf(stderr, "opensandbox-server: init-config: no free 10.X.0.0/16 found%s%s; "
+                        "writing subnet %s\n", err.msg[0] ? ": " : "", err.msg, subnet);
+    osb_hostnet_free(&h);
+    if (osb_config_write_example(argv[optind], example, subnet, &err) < 0)
         return fail("init-config", &err);
-    printf("wrote %s\n", argv[optind]);
+    printf("wrote %s ([network] subnet %s, free on this host)\n", argv[optind], subnet);
     return 0;
 }
 
@@ -237,9 +248,10 @@ static int start(struct osb_server *srv)
     if (osb_http_listen_tcp(srv->http, cfg->server.host, cfg->server.port, &err) < 0)
         return fail("listen", &err);
     srv->port = osb_http_server_port(srv->http);
-    osb_info("listening on http://%s:%d; runtime: %s; state dir: %s; auth: %s", cfg->server.host,
-             srv->port, osb_rt_describe(srv->rt), cfg->native.state_dir,
-             srv->api_key ? "API key" : "NONE (insecure)");
+    osb_info("listening on http://%s:%d (%s); sandbox runtime: %s; state kept in %s",
+             cfg->server.host, srv->port,
+             srv->api_key ? "clients must send the API key" : "NO API key required: insecure",
+             osb_rt_describe(srv->rt), cfg->native.state_dir);
     return 0;
 }
 
@@ -251,6 +263,8 @@ static void stop(struct osb_server *srv)
     if (srv->rt)
         osb_rt_close(srv->rt);
     osb_network_close(srv);
+    if (srv->cfg)
+        osb_vol_close(srv);
     uv_run(srv->loop, UV_RUN_NOWAIT);
     osb_snaps_close(srv);
     osb_store_close(srv->store);
@@ -296,6 +310,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     static const struct option lo[] = {{"config", required_argument, NULL, 'c'},
                                        {"help", no_argument, NULL, 'h'},
+                                       {"version", no_argument, NULL, 'V'},
                                        {NULL, 0, NULL, 0}};
     const char *config = NULL;
     int ch;
@@ -303,6 +318,10 @@ int main(int argc, char **argv)
         if (ch == 'c') {
             config = optarg;
             continue;
+        }
+        if (ch == 'V') {
+            printf("opensandbox-server %s\n", osb_version());
+            return 0;
         }
         usage(ch == 'h' ? stdout : stderr);
         return ch == 'h' ? 0 : 2;

@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "net/dns.h"
+#include "net/hostnet.h"
 #include "net/netns.h"
 #include "net/policy.h"
 
@@ -46,6 +48,7 @@ static struct {
     struct nsb *list;
     bool nft; /* [egress] mode "dns+nft" */
     bool bridge;
+    char upstreams[256]; /* "127.0.0.1:9, 10.0.0.2" for logs and diagnostics */
 } g;
 
 static struct nsb *find(const char *id)
@@ -367,6 +370,11 @@ static int open_dns(struct osb_server *srv, struct osb_err *err)
                            "no DNS upstream: set [network] dns_upstreams "
                            "(the host's /etc/resolv.conf has no nameserver)");
     }
+    size_t len = 0;
+    g.upstreams[0] = 0;
+    for (size_t i = 0; ups[i] && len < sizeof g.upstreams; i++)
+        len += (size_t)snprintf(g.upstreams + len, sizeof g.upstreams - len, "%s%s",
+                                i ? ", " : "", ups[i]);
     struct osb_dns_config dc = {.upstreams = (const char *const *)ups};
     int r = osb_dns_open(srv->loop, &dc, &g.dns, err);
     strv_free(ups);
@@ -414,12 +422,41 @@ static void readopt(struct osb_server *srv, struct osb_sbx *s)
     (void)srv;
 }
 
+/* Another server, docker0 or a VPN on the same range would take the
+ * sandboxes' gateway addresses (or their traffic): refuse before touching
+ * anything. This server's own slots from a previous run do not count. */
+static int check_subnet(struct osb_server *srv, struct osb_err *err)
+{
+    char own[16];
+    if (osb_net_ifprefix(srv->cfg->native.state_dir, own, err) < 0)
+        return -1;
+    return osb_hostnet_check(srv->cfg->network.subnet, own, err);
+}
+
+static const char *enforcement(void)
+{
+    return g.nft ? "DNS filtering and nftables address sets" : "DNS filtering only";
+}
+
+static void log_summary(const struct osb_server *srv)
+{
+    struct osb_net_stats st;
+    osb_net_stats(g.net, &st);
+    osb_info("sandbox networking: %s on %s (a /30 per sandbox, host links %s<n>, nftables table "
+             "inet %s), DNS through %s, networkPolicy enforced by %s, %u networks kept ready%s",
+             g.bridge ? "bridge (endpoints give each sandbox's own address; NAT out)" : "NAT",
+             srv->cfg->network.subnet, st.prefix, st.table, g.upstreams, enforcement(),
+             st.pool_size, osb_reg_count(srv->reg) ? ", running sandboxes re-attached" : "");
+}
+
 int osb_network_open(struct osb_server *srv, struct osb_err *err)
 {
     g.nft = strcmp(srv->cfg->egress.mode, "dns+nft") == 0;
     g.bridge = strcmp(srv->cfg->network.mode, "bridge") == 0;
-    if (!osb_network_enabled(srv))
+    if (!osb_network_enabled(srv)) {
+        osb_info("sandbox networking: none (each sandbox has only its own loopback interface)");
         return 0;
+    }
     size_t n_allow = 0;
     while (srv->cfg->network.allow_host_cidrs && srv->cfg->network.allow_host_cidrs[n_allow])
         n_allow++;
@@ -430,6 +467,8 @@ int osb_network_open(struct osb_server *srv, struct osb_err *err)
         .allow_host_cidrs = (const char *const *)srv->cfg->network.allow_host_cidrs,
         .n_allow_host_cidrs = n_allow,
     };
+    if (check_subnet(srv, err) < 0)
+        return -1;
     struct osb_net_inuse *inuse;
     size_t k = in_use(srv, &inuse);
     int r = osb_net_open(&nc, inuse, k, &g.net, err);
@@ -446,9 +485,7 @@ int osb_network_open(struct osb_server *srv, struct osb_err *err)
     }
     for (size_t i = 0, c = osb_reg_count(srv->reg); i < c; i++)
         readopt(srv, osb_reg_at(srv->reg, i));
-    char desc[256];
-    osb_net_describe(g.net, desc, sizeof desc);
-    osb_info("network: %s; egress enforcement: %s", desc, srv->cfg->egress.mode);
+    log_summary(srv);
     return 0;
 }
 
@@ -528,6 +565,8 @@ int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
 void osb_network_detach(struct osb_server *srv, struct osb_sbx *s)
 {
     (void)srv;
+    /* The record no longer holds the slot (in_use() at the next start). */
+    json_object_del(s->spec, "network");
     struct nsb *n = find(s->id);
     if (!g.net || !n)
         return;
@@ -537,6 +576,49 @@ void osb_network_detach(struct osb_server *srv, struct osb_sbx *s)
         osb_err_log("sandbox %s: release its network slot: %s", s->id, err.msg);
     unlink_nsb(n);
     nsb_free(n);
+}
+
+static void describe_policy(const struct osb_server *srv, const struct nsb *n, struct osb_buf *b)
+{
+    if (!n->has_policy) {
+        osb_buf_adds(b, "egress policy: none (every destination is allowed but the blocked ones "
+                        "above)\n");
+        return;
+    }
+    osb_buf_addf(b, "egress policy: default %s, %zu rule%s, mode %s, enforced by %s (%s)\n",
+                 osb_policy_action_str(n->policy.default_action), n->policy.nrules,
+                 n->policy.nrules == 1 ? "" : "s",
+                 osb_policy_mode_str(osb_policy_mode(&n->policy)), enforcement(),
+                 srv->cfg->egress.mode);
+    if (g.nft && restricted(n))
+        osb_buf_addf(b, "addresses learned from allowed DNS answers: %zu\n", n->n_learned);
+}
+
+void osb_network_diag(const struct osb_server *srv, const struct osb_sbx *s, struct osb_buf *b)
+{
+    osb_buf_addf(b, "network mode: %s\n", srv->cfg->network.mode);
+    if (!osb_network_enabled(srv)) {
+        osb_buf_adds(b, "interfaces: lo (127.0.0.1) only; the sandbox cannot reach other hosts\n"
+                        "DNS: none\negress policy: none (there is no network to leave by)\n");
+        return;
+    }
+    const struct nsb *n = find(s->id);
+    if (!n) {
+        osb_buf_adds(b, "The sandbox holds no network now (it is not running).\n");
+        return;
+    }
+    osb_buf_addf(b, "sandbox address: %s/%u on %s\ngateway: %s (host link %s)\n"
+                    "DNS: %s:53, the server's forwarder on the gateway, upstream %s\n"
+                    "outbound: NAT through the host; other sandboxes, host services (but this "
+                    "DNS) and 169.254.0.0/16 are blocked\n",
+                 n->address, n->slot.prefix_len, n->slot.sandbox_ifname, n->gateway,
+                 n->slot.host_ifname, n->gateway, g.upstreams);
+    if (g.bridge)
+        osb_buf_addf(b, "endpoints: the sandbox's own address (%s:<port>); ports 44772 and "
+                        "18080 through the server proxy\n", n->address);
+    else
+        osb_buf_adds(b, "endpoints: through the server proxy (/sandboxes/<id>/proxy/<port>)\n");
+    describe_policy(srv, n, b);
 }
 
 const char *osb_network_bridge_ip(const struct osb_server *srv, const struct osb_sbx *s)
@@ -549,9 +631,12 @@ const char *osb_network_bridge_ip(const struct osb_server *srv, const struct osb
 /* ------------------------------------------------------------ the egress API
  */
 
-static void text(struct osb_http_req *req, int status, const char *msg)
+/* Errors are {code,message} (upstream's sidecar sends text/plain, which no
+ * SDK can show); the status map (apierr.c) keeps them to the statuses
+ * egress-api.yaml lists. */
+static void fail(struct osb_http_req *req, int status, const char *code, const char *msg)
 {
-    osb_http_respond(req, status, "text/plain; charset=utf-8", msg, strlen(msg));
+    osb_http_respond_error(req, status, code, "%s", msg);
 }
 
 static json_t *status_json(const struct nsb *n, struct osb_server *srv)
@@ -594,14 +679,14 @@ static void replace_policy(struct osb_server *srv, struct osb_sbx *s, struct nsb
     char why[300];
     json_t *j = body_json(req, &empty, why, sizeof why);
     if (!j && !empty) {
-        text(req, 400, why);
+        fail(req, 400, "EGRESS::INVALID_BODY", why);
         return;
     }
     struct osb_policy p;
     struct osb_err err = {0};
     if (osb_policy_parse(json_is_null(j) ? NULL : j, &p, &err) < 0) {
         json_decref(j);
-        text(req, 400, err.msg);
+        fail(req, 400, "EGRESS::INVALID_POLICY", err.msg);
         return;
     }
     json_decref(j);
@@ -625,7 +710,8 @@ static void patch_or_delete(struct osb_server *srv, struct osb_sbx *s, struct ns
     char why[300];
     json_t *j = body_json(req, &empty, why, sizeof why);
     if (!j) {
-        text(req, 400, empty ? "the body must be a non-empty JSON array" : why);
+        fail(req, 400, "EGRESS::INVALID_BODY",
+             empty ? "the body must be a non-empty JSON array" : why);
         return;
     }
     struct osb_err err = {0};
@@ -644,7 +730,8 @@ static void patch_or_delete(struct osb_server *srv, struct osb_sbx *s, struct ns
     }
     json_decref(j);
     if (r < 0) {
-        text(req, err.code == OSB_E_TOOBIG ? 413 : 400, err.msg);
+        const char *code = err.code == OSB_E_TOOBIG ? "EGRESS::TOO_MANY_RULES" : "EGRESS::INVALID_RULES";
+        fail(req, 400, code, err.msg);
         return;
     }
     commit(srv, s, n);
@@ -660,20 +747,22 @@ void osb_network_egress_api(struct osb_server *srv, struct osb_sbx *s, struct os
     const char *m = osb_http_req_method(req);
     struct nsb *n = find(s->id);
     if (!n || !n->has_policy) {
-        text(req, 404, "no egress policy: this sandbox was created without networkPolicy");
+        fail(req, 404, "EGRESS::NOT_ENABLED",
+             "no egress policy: this sandbox was created without networkPolicy");
         return;
     }
     if (strcmp(rest, "healthz") == 0) {
-        text(req, 200, "ok");
+        osb_http_respond(req, 200, "text/plain; charset=utf-8", "ok", 2);
         return;
     }
     const char *tok = osb_http_req_header(req, EGRESS_AUTH);
     if (!tok || !osb_secret_eq(tok, n->token)) {
-        text(req, 401, "unauthorized");
+        fail(req, 401, "EGRESS::UNAUTHORIZED",
+             "unauthorized: missing or wrong OPENSANDBOX-EGRESS-AUTH header");
         return;
     }
     if (strcmp(rest, "policy") != 0) {
-        text(req, 404, "404 page not found");
+        fail(req, 404, "EGRESS::NOT_FOUND", "no such egress API path");
         return;
     }
     if (strcmp(m, "GET") == 0) {
@@ -685,6 +774,6 @@ void osb_network_egress_api(struct osb_server *srv, struct osb_sbx *s, struct os
     } else if (strcmp(m, "PATCH") == 0 || strcmp(m, "DELETE") == 0) {
         patch_or_delete(srv, s, n, req, m[0] == 'P');
     } else {
-        text(req, 405, "method not allowed");
+        fail(req, 405, "EGRESS::METHOD_NOT_ALLOWED", "method not allowed on /policy");
     }
 }

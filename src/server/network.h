@@ -31,6 +31,11 @@ void osb_network_detach(struct osb_server *srv, struct osb_sbx *s);
 /* The sandbox's address in bridge mode ("" otherwise). */
 const char *osb_network_bridge_ip(const struct osb_server *srv, const struct osb_sbx *s);
 
+/* For the `network` diagnostics scope: the mode and, for a sandbox with a
+ * network, its address, gateway, DNS, endpoints and egress policy, as text. */
+struct osb_buf;
+void osb_network_diag(const struct osb_server *srv, const struct osb_sbx *s, struct osb_buf *b);
+
 /* The egress API (protocol.md 4) the proxy serves for port 18080, path
  * `rest` ("policy", "healthz"); answers req. */
 void osb_network_egress_api(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req,

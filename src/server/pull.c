@@ -205,9 +205,11 @@ void osb_pull_apierr(const struct osb_err *err, const char *image, struct osb_ap
         const char *api;
     } map[] = {
         {OSB_E_NOTFOUND, 400, "SANDBOX::IMAGE_NOT_FOUND"},
-        {OSB_E_DENIED, 403, "SANDBOX::IMAGE_PULL_DENIED"},
-        {OSB_E_UNAVAILABLE, 502, "SANDBOX::IMAGE_REGISTRY_UNAVAILABLE"},
-        {OSB_E_INTEGRITY, 502, "SANDBOX::IMAGE_DIGEST_MISMATCH"},
+        /* The credentials the request carried (or their absence). */
+        {OSB_E_DENIED, 400, "SANDBOX::IMAGE_PULL_DENIED"},
+        /* Not the client's fault; create lists no 502 (docs/errors.md). */
+        {OSB_E_UNAVAILABLE, 500, "SANDBOX::IMAGE_REGISTRY_UNAVAILABLE"},
+        {OSB_E_INTEGRITY, 500, "SANDBOX::IMAGE_DIGEST_MISMATCH"},
         {OSB_E_UNSUPPORTED, 400, "SANDBOX::IMAGE_UNSUPPORTED"},
         {OSB_E_INVALID, 400, "SANDBOX::IMAGE_INVALID"},
     };

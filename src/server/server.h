@@ -30,6 +30,7 @@ struct osb_server {
     const char *api_key;          /* NULL: no authentication (insecure mode) */
     struct osb_spec_limits limits;
     int64_t ready_timeout_ms;     /* how long execd gets to answer /ping */
+    struct osb_vol_job *vol_jobs; /* claims being made or mounted (server/volumes.c) */
 };
 
 /* ---- lifecycle.c ---- */
@@ -41,6 +42,11 @@ void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_
 void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req);
 int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e);
 int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e);
+/* The one log line of a failed create: sandbox id (NULL: none yet), the
+ * phase that failed (request, snapshot, image, network, volumes, store,
+ * runtime start, readiness, entrypoint, cancelled) and the answer. */
+void osb_lc_create_failed(const char *id, const char *phase, int status, const char *code,
+                          const char *msg);
 /* Persist s (and an event when type is non-NULL); 500 apierr on failure. */
 int osb_lc_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type, const char *ev_msg,
                 struct osb_apierr *e);

@@ -12,6 +12,7 @@
 #include "common/cleanup.h"
 #include "common/quantity.h"
 #include "common/xalloc.h"
+#include "server/claim.h"
 
 #define BAD "SANDBOX::INVALID_PARAMETER"
 /* Entrypoint argv and env entries: far beyond any real request, and a
@@ -616,6 +617,22 @@ static int parse_host(json_t *h, size_t i, struct osb_volume *v, struct osb_apie
     return 0;
 }
 
+/* A claim's storage in bytes: whole, and room for ext4's own metadata.
+ * The server's maximum and free space are checked when a claim is made
+ * (server/volumes.c): an existing claim keeps its size. */
+static int pvc_size(const char *st, size_t i, int64_t *out, struct osb_apierr *e)
+{
+    if (osb_quantity_bytes(st, out) < 0)
+        return osb_apierr_set(e, 400, "VOLUME::INVALID_SIZE",
+                              "field 'volumes[%zu].pvc.storage': '%s' is too large", i, st);
+    if (*out < OSB_CLAIM_MIN_BYTES)
+        return osb_apierr_set(e, 400, "VOLUME::INVALID_SIZE",
+                              "field 'volumes[%zu].pvc.storage': '%s' is below the smallest "
+                              "claim, %lld bytes (8Mi)",
+                              i, st, (long long)OSB_CLAIM_MIN_BYTES);
+    return 0;
+}
+
 static int parse_pvc(json_t *c, size_t i, struct osb_volume *v, struct osb_apierr *e)
 {
     const char *claim, *sc, *st;
@@ -638,6 +655,8 @@ static int parse_pvc(json_t *c, size_t i, struct osb_volume *v, struct osb_apier
         return VBAD("field 'volumes[%zu].pvc.storage': '%s' is not a size such as \"1Gi\" or "
                     "\"500Mi\"",
                     i, st);
+    if (st && pvc_size(st, i, &v->pvc.storage_bytes, e) < 0)
+        return -1;
     v->pvc.claim = osb_xstrdup(claim);
     v->pvc.storage_class = sc ? osb_xstrdup(sc) : NULL;
     v->pvc.storage = st ? osb_xstrdup(st) : NULL;
@@ -807,7 +826,7 @@ static int parse_unsupported(json_t *body, struct osb_apierr *e)
         if (en && !json_is_boolean(en))
             return osb_apierr_set(e, 400, BAD, "field 'credentialProxy.enabled' must be a boolean");
         if (json_is_true(en))
-            return osb_apierr_set(e, 501, "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED",
+            return osb_apierr_set(e, 400, "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED",
                                   "field 'credentialProxy': the credential proxy is not implemented "
                                   "by this server yet");
     }

@@ -27,7 +27,9 @@ struct osb_volume {
         bool create;           /* createIfNotExists (default true) */
         bool delete_on_term;   /* deleteOnSandboxTermination (default false) */
         char *storage_class;   /* recorded only */
-        char *storage;         /* recorded only (no quota) */
+        char *storage;         /* as requested, recorded */
+        int64_t storage_bytes; /* storage parsed (>= OSB_CLAIM_MIN_BYTES), 0 when absent:
+                                  the size of a claim this request makes */
         json_t *access_modes;  /* NULL or array of strings; recorded only */
         bool created;          /* set by osb_vol_prepare: this request made the claim
                                   (recorded as "autoCreated"; only such a claim is
@@ -59,6 +61,7 @@ struct osb_create_spec {
     json_t *resource_limits;   /* NULL or the map as given */
     struct osb_volume *volumes;
     size_t n_volumes;
+    char id[37];               /* the sandbox id (a uuid4), set by the handler after parsing */
 };
 
 struct osb_spec_limits {

@@ -5,19 +5,23 @@
  * cannot widen what is mounted. */
 #include "server/volumes.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "runtime/native/fsutil.h"
+#include "server/claim.h"
 #include "server/server.h"
 
 #define BAD "SANDBOX::INVALID_PARAMETER"
@@ -111,30 +115,33 @@ static int prepare_host(const struct osb_config *cfg, struct osb_volume *v, size
     return 0;
 }
 
-/* <volumes_dir>/<claim>/data as an O_PATH fd, created when allowed. */
+/* <volumes_dir>/<claim>/data as an O_PATH fd: the claim is there (and
+ * mounted) once osb_vol_ensure is done with it. */
 static int open_claim(const struct osb_config *cfg, struct osb_volume *v, size_t i,
                       struct osb_apierr *e)
 {
-    struct osb_err err = {0};
-    if (v->pvc.create && osb_mkdir_p(cfg->storage.volumes_dir, 0700, &err) < 0)
-        return osb_apierr_set(e, 500, "VOLUME::CREATE_FAILED", "volume '%s': %s", v->name,
-                              err.msg);
-    _cleanup_close_ int vd = open(cfg->storage.volumes_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    _cleanup_free_ char *rel = osb_xasprintf("%s/data", v->pvc.claim);
-    int fd = vd < 0 ? -1 : osb_open_beneath(vd, rel, O_PATH | O_DIRECTORY, NULL);
-    if (fd >= 0 || (errno != ENOENT && vd >= 0))
-        return fd >= 0 ? fd : resolve_error(v, i, "pvc.claimName", rel, "volumes_dir", e);
-    if (!v->pvc.create)
+    struct osb_claim_info ci;
+    osb_claim_probe(cfg->storage.volumes_dir, v->pvc.claim, &ci);
+    if (ci.kind == OSB_CLAIM_ABSENT && !v->pvc.create)
         return osb_apierr_set(e, 400, "VOLUME::NOT_FOUND",
                               "field 'volumes[%zu].pvc': volume '%s' does not exist and "
                               "createIfNotExists is false",
                               i, v->pvc.claim);
-    fd = osb_mkdir_beneath(vd, rel, 0755, &err);
-    if (fd < 0)
-        return osb_apierr_set(e, 500, "VOLUME::CREATE_FAILED", "volume '%s': %s", v->name, err.msg);
-    osb_info("created volume %s", v->pvc.claim);
-    v->pvc.created = true;
-    return fd;
+    if (ci.kind == OSB_CLAIM_ABSENT || (ci.kind == OSB_CLAIM_IMAGE && !ci.mounted))
+        return osb_apierr_set(e, 500, "VOLUME::NOT_READY",
+                              "volume '%s': claim '%s' is not ready (it was not made or mounted)",
+                              v->name, v->pvc.claim);
+    if (ci.kind == OSB_CLAIM_PLAIN)
+        osb_warn("volume claim %s is a plain directory made by an older server: it has no size "
+                 "limit",
+                 v->pvc.claim);
+    else if (v->pvc.storage_bytes && v->pvc.storage_bytes != ci.bytes && !v->pvc.created)
+        osb_info("volume claim %s keeps its size, %lld bytes (the request asks for %s)",
+                 v->pvc.claim, (long long)ci.bytes, v->pvc.storage);
+    _cleanup_close_ int vd = open(cfg->storage.volumes_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_free_ char *rel = osb_xasprintf("%s/data", v->pvc.claim);
+    int fd = vd < 0 ? -1 : osb_open_beneath(vd, rel, O_PATH | O_DIRECTORY, NULL);
+    return fd >= 0 ? fd : resolve_error(v, i, "pvc.claimName", rel, "volumes_dir", e);
 }
 
 static int prepare_pvc(const struct osb_config *cfg, struct osb_volume *v, size_t i,
@@ -177,6 +184,206 @@ struct osb_rt_volume *osb_vol_rt(const struct osb_create_spec *spec)
                                        v->mount_path, v->read_only};
     }
     return rv;
+}
+
+/* ------------------------------------------------ making and mounting */
+
+/* What a claim needs before a create can use it. */
+enum need { NEED_NONE, NEED_JOIN, NEED_MAKE, NEED_ATTACH };
+
+/* A create waiting for its claims; freed when the last one is done. */
+struct vol_group {
+    osb_vol_cb cb;
+    void *ud;
+    size_t pending;
+    bool failed;
+    struct osb_apierr e;
+};
+
+struct osb_vol_job {
+    uv_work_t work;
+    struct osb_server *srv;
+    struct osb_vol_job *next;
+    char *claim;
+    int64_t bytes;             /* > 0: make the claim this big; 0: mount it */
+    struct vol_group **groups;
+    size_t n_groups;
+    int rc;
+    int64_t ms;                /* how long the work took */
+    struct osb_err err;
+};
+
+static struct osb_vol_job *find_job(struct osb_server *srv, const char *claim)
+{
+    for (struct osb_vol_job *j = srv->vol_jobs; j; j = j->next)
+        if (strcmp(j->claim, claim) == 0)
+            return j;
+    return NULL;
+}
+
+static enum need claim_need(struct osb_server *srv, const struct osb_volume *v)
+{
+    if (v->backend != OSB_VOL_PVC)
+        return NEED_NONE;
+    if (find_job(srv, v->pvc.claim))
+        return NEED_JOIN;
+    struct osb_claim_info ci;
+    osb_claim_probe(srv->cfg->storage.volumes_dir, v->pvc.claim, &ci);
+    if (ci.kind == OSB_CLAIM_ABSENT)
+        return v->pvc.create ? NEED_MAKE : NEED_NONE;
+    return ci.kind == OSB_CLAIM_IMAGE && !ci.mounted ? NEED_ATTACH : NEED_NONE;
+}
+
+static int64_t claim_bytes(const struct osb_config *cfg, const struct osb_volume *v)
+{
+    return v->pvc.storage_bytes ? v->pvc.storage_bytes : cfg->storage.volume_default_bytes;
+}
+
+/* Free bytes of the filesystem that holds (or will hold) dir. */
+static int64_t free_bytes(const char *dir)
+{
+    _cleanup_free_ char *p = osb_xstrdup(dir);
+    struct statvfs vfs;
+    while (statvfs(p, &vfs) < 0) {
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p)
+            return INT64_MAX; /* nothing to measure: mkfs will tell */
+        *slash = '\0';
+    }
+    return (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+}
+
+static int check_size(const struct osb_config *cfg, const struct osb_volume *v, size_t i,
+                      struct osb_apierr *e)
+{
+    int64_t want = claim_bytes(cfg, v), avail = free_bytes(cfg->storage.volumes_dir);
+    const char *what = v->pvc.storage ? v->pvc.storage : "the default size";
+    if (want > cfg->storage.volume_max_bytes)
+        return osb_apierr_set(e, 400, "VOLUME::INVALID_SIZE",
+                              "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is above this "
+                              "server's largest claim, %lld bytes ([storage] volume_max_size)",
+                              i, what, (long long)want, (long long)cfg->storage.volume_max_bytes);
+    if (want > avail)
+        return osb_apierr_set(e, 400, "VOLUME::INVALID_SIZE",
+                              "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is more than the "
+                              "%lld bytes free where claims are kept",
+                              i, what, (long long)want, (long long)avail);
+    return 0;
+}
+
+int osb_vol_check(struct osb_server *srv, struct osb_create_spec *spec, struct osb_apierr *e)
+{
+    int rc = 0;
+    for (size_t i = 0; i < spec->n_volumes; i++) {
+        struct osb_volume *v = &spec->volumes[i];
+        if (v->backend == OSB_VOL_HOST) {
+            /* A bad host volume must fail the create before any claim is made. */
+            if (prepare_host(srv->cfg, v, i, e) < 0)
+                return -1;
+            free(v->src_root);
+            free(v->src_rel);
+            v->src_root = v->src_rel = NULL;
+            continue;
+        }
+        enum need n = claim_need(srv, v);
+        if (n == NEED_MAKE && check_size(srv->cfg, v, i, e) < 0)
+            return -1;
+        if (n != NEED_NONE)
+            rc = 1;
+    }
+    return rc;
+}
+
+static void job_work(uv_work_t *w)
+{
+    struct osb_vol_job *j = w->data;
+    const char *vdir = j->srv->cfg->storage.volumes_dir;
+    int64_t t0 = osb_mono_ms();
+    j->rc = j->bytes ? osb_claim_make(vdir, j->claim, j->bytes, &j->err)
+                     : osb_claim_attach(vdir, j->claim, &j->err);
+    j->ms = osb_mono_ms() - t0;
+}
+
+static void group_done(struct vol_group *g)
+{
+    if (--g->pending)
+        return;
+    g->cb(g->ud, g->failed ? &g->e : NULL);
+    free(g);
+}
+
+static void job_done(uv_work_t *w, int status)
+{
+    struct osb_vol_job *j = w->data;
+    for (struct osb_vol_job **pp = &j->srv->vol_jobs; *pp; pp = &(*pp)->next)
+        if (*pp == j) {
+            *pp = j->next;
+            break;
+        }
+    if (status < 0 && j->rc == 0)
+        j->rc = osb_err_set(&j->err, OSB_E_INTERNAL, "cancelled");
+    if (j->rc < 0)
+        osb_err_log("volume claim %s: %s", j->claim, j->err.msg);
+    else if (j->bytes)
+        osb_info("created volume %s: %lld bytes, ext4 image, %lld ms", j->claim,
+                 (long long)j->bytes, (long long)j->ms);
+    else
+        osb_info("mounted volume %s (%lld ms)", j->claim, (long long)j->ms);
+    for (size_t i = 0; i < j->n_groups; i++) {
+        struct vol_group *g = j->groups[i];
+        if (j->rc < 0 && !g->failed) {
+            g->failed = true;
+            osb_apierr_set(&g->e, 500, "VOLUME::CREATE_FAILED", "volume claim '%s': %s",
+                           j->claim, j->err.msg);
+        }
+        group_done(g);
+    }
+    free(j->groups);
+    free(j->claim);
+    free(j);
+}
+
+static void job_join(struct osb_vol_job *j, struct vol_group *g)
+{
+    j->groups = osb_xrealloc(j->groups, (j->n_groups + 1) * sizeof *j->groups);
+    j->groups[j->n_groups++] = g;
+    g->pending++;
+}
+
+static struct osb_vol_job *job_start(struct osb_server *srv, const char *claim, int64_t bytes)
+{
+    struct osb_vol_job *j = osb_xcalloc(1, sizeof *j);
+    j->srv = srv;
+    j->claim = osb_xstrdup(claim);
+    j->bytes = bytes;
+    j->work.data = j;
+    j->next = srv->vol_jobs;
+    srv->vol_jobs = j;
+    uv_queue_work(srv->loop, &j->work, job_work, job_done);
+    return j;
+}
+
+void osb_vol_ensure(struct osb_server *srv, struct osb_create_spec *spec, osb_vol_cb cb,
+                    void *ud)
+{
+    struct vol_group *g = osb_xcalloc(1, sizeof *g);
+    g->cb = cb;
+    g->ud = ud;
+    g->pending = 1; /* held until every job is joined: none can finish first */
+    for (size_t i = 0; i < spec->n_volumes; i++) {
+        struct osb_volume *v = &spec->volumes[i];
+        enum need n = claim_need(srv, v);
+        if (n == NEED_NONE)
+            continue;
+        struct osb_vol_job *j = n == NEED_JOIN ? find_job(srv, v->pvc.claim)
+                                               : job_start(srv, v->pvc.claim,
+                                                           n == NEED_MAKE ? claim_bytes(srv->cfg, v)
+                                                                          : 0);
+        if (n == NEED_MAKE)
+            v->pvc.created = true;
+        job_join(j, g);
+    }
+    group_done(g);
 }
 
 /* ---------------------------------------------------------------- release */
@@ -224,11 +431,32 @@ void osb_vol_release(struct osb_server *srv, const struct osb_sbx *s)
                                                               "claimName"));
         if (!claim || !uses_claim(s, claim, true) || claim_in_use(srv, s, claim))
             continue;
-        _cleanup_free_ char *dir = osb_xasprintf("%s/%s", srv->cfg->storage.volumes_dir, claim);
+        if (find_job(srv, claim)) {
+            osb_info("volume %s of sandbox %s is kept: a create in progress uses it", claim, s->id);
+            continue;
+        }
+        const char *vdir = srv->cfg->storage.volumes_dir;
+        _cleanup_free_ char *dir = osb_xasprintf("%s/%s", vdir, claim);
         struct osb_err err = {0};
-        if (osb_rtfs_remove_tree(dir, &err) < 0)
+        /* The image goes once its last mount does: a sandbox whose mount
+         * namespace is still being torn down keeps it a moment longer. */
+        if (osb_claim_detach(vdir, claim, &err) < 0 || osb_rtfs_remove_tree(dir, &err) < 0)
             osb_err_log("remove volume %s of sandbox %s: %s", claim, s->id, err.msg);
         else
             osb_info("removed volume %s with sandbox %s", claim, s->id);
+    }
+}
+
+void osb_vol_close(struct osb_server *srv)
+{
+    const char *vdir = srv->cfg->storage.volumes_dir;
+    _cleanup_closedir_ DIR *d = opendir(vdir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue; /* ".", "..", a scratch ".new-" claim */
+        struct osb_err err = {0};
+        if (osb_claim_detach(vdir, de->d_name, &err) < 0)
+            osb_err_log("volume %s: %s", de->d_name, err.msg);
     }
 }

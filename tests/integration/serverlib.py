@@ -71,18 +71,28 @@ def _host_networks():
     return nets
 
 
+SUBNET_LOCK_DIR = "/tmp/osb-test-subnets"
+
+
+def subnet_candidates():
+    """The X of every 10.X.0.0/16 (X in 100..199) no host address or route
+    overlaps; tests/sdk/test_sdk.sh flocks SUBNET_LOCK_DIR/10.X.lock itself."""
+    import ipaddress
+    taken = _host_networks()
+    return [x for x in range(100, 200)
+            if not any(ipaddress.ip_network("10.%d.0.0/16" % x).overlaps(n) for n in taken)]
+
+
 def free_subnet():
     """A 10.X.0.0/16 that no host address or route overlaps and that no other
     test process on this machine holds (an flock kept until release_subnet or
     exit), so servers of concurrent tests (and worktrees) never share one."""
     import fcntl
-    import ipaddress
-    d = "/tmp/osb-test-subnets"
+    d = SUBNET_LOCK_DIR
     os.makedirs(d, exist_ok=True)
-    taken = _host_networks()
-    for x in range(100, 200):
-        net = ipaddress.ip_network("10.%d.0.0/16" % x)
-        if net in _subnet_locks or any(net.overlaps(n) for n in taken):
+    for x in subnet_candidates():
+        net = "10.%d.0.0/16" % x
+        if net in _subnet_locks:
             continue
         f = open(os.path.join(d, "10.%d.lock" % x), "w")
         try:
@@ -90,8 +100,8 @@ def free_subnet():
         except OSError:
             f.close()
             continue
-        _subnet_locks[str(net)] = f
-        return str(net)
+        _subnet_locks[net] = f
+        return net
     raise RuntimeError("no free 10.X.0.0/16 subnet for a test server")
 
 

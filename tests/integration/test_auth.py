@@ -17,7 +17,8 @@ from osbtest import *  # noqa: E402,F403
 t = TAP()
 TOKEN = "s3cr3t-T0ken"
 HDR = "X-EXECD-ACCESS-TOKEN"
-BODY_401 = b'{"error":"Unauthorized: invalid or missing header X-EXECD-ACCESS-TOKEN"}'
+BODY_401 = (b'{"code":"UNAUTHORIZED","message":"invalid or missing header X-EXECD-ACCESS-TOKEN",'
+            b'"error":"Unauthorized: invalid or missing header X-EXECD-ACCESS-TOKEN"}')
 
 # (method, path, json body or None) for every execd route family.
 ROUTES = [

@@ -70,13 +70,12 @@ def test_create(x):
         t.eq(j.get("language"), lang, "%s language echoed" % lang)
         t.ok("cwd" not in j, "no cwd when none was sent", j)
         t.diag("create %s context: %.0f ms" % (lang, ms))
-        t.ok(ms < 3000, "%s context ready quickly (%.0f ms)" % (lang, ms))
     for lang in ("python", "javascript"):
         t0 = time.monotonic()
         r = create(x, lang)
         ms = (time.monotonic() - t0) * 1000
         t.diag("second %s context (warm spare): %.0f ms" % (lang, ms))
-        t.ok(r.status == 200 and ms < 500, "second %s context is fast (%.0f ms)" % (lang, ms))
+        t.eq(r.status, 200, "second %s context (bench/ measures the spare's speed-up)" % lang)
     r = create(x, "python", cwd="/tmp")
     t.eq(r.json().get("cwd"), "/tmp", "cwd echoed when sent")
     ev = run(x, "import os\nos.getcwd()", r.json()["id"]).events

@@ -4,6 +4,7 @@
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -129,6 +130,15 @@ def test_exit_codes_and_signals():
              [["signal: killed"]], "SIGKILL -> signal: killed")
 
 
+def alive(pid):
+    """The process exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(") ", 1)[1][0] not in "ZX"
+    except OSError:
+        return False
+
+
 @t.test
 def test_round_trip_no_grace():
     with Execd() as x:
@@ -137,23 +147,22 @@ def test_round_trip_no_grace():
         r = run(x, "true")
         took = time.monotonic() - start
         t.eq(exit_code(r.events), 0, "true succeeds")
-        t.ok(took < 0.5, "stream closes right after the terminal event (%.3fs)" % took)
-        start = time.monotonic()
-        r = run(x, "sleep 100 & echo started")
-        took = time.monotonic() - start
+        t.diag("round trip of `true`: %.1f ms (bench/execd_bench.py measures it)" % (took * 1000))
+        pidfile = os.path.join(TMP, "holder.pid")
+        r = run(x, "sleep 100 & echo $! > %s; echo started" % pidfile)
         t.eq(stdout_lines(r.events), ["started"], "backgrounded grandchild: output")
-        t.ok(took < 1.0, "a grandchild holding the pipe does not hold the stream (%.3fs)" % took)
+        holder = int(open(pidfile).read())
+        t.ok(alive(holder), "a grandchild holding the pipe does not hold the stream: the stream "
+             "ended while it still runs")
         t.eq(exit_code(r.events), 0, "and it completes")
+        os.kill(holder, signal.SIGKILL)
 
 
 @t.test(timeout=40)
 def test_timeout_kills_group():
     with Execd() as x:
         pidfile = os.path.join(TMP, "grandchild.pid")
-        start = time.monotonic()
         r = run(x, "sleep 60 & echo $! > %s; sleep 60" % pidfile, timeout=500)
-        took = time.monotonic() - start
-        t.ok(took < 5, "timeout 500 ms ends the command (%.2fs)" % took)
         t.eq([e["error"] for e in events_of(r.events, "error")],
              [{"ename": "CommandExecError", "evalue": "-1", "traceback": ["signal: killed"]}],
              "timeout -> signal: killed")
@@ -227,27 +236,28 @@ def test_interrupt():
         it = iter(st)
         init = next(it)[1]
         cid = init["text"]
-        start = time.monotonic()
         t.is_empty_ok(x.delete(qs("/command", {"id": cid})), "interrupt -> 200 empty")
         rest = [e for _, e in it]
         st.close()
-        t.ok(time.monotonic() - start < 2, "SIGTERM ends sleep quickly")
         t.eq([e["error"]["traceback"] for e in events_of(rest, "error")],
              [["signal: terminated"]], "interrupted command reports signal: terminated")
         t.is_error(x.delete(qs("/command", {"id": cid})), 500, "RUNTIME_ERROR",
                    name="interrupt a finished command -> 500")
 
-        st = x.sse_stream("/command", json={"command": "trap '' TERM; sleep 30; echo survived"})
+        st = x.sse_stream("/command",
+                          json={"command": "trap '' TERM; echo trapped; sleep 30; echo survived"})
         it = iter(st)
         cid = next(it)[1]["text"]
-        time.sleep(0.2)
+        for _, e in it:  # the trap is set once it says so
+            if e.get("type") == "stdout":
+                break
         start = time.monotonic()
         resp = x.delete(qs("/command", {"id": cid}))
         took = time.monotonic() - start
         rest = [e for _, e in it]
         st.close()
         t.is_empty_ok(resp, "interrupt TERM-ignoring command -> 200")
-        t.ok(2.5 < took < 6, "SIGKILL after 3 s (%.2fs)" % took)
+        t.ok(took >= 2.5, "SIGKILL only after the 3 s grace (%.2fs)" % took)
         t.eq(stdout_lines(rest), [], "it did not survive")
         t.eq([e["error"]["traceback"] for e in events_of(rest, "error")], [["signal: killed"]],
              "escalated to SIGKILL")

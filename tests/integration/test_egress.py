@@ -152,18 +152,9 @@ def want_ok(r, mode, name, enf="dns+nft", reason=None):
     return t.eq(r.json() if r.status == 200 else (r.status, r.body[:300]), want, name)
 
 
-def is_plain_error(r, status, name, body=None):
-    problems = []
-    if r.status != status:
-        problems.append("status %d, want %d" % (r.status, status))
-    if not r.headers.get("content-type", "").startswith("text/plain"):
-        problems.append("content-type %r" % r.headers.get("content-type"))
-    if body is not None and r.text.strip() != body:
-        problems.append("body %r, want %r" % (r.text, body))
-    if body is None and not r.text.strip():
-        problems.append("empty body")
-    return t.ok(not problems, name, "; ".join(problems) + "\nbody: %r" % r.body[:300]
-                if problems else None)
+def is_egress_error(r, status, name, code=None):
+    """A JSON {code,message} error (SDKs parse only that) with the status."""
+    return t.is_error(r, status, code, name)
 
 
 def host_link(gw):
@@ -264,8 +255,8 @@ def test_no_policy(s, inet):
     ep = s.endpoint(a.id, 18080)
     t.ok(AUTH not in ep.get("headers", {}), "no egress token for a sandbox without policy", ep)
     r = Egress(s, a.id, token="x").get("/policy")
-    t.ok(not 200 <= r.status < 300, "/policy of a sandbox without networkPolicy is not 2xx",
-         (r.status, r.body[:200]))
+    is_egress_error(r, 500, "/policy of a sandbox without networkPolicy -> 500 EGRESS::NOT_ENABLED",
+                    "EGRESS::NOT_ENABLED")
     for sb in (a, b):
         s.delete("/v1/sandboxes/" + sb.id)
     return prefix, table
@@ -291,26 +282,26 @@ def test_policy_api(s):
     # Auth.
     for tok_ in (None, "wrong", tok[:-1]):
         bad = sb.egress(token=tok_)
-        is_plain_error(bad.get("/policy"), 401, "GET /policy with token %r -> 401" % tok_,
-                       "unauthorized")
+        is_egress_error(bad.get("/policy"), 401, "GET /policy with token %r -> 401" % tok_,
+                        "EGRESS::UNAUTHORIZED")
     bad = sb.egress(token="wrong")
-    is_plain_error(bad.req("PATCH", "/policy", json=[{"action": "allow", "target": "x.test"}]),
-                   401, "PATCH with a wrong token -> 401", "unauthorized")
-    is_plain_error(bad.delete("/policy", json=["allowed.test"]), 401,
-                   "DELETE with a wrong token -> 401", "unauthorized")
-    is_plain_error(bad.post("/policy", json={}), 401, "POST with a wrong token -> 401",
-                   "unauthorized")
+    is_egress_error(bad.req("PATCH", "/policy", json=[{"action": "allow", "target": "x.test"}]),
+                    401, "PATCH with a wrong token -> 401", "EGRESS::UNAUTHORIZED")
+    is_egress_error(bad.delete("/policy", json=["allowed.test"]), 401,
+                    "DELETE with a wrong token -> 401", "EGRESS::UNAUTHORIZED")
+    is_egress_error(bad.post("/policy", json={}), 401, "POST with a wrong token -> 401",
+                    "EGRESS::UNAUTHORIZED")
     r = sb.egress(token=None).get("/healthz")
     t.eq((r.status, r.text.strip()), (200, "ok"), "GET /healthz without a token -> 200 ok")
     other = new_sbx(s, networkPolicy={"defaultAction": "allow"})
     eo = other.egress()
     t.ok(eo.token != tok, "each sandbox has its own token")
-    is_plain_error(Egress(s, sb.id, token=eo.token).get("/policy"), 401,
-                   "another sandbox's token -> 401", "unauthorized")
+    is_egress_error(Egress(s, sb.id, token=eo.token).get("/policy"), 401,
+                    "another sandbox's token -> 401", "EGRESS::UNAUTHORIZED")
     want_policy(eo, "allow_all", [], default="allow", name="allow + no rules: allow_all, egress []")
     want_policy(eg, "enforcing", POLICY["egress"], name="unauthorized calls changed nothing")
 
-    # Bad bodies: 400 text/plain, nothing changed.
+    # Bad bodies: 400 {code,message}, nothing changed.
     bads = [("PATCH", b"{"), ("PATCH", b"[]"), ("PATCH", b'{"action":"allow","target":"x"}'),
             ("PATCH", b'[{"action":"maybe","target":"x.test"}]'),
             ("PATCH", b'[{"action":"allow","target":""}]'),
@@ -322,7 +313,7 @@ def test_policy_api(s):
             ("POST", b'{"egress":{"action":"allow","target":"x"}}')]
     for method, body in bads:
         r = eg.req(method, "/policy", body=body, headers={"Content-Type": "application/json"})
-        is_plain_error(r, 400, "%s /policy %r -> 400 text/plain" % (method, body))
+        is_egress_error(r, 400, "%s /policy %r -> 400 JSON error" % (method, body))
     want_policy(eg, "enforcing", POLICY["egress"], name="bad bodies changed nothing")
 
     # PATCH merge: new rules first (first of duplicates wins), then the old
@@ -378,7 +369,9 @@ def test_policy_api(s):
     s.delete("/v1/sandboxes/" + sb.id)
     s.delete("/v1/sandboxes/" + other.id)
     r = eg.get("/policy")
-    t.ok(r.status == 404, "/policy of a deleted sandbox -> 404", (r.status, r.body[:200]))
+    # GET /policy lists only 401 and 500 (egress-api.yaml).
+    is_egress_error(r, 500, "/policy of a deleted sandbox -> 500 SANDBOX::NOT_FOUND",
+                    "SANDBOX::NOT_FOUND")
 
 
 # ---------------------------------------------------------------- enforcement

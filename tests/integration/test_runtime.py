@@ -4,8 +4,8 @@ runtime" and "Isolation must hold").
 
 Drives build/tests/runtime/test_runtime_driver (`serve STATE_DIR`: one JSON
 request per line on stdin, one JSON answer per line on stdout) and talks to
-each sandbox's execd over its unix socket (/proc/<pid>/root/run/opensandbox/
-execd.sock), as the server does. Every isolation property is checked from
+each sandbox's execd over its unix socket (<state>/sandboxes/<id>/
+execd.sock, host-only), as the server does. Every isolation property is checked from
 inside a sandbox, with commands run through execd's /command.
 
 This module is also imported by test_runtime_images.py (Driver, Sandbox)."""
@@ -236,8 +236,8 @@ def test_basics(t, d):
     t.eq((out.split("\n"), code), (["hi", "0", "basics", "basics"], 0),
          "a command runs as root with the sandbox's hostname")
     out, _, _ = sb.run("cat /proc/1/cmdline | tr '\\0' ' '")
-    t.ok(re.match(r"/opt/opensandbox/execd --port 44772 --unix /run/opensandbox/execd.sock"
-                  r" --ready-fd \d+ --keep-fd \d+ -- /bin/sh", out), "execd is PID 1 with the entrypoint after --",
+    t.ok(re.match(r"/opt/opensandbox/execd --port 44772 --listen-fd 102"
+                  r" --ready-fd \d+ --keep-fd 100 --keep-fd 101 --report-fd 103 -- /bin/sh", out), "execd is PID 1 with the entrypoint after --",
          out)
     out, _, code = sb.run("/usr/bin/python3 -c 'print(6*7)'")
     t.eq((out, code), ("42", 0), "the host image runs the host's python3")

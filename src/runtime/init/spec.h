@@ -99,13 +99,17 @@ void osb_init_spec_free(struct osb_init_spec *s);
 /* Files the helper leaves in the sandbox dir (it is also where the child
  * mounts its writable layer's tmpfs, inside its own mount namespace). */
 #define OSB_SANDBOX_LOG "log"
+/* The socket the server reaches execd on: bound by the helper here, on the
+ * host, where the sandbox has no view (its own mount namespace covers the
+ * sandbox dir with its tmpfs and detaches the old root), and handed to
+ * execd as a listening fd (OSB_SANDBOX_LISTEN_FD). */
+#define OSB_SANDBOX_CTL_SOCK "execd.sock"
 /* "image <name>\n" then one "<role> <dir>\n" per cgroup: what `image rm`
  * checks and what destroy kills and removes, even after a restart. */
 #define OSB_SANDBOX_RECORD "sandbox"
 /* Inside the sandbox. */
 #define OSB_SANDBOX_EXECD "/opt/opensandbox/execd"
 #define OSB_SANDBOX_RUNDIR "/run/opensandbox"
-#define OSB_SANDBOX_SOCK "/run/opensandbox/execd.sock"
 #define OSB_EXECD_PORT "44772"
 /* execd (PID 1) keeps this fd open: an O_PATH handle of the tmpfs holding
  * the sandbox's writable layer (upper/), which no path reaches once the old
@@ -113,5 +117,18 @@ void osb_init_spec_free(struct osb_init_spec *s);
  * it; execd marks it close-on-exec and makes itself non-dumpable, so no
  * process in the sandbox can reach it through /proc/1/fd. */
 #define OSB_SANDBOX_LAYER_FD 100
+/* Also kept by execd, the same way: the read end of the pipe that is the
+ * sandbox's stdout and stderr. execd never reads it; it keeps the pipe
+ * readable while no server drains it (writers block instead of dying of
+ * SIGPIPE), and a restarted server takes a copy to drain it again. */
+#define OSB_SANDBOX_LOG_FD 101
+/* execd's listening socket (OSB_SANDBOX_CTL_SOCK), for --listen-fd. */
+#define OSB_SANDBOX_LISTEN_FD 102
 #define OSB_SANDBOX_UPPER "upper"
+/* execd (--report-fd) puts the read end of its report pipe here: one line
+ * (common/endreport.h) once the entrypoint ended. The runtime takes a copy
+ * with pidfd_getfd when it starts watching the sandbox, at create and after
+ * a restart, so the line is read even if the server was down when it was
+ * written. */
+#define OSB_SANDBOX_REPORT_FD 103
 #endif

@@ -111,10 +111,11 @@ static json_t *reply(json_int_t seq, const struct osb_err *err)
     return j;
 }
 
-static void on_exit_cb(void *ud, const char *id)
+static void on_exit_cb(void *ud, const char *id, const struct osb_rt_end *end)
 {
     (void)ud;
-    emit(json_pack("{s:s,s:s}", "event", "exit", "id", id));
+    emit(json_pack("{s:s,s:s,s:i,s:i,s:i}", "event", "exit", "id", id, "how", (int)end->how,
+                   "kind", (int)end->report.kind, "value", end->report.value));
 }
 
 struct pending {
@@ -370,10 +371,11 @@ static void smoke_created(void *ud, const struct osb_rt_handle *h, const struct 
     smoke_done = 1;
 }
 
-static void smoke_exit(void *ud, const char *id)
+static void smoke_exit(void *ud, const char *id, const struct osb_rt_end *end)
 {
     (void)ud;
     (void)id;
+    (void)end;
     smoke_exited = 1;
 }
 
@@ -443,8 +445,8 @@ static void smoke_checks(void)
             log[n] = '\0';
             fclose(f);
         }
-        if (!strstr(log, "smoke-entrypoint"))
-            usleep(10000);
+        if (!strstr(log, "smoke-entrypoint")) /* the runtime drains the pipe on the loop */
+            uv_run(loop, UV_RUN_NOWAIT), usleep(10000);
     }
     OK(strstr(log, "smoke-entrypoint") != NULL, "the entrypoint's output is in the log");
     OK(osb_rt_destroy(rt, "smoke-1", &err) == 0, "destroy");

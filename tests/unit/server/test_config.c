@@ -274,7 +274,17 @@ static void test_upstream(void)
     struct osb_config c = load_ok(text, "upstream-style file with native runtime loads");
     IS_INT(c.server.max_sandbox_timeout_seconds, 86400, "upstream max timeout");
     IS_STR(c.server.log_level, "info", "[log] level honoured");
+    IS_INT(c.storage.volume_default_bytes, 1LL << 30, "upstream volume_default_size honoured");
+    IS_INT(c.storage.volume_max_bytes, 1LL << 40, "volume_max_size defaults to 1Ti");
     osb_config_free(&c);
+    c = load_ok("[storage]\nvolume_default_size = \"32Mi\"\nvolume_max_size = 1073741824\n",
+                "pvc sizes as a quantity and as bytes");
+    IS_INT(c.storage.volume_default_bytes, 32LL << 20, "volume_default_size 32Mi");
+    IS_INT(c.storage.volume_max_bytes, 1LL << 30, "volume_max_size in bytes");
+    osb_config_free(&c);
+    load_fails("[storage]\nvolume_default_size = \"1Mi\"\n",
+               "FILE:2: [storage] volume_default_size: must be between 8388608 and "
+               "1125899906842624 bytes", "a claim default below 8Mi");
     snprintf(text, sizeof text, upstream, "docker");
     load_fails(text, "FILE:16: [runtime] type: runtime type 'docker' is not supported yet "
                "(use \"native\")", "docker runtime");
@@ -378,10 +388,10 @@ static void test_example(void)
     clean_env();
     char *p = tpath("deep/er/example.toml");
     struct osb_err e = {0};
-    OK(osb_config_write_example(p, "native", &e) == 0, "example written, parents created");
+    OK(osb_config_write_example(p, "native", NULL, &e) == 0, "example written, parents created");
     struct stat st;
     OK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600, "example is mode 0600");
-    OK(osb_config_write_example(p, "native", &e) < 0, "refuses to overwrite");
+    OK(osb_config_write_example(p, "native", NULL, &e) < 0, "refuses to overwrite");
     IS_INT(e.code, OSB_E_EXISTS, "exists code");
     char *want = osb_xasprintf("%s already exists; not overwriting it", p);
     IS_STR(e.msg, want, "overwrite message");
@@ -424,19 +434,25 @@ static void test_example(void)
     }
     OK(strstr(text, "timeout_keep_alive") == NULL, "ignored upstream keys are not in the example");
 
-    OK(osb_config_write_example(tp("d.toml"), "docker", &e) < 0, "docker example refused");
+    OK(osb_config_write_example(tp("d.toml"), "docker", NULL, &e) < 0, "docker example refused");
     IS_INT(e.code, OSB_E_UNSUPPORTED, "docker example unsupported");
     IS_STR(e.msg, "example 'docker' is not available: runtime 'docker' is not supported yet "
            "(use --example native)", "docker example message");
-    OK(osb_config_write_example(tp("d.toml"), "bogus", &e) < 0, "unknown example refused");
+    OK(osb_config_write_example(tp("d.toml"), "bogus", NULL, &e) < 0, "unknown example refused");
     IS_STR(e.msg, "unknown example 'bogus' (expected native)", "unknown example message");
     OK(access(tp("d.toml"), F_OK) < 0, "nothing written for a refused example");
-    OK(osb_config_write_example(tp("null.toml"), NULL, &e) == 0, "NULL example = native");
-    OK(osb_config_write_example("/proc/nope/x.toml", "native", &e) < 0, "unwritable path fails");
-    OK(osb_config_write_example("", "native", &e) < 0, "empty path refused");
+    OK(osb_config_write_example(tp("null.toml"), NULL, NULL, &e) == 0, "NULL example = native");
+    OK(osb_config_write_example(tp("subnet.toml"), NULL, "10.7.0.0/16", &e) == 0,
+       "example with a chosen subnet");
+    struct osb_config sc;
+    OK(osb_config_load(tp("subnet.toml"), &sc, &e) == 0, "it loads");
+    IS_STR(sc.network.subnet, "10.7.0.0/16", "the chosen subnet is written");
+    osb_config_free(&sc);
+    OK(osb_config_write_example("/proc/nope/x.toml", "native", NULL, &e) < 0, "unwritable path fails");
+    OK(osb_config_write_example("", "native", NULL, &e) < 0, "empty path refused");
     IS_STR(e.msg, "init-config needs a file path", "empty path message");
     char *under_file = osb_xasprintf("%s/x.toml", p);
-    OK(osb_config_write_example(under_file, "native", &e) < 0, "parent is a file: fails");
+    OK(osb_config_write_example(under_file, "native", NULL, &e) < 0, "parent is a file: fails");
     want = osb_xasprintf("create %s: Not a directory", under_file);
     IS_STR(e.msg, want, "parent is a file: message");
     free(want);

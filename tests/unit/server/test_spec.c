@@ -164,7 +164,7 @@ static void test_invalid(void)
     expect_error("{" BASE ",\"networkPolicy\":{\"defaultAction\":\"maybe\"}}", 400, bad,
                  "networkPolicy");
     expect_error("{" BASE ",\"networkPolicy\":[]}", 400, bad, "networkPolicy");
-    expect_error("{" BASE ",\"credentialProxy\":{\"enabled\":true}}", 501,
+    expect_error("{" BASE ",\"credentialProxy\":{\"enabled\":true}}", 400,
                  "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED", "credentialProxy");
     expect_error("{" BASE ",\"secureAccess\":true}", 400, bad, "secureAccess");
     expect_error("{" BASE ",\"extensions\":{\"poolRef\":\"p\"}}", 400, "SANDBOX::UNSUPPORTED_POOL_REF",

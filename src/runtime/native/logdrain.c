@@ -1,0 +1,204 @@
+/* A sandbox's output pipe into its bounded log (logdrain.h). */
+#include "runtime/native/logdrain.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+
+struct osb_logdrain {
+    uv_poll_t poll;
+    uv_work_t work;
+    int pipe_fd, file_fd;
+    uint64_t size, max, keep;
+    size_t pending;               /* bytes of buf the trim job writes after trimming */
+    bool working, eof, closing, warned;
+    osb_logdrain_closed_cb cb;
+    void *ud;
+    char buf[OSB_LOGDRAIN_CHUNK];
+};
+
+/* Cuts the file to about its last keep bytes; returns the new size. The
+ * collapse keeps block alignment, so up to one block more stays. No
+ * O_APPEND on the file: pwrite at an offset must mean that offset. */
+static uint64_t trim_file(int fd, uint64_t size, uint64_t keep)
+{
+    if (size <= keep)
+        return size;
+    struct statfs sf;
+    uint64_t bs = fstatfs(fd, &sf) == 0 && sf.f_bsize > 0 ? (uint64_t)sf.f_bsize : 4096;
+    uint64_t drop = (size - keep) / bs * bs;
+    if (drop > 0 && fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, (off_t)drop) == 0)
+        return size - drop;
+    char *tail = osb_xmalloc(keep);
+    ssize_t n = pread(fd, tail, keep, (off_t)(size - keep));
+    uint64_t r = size;
+    if (n >= 0 && pwrite(fd, tail, (size_t)n, 0) == n && ftruncate(fd, n) == 0)
+        r = (uint64_t)n;
+    free(tail);
+    return r;
+}
+
+/* Appends at d->size; a chunk that does not fit under max, or that the
+ * disk refuses, is dropped (the bound and the sandbox's progress matter
+ * more than completeness). */
+static void append(struct osb_logdrain *d, const char *data, size_t n)
+{
+    if (d->size + n > d->max)
+        return;
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = pwrite(d->file_fd, data + off, n - off, (off_t)(d->size + off));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    d->size += off;
+    if (off < n && !d->warned) {
+        d->warned = true;
+        osb_warn("sandbox log: dropped output: %s", strerror(errno));
+    }
+}
+
+static void trim_work(uv_work_t *w)
+{
+    struct osb_logdrain *d = w->data;
+    d->size = trim_file(d->file_fd, d->size, d->keep);
+    append(d, d->buf, d->pending);
+    d->pending = 0;
+}
+
+static void on_poll(uv_poll_t *p, int status, int events);
+
+static void finish_close(struct osb_logdrain *d);
+
+static void trim_done(uv_work_t *w, int status)
+{
+    (void)status;
+    struct osb_logdrain *d = w->data;
+    d->working = false;
+    if (d->closing)
+        finish_close(d);
+    else if (!d->eof)
+        uv_poll_start(&d->poll, UV_READABLE, on_poll);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    (void)events;
+    struct osb_logdrain *d = p->data;
+    ssize_t n = status < 0 ? 0 : read(d->pipe_fd, d->buf, sizeof d->buf);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        d->eof = true;
+        uv_poll_stop(p);
+        return;
+    }
+    if (d->size + (uint64_t)n <= d->max) {
+        append(d, d->buf, (size_t)n);
+        return;
+    }
+    uv_poll_stop(p);
+    d->pending = (size_t)n;
+    d->working = true;
+    uv_queue_work(p->loop, &d->work, trim_work, trim_done);
+}
+
+int osb_logdrain_open(uv_loop_t *loop, int pipe_fd, const char *path, uint64_t max,
+                      uint64_t keep, struct osb_logdrain **out, struct osb_err *err)
+{
+    _cleanup_close_ int pfd = pipe_fd;
+    if (keep + OSB_LOGDRAIN_CHUNK + (64u << 10) > max)
+        return osb_err_set(err, OSB_E_INVALID, "log bound %llu too small for keep %llu",
+                           (unsigned long long)max, (unsigned long long)keep);
+    /* Read-write: the tail copy reads it back. */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        osb_err_sys(err, "open log `%s`", path);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int fl = fcntl(pfd, F_GETFL);
+    if (fl < 0 || fcntl(pfd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        close(fd);
+        return osb_err_sys(err, "log pipe");
+    }
+    struct osb_logdrain *d = osb_xcalloc(1, sizeof *d);
+    d->pipe_fd = pfd;
+    pfd = -1;
+    d->file_fd = fd;
+    d->size = (uint64_t)st.st_size;
+    d->max = max;
+    d->keep = keep;
+    d->work.data = d;
+    uv_poll_init(loop, &d->poll, d->pipe_fd);
+    d->poll.data = d;
+    uv_poll_start(&d->poll, UV_READABLE, on_poll);
+    *out = d;
+    return 0;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    struct osb_logdrain *d = h->data;
+    close(d->pipe_fd);
+    close(d->file_fd);
+    osb_logdrain_closed_cb cb = d->cb;
+    void *ud = d->ud;
+    free(d);
+    if (cb)
+        cb(ud);
+}
+
+static void finish_close(struct osb_logdrain *d)
+{
+    uv_close((uv_handle_t *)&d->poll, on_closed);
+}
+
+void osb_logdrain_close(struct osb_logdrain *d, osb_logdrain_closed_cb cb, void *ud)
+{
+    d->closing = true;
+    d->cb = cb;
+    d->ud = ud;
+    uv_poll_stop(&d->poll);
+    if (!d->working)
+        finish_close(d);
+}
+
+void osb_logdrain_flush(struct osb_logdrain *d)
+{
+    if (d->working || d->eof)
+        return;
+    /* Bounded by what the pipe holds, so a writer that keeps writing
+     * cannot hold the loop here. */
+    int cap = fcntl(d->pipe_fd, F_GETPIPE_SZ);
+    uint64_t left = cap > 0 ? (uint64_t)cap : (1u << 20);
+    while (left > 0) {
+        ssize_t n = read(d->pipe_fd, d->buf, sizeof d->buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        if (d->size + (uint64_t)n > d->max)
+            d->size = trim_file(d->file_fd, d->size, d->keep);
+        append(d, d->buf, (size_t)n);
+        left = (uint64_t)n >= left ? 0 : left - (uint64_t)n;
+    }
+}
+
+bool osb_logdrain_done(const struct osb_logdrain *d)
+{
+    return d->eof && !d->working;
+}
