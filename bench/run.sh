@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export EXECD_BIN=$PWD/$BUILD/bin/execd
 /usr/bin/python3 bench/execd_bench.py "$@"
+# Code contexts per language: create cold / with a warm spare, cell round trip.
+/usr/bin/python3 bench/code_bench.py
 # opensandbox-server with the host image (issue #3 goals in brackets).
 /usr/bin/python3 bench/server_bench.py
 # Images from a loopback registry and snapshots (issue #4 goals in brackets).

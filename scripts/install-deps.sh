@@ -8,7 +8,8 @@ libuv1-dev libhttp-parser-dev libjansson-dev
 libcurl4-openssl-dev libsqlite3-dev libssl-dev libseccomp-dev libcap-dev
 libnftnl-dev libmnl-dev libarchive-dev zlib1g-dev libzstd-dev
 python3 python3-yaml busybox-static util-linux procps file curl
-docker-registry apache2-utils zstd iperf3 nftables iproute2 conntrack e2fsprogs"
+docker-registry apache2-utils zstd iperf3 nftables iproute2 conntrack e2fsprogs
+default-jdk-headless golang-go node-typescript"
 # Node.js (any source: Debian's nodejs+npm or a preinstalled one) runs tests/sdk.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 

@@ -493,7 +493,7 @@ static int parse_lang(struct osb_http_req *req, const char *lang)
         return l;
     osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY",
                            "unsupported language '%s' for a code context (supported: python, "
-                           "javascript, bash, go)",
+                           "javascript, typescript, java, bash, go)",
                            lang);
     return -1;
 }
@@ -526,6 +526,17 @@ static int check_cwd(struct osb_http_req *req, const char *cwd)
     return -1;
 }
 
+/* An interpreter that could not be started: a missing program is the
+ * caller's to fix (400 INTERPRETER_NOT_FOUND), anything else is ours. */
+static void respond_start_error(struct osb_http_req *req, const struct osb_err *err,
+                                const char *prefix)
+{
+    if (err->code == OSB_E_INVALID)
+        osb_http_respond_error(req, 400, "INTERPRETER_NOT_FOUND", "%s", err->msg);
+    else
+        osb_http_respond_error(req, 500, "RUNTIME_ERROR", "%s%s", prefix, err->msg);
+}
+
 /* ---- handlers ---- */
 
 static void on_create_gone(struct osb_http_req *req, void *ud)
@@ -551,10 +562,8 @@ static void h_create(struct osb_http_req *req, void *ud)
     } else if ((lg = parse_lang(req, lang && *lang ? lang : "python")) >= 0 &&
                (!cwd || !*cwd || check_cwd(req, cwd) == 0)) {
         struct ctx *c = ctx_new((enum osb_code_lang)lg, cwd && *cwd ? cwd : NULL, false, &err);
-        if (!c && err.code == OSB_E_INVALID) {
-            osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "%s", err.msg);
-        } else if (!c) {
-            osb_http_respond_error(req, 500, "RUNTIME_ERROR", "%s", err.msg);
+        if (!c) {
+            respond_start_error(req, &err, "");
         } else if (c->ready) {
             respond_context(req, c);
         } else {
@@ -683,7 +692,7 @@ static struct ctx *run_context(struct osb_http_req *req, const char *id, const c
         return NULL;
     struct ctx *c = ctx_default((enum osb_code_lang)lg);
     if (!c && !(c = ctx_new((enum osb_code_lang)lg, NULL, true, &err)))
-        osb_http_respond_error(req, 500, "RUNTIME_ERROR", "error running codes %s", err.msg);
+        respond_start_error(req, &err, "error running codes ");
     return c;
 }
 
@@ -695,7 +704,7 @@ static void run_start(struct osb_http_req *req, struct ctx *c, const char *code,
         return;
     }
     if (!c->ip && ctx_start(c, &err) < 0) {
-        osb_http_respond_error(req, 500, "RUNTIME_ERROR", "error running codes %s", err.msg);
+        respond_start_error(req, &err, "error running codes ");
         return;
     }
     struct run *r = osb_xcalloc(1, sizeof *r);

@@ -5,6 +5,7 @@
 extern const char osb_code_driver_python[];
 extern const char osb_code_driver_javascript[];
 extern const char osb_code_driver_bash[];
+extern const char osb_code_driver_java[];
 
 /* go (code_driver_go.c): the driver's Go source, the sh script that builds
  * it once and execs it, and the cache key of the source (hex, NUL ended). */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -24,8 +25,6 @@
 
 /* Program output is read in chunks of this size (and events stay below it). */
 #define READ_CHUNK (32 * 1024)
-/* A driver that has not said "ready" by then is stuck (Node starts in ~0.1 s). */
-#define READY_TIMEOUT_MS 30000
 /* The tail of stderr kept to explain an interpreter that dies at startup. */
 #define STARTUP_STDERR_MAX 2048
 /* A reply line carries a repr() of the result; bound what a driver can make
@@ -70,16 +69,31 @@ struct lang_info {
     const char *name;
     const char *env_override;
     const char *candidates[3];
-    int ready_timeout_ms; /* 0: READY_TIMEOUT_MS */
+    /* Run the program of this name next to the one found (java beside jshell). */
+    const char *sibling;
+    int ready_timeout_ms;
 };
 
+/* A driver that has not said "ready" by then is stuck (Node starts in
+ * ~0.1 s, a JVM with jshell in ~1.5 s; allow for a loaded machine). */
 static const struct lang_info langs[] = {
-    [OSB_CODE_PYTHON] = {"python", "EXECD_PYTHON_BIN", {"python3", "python", NULL}},
-    [OSB_CODE_JAVASCRIPT] = {"javascript", "EXECD_NODE_BIN", {"node", "nodejs", NULL}},
-    [OSB_CODE_BASH] = {"bash", "EXECD_BASH_BIN", {"bash", NULL, NULL}},
+    [OSB_CODE_PYTHON] = {"python", "EXECD_PYTHON_BIN", {"python3", "python", NULL}, NULL, 30000},
+    [OSB_CODE_JAVASCRIPT] = {"javascript", "EXECD_NODE_BIN", {"node", "nodejs", NULL}, NULL, 30000},
+    [OSB_CODE_BASH] = {"bash", "EXECD_BASH_BIN", {"bash", NULL, NULL}, NULL, 30000},
+    [OSB_CODE_JAVA] = {"java", "EXECD_JAVA_BIN", {"jshell", NULL, NULL}, "java", 120000},
+    [OSB_CODE_TYPESCRIPT] = {"typescript", "EXECD_NODE_BIN", {"node", "nodejs", NULL}, NULL, 30000},
     /* The first go context builds the driver (seconds; a toolchain without
      * a prebuilt standard library compiles that first). */
-    [OSB_CODE_GO] = {"go", "EXECD_GO_BIN", {"go", NULL, NULL}, 300000},
+    [OSB_CODE_GO] = {"go", "EXECD_GO_BIN", {"go", NULL, NULL}, NULL, 300000},
+};
+
+/* Where a `typescript` module is looked for after $NODE_PATH: the global
+ * directories of Debian's nodejs (node-typescript installs into
+ * /usr/share/nodejs) and of npm -g. */
+static const char *const ts_dirs[] = {
+    "/usr/local/lib/nodejs", "/usr/local/share/nodejs", "/usr/lib/x86_64-linux-gnu/nodejs",
+    "/usr/lib/aarch64-linux-gnu/nodejs", "/usr/share/nodejs", "/usr/lib/nodejs",
+    "/usr/local/lib/node_modules", "/usr/lib/node_modules",
 };
 
 int osb_code_lang_parse(const char *name)
@@ -127,40 +141,127 @@ static char *search_path(const char *path, const char *name)
     return NULL;
 }
 
-static int find_in_env(enum osb_code_lang lang, char **env, char **out, struct osb_err *err)
+static int find_override(const struct lang_info *li, const char *over, char **out,
+                         struct osb_err *err)
 {
-    const struct lang_info *li = &langs[lang];
-    /* go is optional in an image, so its absence is the request's problem. */
-    enum osb_errc missing = lang == OSB_CODE_GO ? OSB_E_INVALID : OSB_E_INTERNAL;
-    const char *over = env_get(env, li->env_override);
-    if (over && *over) {
-        if (!executable(over))
-            return osb_err_set(err, missing, "%s interpreter not found: %s=%s is not an executable file",
-                               li->name, li->env_override, over);
-        *out = osb_xstrdup(over);
-        return 0;
+    if (!executable(over))
+        return osb_err_set(err, OSB_E_INVALID, "%s: %s=%s is not an executable file", li->name,
+                           li->env_override, over);
+    *out = osb_xstrdup(over);
+    return 0;
+}
+
+/* The `sibling` program in the directory of the real file behind `found`
+ * (/usr/bin/jshell is a chain of symlinks into the JDK). */
+static int find_sibling(const struct lang_info *li, const char *found, char **out,
+                        struct osb_err *err)
+{
+    _cleanup_free_ char *real = realpath(found, NULL);
+    if (!real)
+        return osb_err_sys(err, "%s: %s", li->name, found);
+    char *slash = strrchr(real, '/');
+    *slash = '\0';
+    char *cand = osb_xasprintf("%s/%s", real, li->sibling);
+    if (!executable(cand)) {
+        osb_err_set(err, OSB_E_INVALID, "%s: %s not found next to %s (%s)", li->name, li->sibling,
+                    found, cand);
+        free(cand);
+        return -1;
     }
+    *out = cand;
+    return 0;
+}
+
+static int find_bin(const struct lang_info *li, char **env, char **out, struct osb_err *err)
+{
+    const char *over = env_get(env, li->env_override);
+    if (over && *over)
+        return find_override(li, over, out, err);
     const char *path = env_get(env, "PATH");
     if (!path || !*path)
         path = DEFAULT_PATH;
     for (size_t i = 0; li->candidates[i]; i++) {
-        char *found = search_path(path, li->candidates[i]);
-        if (found) {
-            *out = found;
+        _cleanup_free_ char *found = search_path(path, li->candidates[i]);
+        if (found && !li->sibling) {
+            *out = osb_steal_ptr(&found);
             return 0;
         }
+        if (found)
+            return find_sibling(li, found, out, err);
     }
-    return osb_err_set(err, missing, "%s interpreter not found: no %s%s%s in PATH (%s)",
-                       li->name, li->candidates[0], li->candidates[1] ? " or " : "",
+    return osb_err_set(err, OSB_E_INVALID, "%s: %s%s%s not found in PATH (%s)", li->name,
+                       li->candidates[0], li->candidates[1] ? " or " : "",
                        li->candidates[1] ? li->candidates[1] : "", path);
 }
 
-int osb_interp_find(enum osb_code_lang lang, char **out, struct osb_err *err)
+static bool ts_module_at(const char *dir, char **out)
+{
+    char *cand = osb_xasprintf("%s/typescript/lib/typescript.js", dir);
+    if (access(cand, R_OK) == 0) {
+        *out = cand;
+        return true;
+    }
+    free(cand);
+    return false;
+}
+
+/* The typescript compiler module (its lib/typescript.js), as require()
+ * would find it from a global install. */
+static int find_ts_module(char **env, char **out, struct osb_err *err)
+{
+    const char *over = env_get(env, "EXECD_TYPESCRIPT_MODULE");
+    if (over && *over) {
+        if (access(over, R_OK) == 0) {
+            *out = osb_xstrdup(over);
+            return 0;
+        }
+        return osb_err_set(err, OSB_E_INVALID,
+                           "typescript: EXECD_TYPESCRIPT_MODULE=%s is not a readable file", over);
+    }
+    const char *np = env_get(env, "NODE_PATH");
+    for (const char *p = np ? np : ""; *p;) {
+        const char *end = strchrnul(p, ':');
+        _cleanup_free_ char *dir = osb_xstrndup(p, (size_t)(end - p));
+        if (*dir && ts_module_at(dir, out))
+            return 0;
+        p = *end ? end + 1 : end;
+    }
+    for (size_t i = 0; i < OSB_ARRAY_LEN(ts_dirs); i++)
+        if (ts_module_at(ts_dirs[i], out))
+            return 0;
+    return osb_err_set(err, OSB_E_INVALID,
+                       "typescript: node module 'typescript' not found (NODE_PATH=%s, "
+                       "/usr/share/nodejs, /usr/lib/node_modules, ...; install node-typescript "
+                       "or set EXECD_TYPESCRIPT_MODULE)",
+                       np ? np : "");
+}
+
+static int find_in_env(enum osb_code_lang lang, char **env, struct osb_interp_prog *out,
+                       struct osb_err *err)
+{
+    *out = (struct osb_interp_prog){0};
+    if (find_bin(&langs[lang], env, &out->bin, err) < 0)
+        return -1;
+    if (lang == OSB_CODE_TYPESCRIPT && find_ts_module(env, &out->module, err) < 0) {
+        osb_interp_prog_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+int osb_interp_find(enum osb_code_lang lang, struct osb_interp_prog *out, struct osb_err *err)
 {
     char **env = osb_execd_env_build(NULL);
     int r = find_in_env(lang, env, out, err);
     osb_execd_env_free(env);
     return r;
+}
+
+void osb_interp_prog_free(struct osb_interp_prog *p)
+{
+    free(p->bin);
+    free(p->module);
+    *p = (struct osb_interp_prog){0};
 }
 
 /* ---- output ---- */
@@ -493,17 +594,12 @@ static void on_child_exit(pid_t pid, int wstatus, void *ud)
     ip->cbs.on_exit(ip, wstatus, ip->ud);
 }
 
-static int ready_timeout_ms(enum osb_code_lang lang)
-{
-    return langs[lang].ready_timeout_ms ? langs[lang].ready_timeout_ms : READY_TIMEOUT_MS;
-}
-
 static void on_ready_timeout(uv_timer_t *t)
 {
     struct osb_interp *ip = t->data;
     kill(-ip->pid, SIGKILL);
     char why[64];
-    snprintf(why, sizeof why, "did not start within %d s", ready_timeout_ms(ip->lang) / 1000);
+    snprintf(why, sizeof why, "did not start within %d s", langs[ip->lang].ready_timeout_ms / 1000);
     fail_startup(ip, why);
 }
 
@@ -578,19 +674,19 @@ void osb_interp_free(struct osb_interp *ip)
 
 /* ---- start ---- */
 
-static void argv_for(enum osb_code_lang lang, const char *bin, const char *fd,
-                     const char *go_key, const char *argv[10])
+static void argv_for(enum osb_code_lang lang, const struct osb_interp_prog *prog,
+                     const char *fd, const char *src, const char *argv[10])
 {
     int i = 0;
-    argv[i++] = bin;
+    argv[i++] = prog->bin;
     switch (lang) {
-    case OSB_CODE_GO:
+    case OSB_CODE_GO: /* src: the cache key of the driver's source */
         argv[0] = "/bin/sh";
         argv[i++] = "-c";
         argv[i++] = osb_code_driver_go_sh;
         argv[i++] = "osb-go";
-        argv[i++] = bin;
-        argv[i++] = go_key;
+        argv[i++] = prog->bin;
+        argv[i++] = src;
         argv[i++] = osb_code_driver_go;
         break;
     case OSB_CODE_PYTHON:
@@ -599,9 +695,17 @@ static void argv_for(enum osb_code_lang lang, const char *bin, const char *fd,
         argv[i++] = osb_code_driver_python;
         break;
     case OSB_CODE_JAVASCRIPT:
+    case OSB_CODE_TYPESCRIPT:
         argv[i++] = "--expose-internals";
         argv[i++] = "-e";
         argv[i++] = osb_code_driver_javascript;
+        break;
+    case OSB_CODE_JAVA:
+        /* Source level 11: any JDK from 11 on runs the driver. */
+        argv[i++] = "-XX:+UseSerialGC";
+        argv[i++] = "--source";
+        argv[i++] = "11";
+        argv[i++] = src;
         break;
     case OSB_CODE_BASH:
     default:
@@ -613,7 +717,32 @@ static void argv_for(enum osb_code_lang lang, const char *bin, const char *fd,
         break;
     }
     argv[i++] = fd;
+    if (prog->module)
+        argv[i++] = prog->module;
     argv[i] = NULL;
+}
+
+/* The java driver's source in an inheritable memfd (the launcher wants a
+ * file; this needs no writable directory and leaves nothing behind). */
+static int java_source_fd(struct osb_err *err)
+{
+    int fd = memfd_create("osb-java-driver", 0);
+    if (fd < 0)
+        return osb_err_sys(err, "memfd for the java driver");
+    const char *p = osb_code_driver_java;
+    size_t left = strlen(p);
+    while (left) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            osb_err_sys(err, "write the java driver");
+            close(fd);
+            return -1;
+        }
+        p += n, left -= (size_t)n;
+    }
+    return fd;
 }
 
 struct fds {
@@ -643,24 +772,30 @@ static int fds_open(struct fds *f, struct osb_err *err)
 
 /* Fork the interpreter with the driver; the child's end of the control
  * socket is an inheritable duplicate that exists only across the fork (the
- * loop is single-threaded, so no other child can pick it up). */
-static pid_t spawn_interp(enum osb_code_lang lang, const char *bin, char **env, const char *cwd,
-                          struct fds *f, struct osb_err *err)
+ * loop is single-threaded, so no other child can pick it up). java gets it
+ * as its stdin instead. */
+static pid_t spawn_interp(enum osb_code_lang lang, const struct osb_interp_prog *prog,
+                          char **env, const char *cwd, struct fds *f, struct osb_err *err)
 {
-    int child_ctl = fcntl(f->ctl[1], F_DUPFD, 3);
-    if (child_ctl < 0)
+    bool java = lang == OSB_CODE_JAVA;
+    _cleanup_close_ int child_ctl = java ? -1 : fcntl(f->ctl[1], F_DUPFD, 3);
+    if (!java && child_ctl < 0)
         return osb_err_sys(err, "dup control socket");
-    char fdstr[16];
-    snprintf(fdstr, sizeof fdstr, "%d", child_ctl);
-    char go_key[OSB_CODE_DRIVER_GO_KEY];
-    osb_code_driver_go_key(go_key);
+    _cleanup_close_ int src = java ? java_source_fd(err) : -1;
+    if (java && src < 0)
+        return -1;
+    char fdstr[16], srcpath[32];
+    snprintf(fdstr, sizeof fdstr, "%d", java ? 0 : child_ctl);
+    if (lang == OSB_CODE_GO)
+        osb_code_driver_go_key(srcpath);
+    else
+        snprintf(srcpath, sizeof srcpath, "/proc/self/fd/%d", src);
     const char *argv[10];
-    argv_for(lang, bin, fdstr, go_key, argv);
+    argv_for(lang, prog, fdstr, srcpath, argv);
     struct osb_spawn sp = {.argv = argv, .envp = (const char *const *)env, .cwd = cwd,
-                           .stdin_fd = -1, .stdout_fd = f->out[1], .stderr_fd = f->err[1],
-                           .ctty_fd = -1};
+                           .stdin_fd = java ? f->ctl[1] : -1, .stdout_fd = f->out[1],
+                           .stderr_fd = f->err[1], .ctty_fd = -1};
     pid_t pid = osb_execd_spawn(&sp, err);
-    close(child_ctl);
     if (pid < 0)
         osb_err_wrap(err, "start %s interpreter", langs[lang].name);
     return pid;
@@ -703,14 +838,15 @@ int osb_interp_start(enum osb_code_lang lang, const char *cwd, const struct osb_
                      void *ud, struct osb_interp **out, struct osb_err *err)
 {
     char **env = osb_execd_env_build(NULL);
-    _cleanup_free_ char *bin = NULL;
+    struct osb_interp_prog prog = {0};
     struct fds f;
     pid_t pid = -1;
-    if (find_in_env(lang, env, &bin, err) == 0 && fds_open(&f, err) == 0) {
-        pid = spawn_interp(lang, bin, env, cwd, &f, err);
+    if (find_in_env(lang, env, &prog, err) == 0 && fds_open(&f, err) == 0) {
+        pid = spawn_interp(lang, &prog, env, cwd, &f, err);
         if (pid < 0)
             fds_close(&f);
     }
+    osb_interp_prog_free(&prog);
     osb_execd_env_free(env);
     if (pid < 0)
         return -1;
@@ -719,7 +855,7 @@ int osb_interp_start(enum osb_code_lang lang, const char *cwd, const struct osb_
     osb_execd_watch_child(pid, on_child_exit, ip);
     stream_watch(ip);
     ctl_update(ip);
-    uv_timer_start(&ip->ready_timer, on_ready_timeout, (uint64_t)ready_timeout_ms(lang), 0);
+    uv_timer_start(&ip->ready_timer, on_ready_timeout, langs[lang].ready_timeout_ms, 0);
     *out = ip;
     return 0;
 }

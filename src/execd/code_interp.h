@@ -1,6 +1,6 @@
 /* One persistent interpreter process behind a code context: Python, Node,
- * bash or a Go program running an embedded driver (code_drivers.c,
- * code_driver_go.c). The driver takes code
+ * bash, a JVM (jshell) or a Go program running an embedded driver
+ * (code_drivers.c, code_driver_go.c). The driver takes code
  * over a private socket and answers there; the program's own stdout and
  * stderr are separate pipes, so user output can never forge a reply.
  * docs/internals/code.md describes the protocol. */
@@ -17,6 +17,8 @@ enum osb_code_lang {
     OSB_CODE_PYTHON,
     OSB_CODE_JAVASCRIPT,
     OSB_CODE_BASH,
+    OSB_CODE_JAVA,
+    OSB_CODE_TYPESCRIPT,
     OSB_CODE_GO,
     OSB_CODE_NLANGS /* the number of languages */
 };
@@ -40,17 +42,30 @@ struct osb_interp_cbs {
     void (*on_exit)(struct osb_interp *ip, int wstatus, void *ud);
 };
 
-/* Language name ("python", "javascript", "bash", "go") <-> enum; -1 if unknown. */
+/* Language name ("python", "javascript", "bash", "java", "typescript",
+ * "go") <->
+ * enum; -1 if unknown. */
 int osb_code_lang_parse(const char *name);
 const char *osb_code_lang_name(enum osb_code_lang lang);
 
-/* Find the interpreter binary: $EXECD_PYTHON_BIN / $EXECD_NODE_BIN /
- * $EXECD_BASH_BIN / $EXECD_GO_BIN when set (from execd's environment merged
- * with /opt/opensandbox/.env), else python3|python, node|nodejs, bash, go
- * searched in PATH. Returns a malloc'd absolute path in *out, or fails with
- * a message "python interpreter not found: ..." (OSB_E_INVALID for go: the
- * caller's request for go cannot be met here). */
-int osb_interp_find(enum osb_code_lang lang, char **out, struct osb_err *err);
+/* What runs a language: the interpreter binary, and for typescript the
+ * `typescript` node module. */
+struct osb_interp_prog {
+    char *bin;
+    char *module; /* NULL unless typescript */
+};
+
+/* Find what runs `lang`, from execd's environment merged with
+ * /opt/opensandbox/.env: $EXECD_PYTHON_BIN / $EXECD_NODE_BIN /
+ * $EXECD_BASH_BIN / $EXECD_JAVA_BIN / $EXECD_GO_BIN when set, else
+ * python3|python, node|nodejs, bash, go searched in PATH, and for java the `java` next to the
+ * `jshell` found in PATH (a JDK, not just a JRE). typescript also needs the
+ * module: $EXECD_TYPESCRIPT_MODULE, else `typescript` in $NODE_PATH or the
+ * usual global module directories. Fails with OSB_E_INVALID and a message
+ * naming the language and the missing program ("java: jshell not found in
+ * PATH (...)"). */
+int osb_interp_find(enum osb_code_lang lang, struct osb_interp_prog *out, struct osb_err *err);
+void osb_interp_prog_free(struct osb_interp_prog *p);
 
 /* Start the interpreter in cwd (NULL: execd's). The callbacks start after
  * this returns; on_ready comes once. */

@@ -397,15 +397,17 @@ def test_missing_interpreter():
            "EXECD_NODE_BIN": None, "EXECD_BASH_BIN": None}
     with Execd(env=env) as x:
         r = create(x, "python")
-        t.is_error(r, 500, "RUNTIME_ERROR", "python override to a missing binary -> 500")
-        t.ok("python interpreter not found" in r.json().get("message", ""), "message names it",
-             r.body)
+        t.is_error(r, 400, "INTERPRETER_NOT_FOUND", "python override to a missing binary -> 400")
+        t.eq(r.json().get("message"),
+             "python: EXECD_PYTHON_BIN=/nonexistent/python3 is not an executable file",
+             "message names it", r.body)
         r = create(x, "javascript")
-        t.is_error(r, 500, "RUNTIME_ERROR", "no node in PATH -> 500")
-        t.ok("javascript interpreter not found" in r.json().get("message", ""),
+        t.is_error(r, 400, "INTERPRETER_NOT_FOUND", "no node in PATH -> 400")
+        t.ok("javascript: node or nodejs not found in PATH" in r.json().get("message", ""),
              "javascript message", r.body)
         r = x.post("/code", json={"code": "1", "context": {"language": "bash"}})
-        t.is_error(r, 500, "RUNTIME_ERROR", "default context for a missing interpreter -> 500")
+        t.is_error(r, 400, "INTERPRETER_NOT_FOUND",
+                   "default context for a missing interpreter -> 400")
         t.eq(x.get("/code/contexts").json(), [], "failed contexts are not kept")
     # An interpreter that exits at startup is reported with its stderr.
     with Execd(env={"EXECD_PYTHON_BIN": "/bin/false"}) as x:

@@ -222,13 +222,13 @@ def test_default_context(x):
 def test_missing_go():
     with Execd(env={"EXECD_GO_BIN": None, "PATH": "/nonexistent", "TMPDIR": TMP}) as x:
         r = create(x)
-        t.is_error(r, 400, "INVALID_REQUEST_BODY", "no go in PATH -> 400")
-        t.ok("go interpreter not found: no go in PATH" in r.json().get("message", ""),
+        t.is_error(r, 400, "INTERPRETER_NOT_FOUND", "no go in PATH -> 400")
+        t.ok("go: go not found in PATH" in r.json().get("message", ""),
              "the message names go", r.body)
         t.eq(x.get("/code/contexts").json(), [], "no context kept")
     with Execd(env={"EXECD_GO_BIN": "/nonexistent/go", "TMPDIR": TMP}) as x:
         r = create(x)
-        t.is_error(r, 400, "INVALID_REQUEST_BODY", "EXECD_GO_BIN to a missing file -> 400")
+        t.is_error(r, 400, "INTERPRETER_NOT_FOUND", "EXECD_GO_BIN to a missing file -> 400")
         t.ok("EXECD_GO_BIN=/nonexistent/go" in r.json().get("message", ""), "message names it",
              r.body)
 

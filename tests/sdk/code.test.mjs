@@ -94,3 +94,32 @@ test("code: a go context keeps declarations and variables and shows only new out
   assert.equal(stdout(prog), "Hello from Go!\n3 + 4 = 7\n");
   await code.deleteContext(ctx.id);
 });
+
+test("code: a java context (jshell) keeps state and reports results, output and errors", async () => {
+  const ctx = await code.createContext("java");
+  assert.equal(ctx.language, "java");
+  const first = await code.run(ctx.id, "int twice(int a) { return a * 2; }\nint n = 21;\nSystem.out.println(\"n is \" + n);");
+  assert.equal(first.error, undefined, JSON.stringify(first.error));
+  assert.equal(first.logs.stdout.map((m) => m.text).join(""), "n is 21\n");
+  const second = await code.run(ctx.id, "twice(n)");
+  assert.deepEqual(second.result.map((r) => r.text), ["42"]);
+  assert.ok(second.complete);
+  const bad = await code.run(ctx.id, "Integer.parseInt(\"x\")");
+  assert.equal(bad.error?.name, "NumberFormatException");
+  assert.match(bad.error?.value ?? "", /For input string/);
+  assert.ok(bad.error.traceback.length > 0);
+  assert.equal(bad.complete, undefined);
+});
+
+test("code: a typescript context keeps state across typed cells", async () => {
+  const ctx = await code.createContext("typescript");
+  assert.equal(ctx.language, "typescript");
+  const first = await code.run(ctx.id, "interface P { v: number }\nenum E { A, B }\nconst p: P = { v: 40 };\nconsole.log('ts');");
+  assert.equal(first.error, undefined, JSON.stringify(first.error));
+  assert.equal(first.logs.stdout.map((m) => m.text).join(""), "ts\n");
+  const second = await code.run(ctx.id, "p.v + E.B + 1");
+  assert.deepEqual(second.result.map((r) => r.text), ["42"]);
+  const bad = await code.run(ctx.id, "throw new RangeError('r')");
+  assert.equal(bad.error?.name, "RangeError");
+  assert.equal(bad.error?.value, "r");
+});

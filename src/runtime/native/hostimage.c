@@ -20,7 +20,7 @@
 #include "runtime/native/image.h"
 
 /* Bump when the skeleton's content changes: existing ones are rebuilt. */
-#define SKELETON_VERSION "2"
+#define SKELETON_VERSION "3"
 
 static const char *const top_dirs[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"};
 
@@ -34,6 +34,9 @@ static const char *const etc_copies[] = {
     "services", "rpc", "ethertypes", "magic", "magic.mime", "python3*", "perl", "vim",
     "terminfo", "bindresvport.blacklist", "mailcap", "login.defs", "locale.alias",
     "locale.gen", "default/locale",
+    /* Debian's JDKs link their conf/ (java.security, jvm.cfg) and the CA
+     * store into /etc; without them a JVM cannot start */
+    "java-*-openjdk", "ssl/certs/java",
 };
 
 static const struct {
