@@ -497,6 +497,7 @@ static char *encode_spec(struct osb_rt *rt, const struct osb_rt_spec *s, const c
         .id = (char *)s->id, .dir = dir, .image = (char *)s->image, .lower = (char *)lower,
         .execd = rt->execd_path, .hostname = s->hostname ? (char *)s->hostname : hostname,
         .token = (char *)s->execd_token, .entrypoint = (char **)s->entrypoint,
+        .keep_running = s->keep_running,
         .workdir = (char *)s->workdir, .user = (char *)s->user,
         .netns = (char *)s->netns, .dns = (char *)s->dns,
         .env = (char **)s->env, .binds = host ? rt->host.binds : NULL,

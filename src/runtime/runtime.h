@@ -74,6 +74,8 @@ struct osb_rt_spec {
     const char *id;                 /* [a-zA-Z0-9-]{1,64} */
     const char *image;              /* "host" (also NULL) or an imported image name */
     const char *const *entrypoint;  /* NULL-terminated, at least one element */
+    bool keep_running;              /* the entrypoint's end does not end the sandbox (execd
+                                       keeps serving; no end report) */
     const char *const *env;         /* NULL-terminated "KEY=VALUE", may be NULL */
     int64_t cpu_millicores;         /* 1000 = one CPU */
     int64_t memory_bytes;           /* >= 4 MiB; no swap on top (the writable layer's

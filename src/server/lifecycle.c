@@ -279,6 +279,10 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
         .id = op->s->id,
         .image = spec->image,
         .entrypoint = (const char *const *)spec->entrypoint,
+        /* The client asked for a sandbox that stays up (the keep-alive
+         * default); the image's own command runs, but its end is not the
+         * sandbox's. */
+        .keep_running = spec->entrypoint_from_image,
         .env = (const char *const *)spec->env,
         .cpu_millicores = spec->cpu_millicores,
         .memory_bytes = spec->memory_bytes,

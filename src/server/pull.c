@@ -176,6 +176,7 @@ static void image_entrypoint(struct osb_create_spec *spec, const struct osb_imag
         free(spec->entrypoint[i]);
     free(spec->entrypoint);
     spec->entrypoint = ep;
+    spec->entrypoint_from_image = true;
 }
 
 int osb_pull_apply_config(struct osb_server *srv, struct osb_create_spec *spec,

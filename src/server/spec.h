@@ -50,6 +50,9 @@ struct osb_create_spec {
     char *workdir;             /* from the image config (set by the server) */
     char *user;
     char **entrypoint;         /* NULL-terminated, >= 1 element */
+    bool entrypoint_from_image; /* the request asked for the SDKs' keep-alive default and the
+                                   image's Entrypoint+Cmd runs instead (set by the server): its
+                                   end does not end the sandbox */
     char **env;                /* NULL-terminated "K=V" */
     int64_t cpu_millicores;    /* 0 = no limit */
     int64_t memory_bytes;      /* 0 = no limit */

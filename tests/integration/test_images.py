@@ -254,6 +254,9 @@ def test_image_config(s, reg):
         "Entrypoint": ["sh", "-c"], "Cmd": ["echo from-image > /tmp/ep; exec sleep 1000"]})
     reg.push_image("test/config", "cmd", [bb], config={
         "Cmd": ["sh", "-c", "echo cmd-only > /tmp/ep; exec sleep 1000"]})
+    # Like python:3 or ubuntu: a Cmd that ends at once (stdin is /dev/null).
+    reg.push_image("test/config", "quick", [bb], config={
+        "Cmd": ["sh", "-c", "echo quick > /tmp/ep; exit 3"]})
     if skip_run("image Entrypoint/Cmd"):
         return
     ref = "%s/test/config:ep" % reg.addr
@@ -272,6 +275,26 @@ def test_image_config(s, reg):
     if sid:
         t.eq(wait_file(s, sid, "/tmp/ep"), "from-request",
              "any other request entrypoint wins over the image's")
+        delete_sandbox(s, sid)
+    quick = "%s/test/config:quick" % reg.addr
+    sid = run_ok(s, quick, "Cmd that exits")
+    if sid:
+        t.eq(wait_file(s, sid, "/tmp/ep"), "quick", "the image's Cmd ran")
+        _, cmdline = sh(s, sid, "tr '\\0' ' ' < /proc/1/cmdline")
+        t.ok("--report-fd" not in cmdline and
+             s.get_sbx(sid).json()["status"]["state"] == "Running" and
+             sh(s, sid, "echo alive") == (0, "alive"),
+             "the image's command ending does not end a sandbox created with the keep-alive "
+             "default (as upstream, which runs tail): execd gets no end report pipe",
+             (cmdline, s.get_sbx(sid).json()["status"]))
+        delete_sandbox(s, sid)
+    r = s.create(image={"uri": quick}, http_timeout=120,
+                 entrypoint=["sh", "-c", "echo quick > /tmp/ep; exit 3"])
+    if t.eq(r.status, 202, "the same command as the request's entrypoint: 202"):
+        sid = r.json()["id"]
+        t.ok(wait_for(lambda: s.get_sbx(sid).json()["status"]["state"] == "Failed", 60),
+             "a request's own entrypoint that exits ends the sandbox",
+             s.get_sbx(sid).json()["status"])
         delete_sandbox(s, sid)
     sid = run_ok(s, ref, "tail with other args", entrypoint=["tail", "-f", "/etc/passwd"])
     if sid:

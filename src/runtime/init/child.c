@@ -128,8 +128,10 @@ static char **build_argv(const struct osb_init_spec *s, int readyfd)
     argv[j++] = layerfd;
     argv[j++] = "--keep-fd";
     argv[j++] = logfd;
-    argv[j++] = "--report-fd";
-    argv[j++] = reportfd;
+    if (!s->keep_running) {
+        argv[j++] = "--report-fd";
+        argv[j++] = reportfd;
+    }
     if (s->workdir) {
         argv[j++] = "--workdir";
         argv[j++] = s->workdir;

@@ -147,6 +147,7 @@ static int decode_fields(json_t *o, struct osb_init_spec *s, struct osb_err *err
         return -1;
     if (get_strv(o, "entrypoint", &s->entrypoint, err) < 0 || get_strv(o, "env", &s->env, err) < 0)
         return -1;
+    s->keep_running = json_is_true(json_object_get(o, "keep_running"));
     if (!s->entrypoint[0])
         return osb_err_set(err, OSB_E_INVALID, "init spec: \"entrypoint\" is empty");
     if (get_int(o, "memory", &s->memory_bytes, err) < 0 ||

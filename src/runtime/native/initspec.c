@@ -37,6 +37,8 @@ char *osb_init_spec_encode(const struct osb_init_spec *s, size_t *len)
     json_object_set_new(o, "token", json_string(s->token));
     if (s->workdir)
         json_object_set_new(o, "workdir", json_string(s->workdir));
+    if (s->keep_running)
+        json_object_set_new(o, "keep_running", json_true());
     if (s->user)
         json_object_set_new(o, "user", json_string(s->user));
     if (s->netns)
