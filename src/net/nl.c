@@ -228,17 +228,37 @@ int osb_nl_ifindex(struct osb_nl *nl, const char *name, int *out, struct osb_err
     return 0;
 }
 
+/* A dump request of `type` with its family header of hdr_len bytes, whose
+ * first byte is the address family; *hdr is that header, to fill further. */
+static struct nlmsghdr *dump_hdr(struct osb_nl *nl, void *buf, int type, uint8_t family,
+                                 size_t hdr_len, void **hdr)
+{
+    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = (uint16_t)type;
+    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    nlh->nlmsg_seq = ++nl->seq;
+    *hdr = mnl_nlmsg_put_extra_header(nlh, hdr_len);
+    *(uint8_t *)*hdr = family;
+    return nlh;
+}
+
+static int dump(struct osb_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data,
+                struct osb_err *err)
+{
+    if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)
+        return osb_err_sys(err, "netlink send");
+    return recv_until(nl, nlh->nlmsg_seq, cb, data, err);
+}
+
 int osb_nl_links(struct osb_nl *nl, const char *prefix, osb_nl_link_fn fn, void *arg,
                  struct osb_err *err)
 {
     char buf[OSB_NL_BUFSZ];
-    struct ifinfomsg *ifm;
-    struct nlmsghdr *nlh = link_hdr(buf, ++nl->seq, RTM_GETLINK, NLM_F_DUMP, &ifm);
-    nlh->nlmsg_flags &= (uint16_t)~NLM_F_ACK;
+    void *ifm;
+    struct nlmsghdr *nlh = dump_hdr(nl, buf, RTM_GETLINK, AF_UNSPEC, sizeof(struct ifinfomsg),
+                                    &ifm);
     struct link_ctx c = { .prefix = prefix, .fn = fn, .arg = arg };
-    if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)
-        return osb_err_sys(err, "netlink send");
-    return recv_until(nl, nlh->nlmsg_seq, link_cb, &c, err);
+    return dump(nl, nlh, link_cb, &c, err);
 }
 
 struct addr_ctx {
@@ -270,16 +290,11 @@ static int addr_cb(const struct nlmsghdr *nlh, void *data)
 int osb_nl_addrs4(struct osb_nl *nl, osb_nl_addr4_fn fn, void *arg, struct osb_err *err)
 {
     char buf[OSB_NL_BUFSZ];
-    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-    nlh->nlmsg_type = RTM_GETADDR;
-    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-    nlh->nlmsg_seq = ++nl->seq;
-    struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
-    ifa->ifa_family = AF_INET;
+    void *ifa;
+    struct nlmsghdr *nlh = dump_hdr(nl, buf, RTM_GETADDR, AF_INET, sizeof(struct ifaddrmsg),
+                                    &ifa);
     struct addr_ctx c = { fn, arg };
-    if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)
-        return osb_err_sys(err, "netlink send");
-    return recv_until(nl, nlh->nlmsg_seq, addr_cb, &c, err);
+    return dump(nl, nlh, addr_cb, &c, err);
 }
 
 struct route_ctx {
@@ -313,17 +328,11 @@ static int route_cb(const struct nlmsghdr *nlh, void *data)
 int osb_nl_routes4(struct osb_nl *nl, osb_nl_route4_fn fn, void *arg, struct osb_err *err)
 {
     char buf[OSB_NL_BUFSZ];
-    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-    nlh->nlmsg_type = RTM_GETROUTE;
-    nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-    nlh->nlmsg_seq = ++nl->seq;
-    struct rtmsg *rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
-    rtm->rtm_family = AF_INET;
-    rtm->rtm_table = RT_TABLE_UNSPEC; /* with a dump: every table */
+    void *hdr;
+    struct nlmsghdr *nlh = dump_hdr(nl, buf, RTM_GETROUTE, AF_INET, sizeof(struct rtmsg), &hdr);
+    ((struct rtmsg *)hdr)->rtm_table = RT_TABLE_UNSPEC; /* with a dump: every table */
     struct route_ctx c = { fn, arg };
-    if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)
-        return osb_err_sys(err, "netlink send");
-    return recv_until(nl, nlh->nlmsg_seq, route_cb, &c, err);
+    return dump(nl, nlh, route_cb, &c, err);
 }
 
 int osb_nl_parse_cidr4(const char *s, struct in_addr *addr, unsigned *len, struct osb_err *err)
