@@ -24,6 +24,12 @@
  * the close: enough for a client to notice, never a buffer. */
 #define OSB_LINGER_BYTES (1024 * 1024)
 #define OSB_LINGER_MS 2000
+/* A connection waiting for a request head (new, or idle after a response)
+ * is closed if the whole head has not come within this: otherwise a client
+ * sending nothing, or one byte a minute, holds a connection slot forever.
+ * Apache's mod_reqtimeout starts at 20 s; a real client sends its head in
+ * one write. A request whose headers are in is not timed (SSE, uploads). */
+#define OSB_HEAD_TIMEOUT_MS 20000
 /* Concurrent client connections per daemon; the open-files limit is 20000. */
 #define OSB_MAX_CONNECTIONS 8192
 /* A WebSocket message (fragments joined). PTY input is keystrokes. */

@@ -3,6 +3,7 @@
  * pipelined next request wait in conn->in until the current response ends,
  * while reading continues (bounded) so a client hang-up is seen at once. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,13 @@ void osb_http__conn_update_read(struct conn *c)
     c->reading = want;
 }
 
+/* The client has OSB_HEAD_TIMEOUT_MS from now to send a whole request
+ * head (head_sweep). */
+static void head_wait(struct conn *c)
+{
+    c->head_until = uv_now(c->srv->loop) + OSB_HEAD_TIMEOUT_MS;
+}
+
 static void conn_start(struct osb_http_server *srv, struct conn *c)
 {
     osb_buf_init(&c->in, MAX_PENDING_INPUT + 256 * 1024);
@@ -244,6 +252,7 @@ static void conn_start(struct osb_http_server *srv, struct conn *c)
         srv->conns->prev = c;
     srv->conns = c;
     srv->nconns++;
+    head_wait(c);
     osb_http__conn_update_read(c);
 }
 
@@ -337,6 +346,7 @@ static void fail_conn(struct conn *c, int status, const char *code, const char *
         strcpy(req->method, "GET");
     }
     req->keep_alive = false;
+    c->head_until = 0; /* the answer is not cut short by the head deadline */
     if (req->started) {
         osb_http__conn_close(c);
         return;
@@ -447,11 +457,20 @@ static bool admit(struct conn *c, struct osb_http_req *r, const struct osb_err *
     return true;
 }
 
+/* A body is announced that the handler will not read (OSB_ROUTE_NO_BODY,
+ * or no route): the answer comes now, so the body is never buffered. */
+static bool body_unwanted(const http_parser *p, const struct osb_http_route *rt)
+{
+    bool body = (p->flags & F_CHUNKED) || (p->content_length > 0 && p->content_length != ULLONG_MAX);
+    return body && (!rt || (rt->flags & OSB_ROUTE_NO_BODY));
+}
+
 static int on_headers_complete(http_parser *p)
 {
     struct conn *c = p->data;
     struct osb_http_req *r = c->req;
     r->headers_done = true;
+    c->head_until = 0;
     snprintf(r->method, sizeof r->method, "%s", http_method_str(p->method));
     r->head_only = p->method == HTTP_HEAD;
     r->keep_alive = http_should_keep_alive(p);
@@ -463,7 +482,7 @@ static int on_headers_complete(http_parser *p)
         http_parser_pause(p, 1); /* the body stays unread */
         return 0;
     }
-    if (r->route && (r->route->flags & OSB_ROUTE_STREAM_BODY))
+    if ((r->route && (r->route->flags & OSB_ROUTE_STREAM_BODY)) || body_unwanted(p, r->route))
         dispatch(c);
     /* Clients that sent "Expect: 100-continue" wait for this before the body
      * (curl stalls 1 s otherwise). */
@@ -479,7 +498,7 @@ static int on_body(http_parser *p, const char *at, size_t n)
     struct osb_http_req *r = c->req;
     if (!r || r->ended)
         return 0; /* the handler answered early; the rest is discarded */
-    if (r->dispatched) {
+    if (r->dispatched && !r->collect) {
         if (r->on_body)
             r->on_body(r, at, n, r->body_ud);
         if (c->req == r && r->paused)
@@ -543,6 +562,7 @@ static bool retire(struct conn *c)
     }
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
+    head_wait(c);
     return true;
 }
 
@@ -782,6 +802,12 @@ void osb_http_req_on_body(struct osb_http_req *req, osb_http_body_cb body_cb,
     req->body_ud = ud;
 }
 
+void osb_http_req_collect(struct osb_http_req *req, osb_http_end_cb on_end, void *ud)
+{
+    req->collect = true;
+    osb_http_req_on_body(req, NULL, on_end, ud);
+}
+
 void osb_http_req_pause(struct osb_http_req *req)
 {
     req->paused = true;
@@ -814,6 +840,29 @@ void osb_http_req_on_drain(struct osb_http_req *req, osb_http_drain_cb fn, void 
 
 /* ---------- server ---------- */
 
+/* A connection past its head deadline: a partial head gets a 408 (the
+ * client may be slow, not hostile, and deserves to know), an idle one is
+ * closed silently, as keep-alive timeouts are. */
+static void head_sweep(uv_timer_t *t)
+{
+    struct osb_http_server *srv = t->data;
+    uint64_t now = uv_now(srv->loop);
+    for (struct conn *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->mode != CONN_HTTP || !c->head_until || c->head_until > now || c->doomed ||
+            c->close_after_flush)
+            continue;
+        c->head_until = 0;
+        char msg[64];
+        snprintf(msg, sizeof msg, "the request head did not arrive within %d s",
+                 OSB_HEAD_TIMEOUT_MS / 1000);
+        if (c->req && !c->req->headers_done)
+            fail_conn(c, 408, "REQUEST_TIMEOUT", msg);
+        else
+            osb_http__conn_close(c);
+    }
+}
+
 static void reap_doomed(uv_prepare_t *h)
 {
     struct osb_http_server *srv = h->data;
@@ -837,6 +886,10 @@ struct osb_http_server *osb_http_server_new(uv_loop_t *loop)
     srv->reaper.data = srv;
     uv_timer_init(loop, &srv->linger_timer);
     srv->linger_timer.data = srv;
+    uv_timer_init(loop, &srv->head_timer);
+    srv->head_timer.data = srv;
+    uv_timer_start(&srv->head_timer, head_sweep, OSB_HEAD_TIMEOUT_MS / 4, OSB_HEAD_TIMEOUT_MS / 4);
+    uv_unref((uv_handle_t *)&srv->head_timer);
     settings.on_message_begin = on_message_begin;
     settings.on_url = on_url;
     settings.on_header_field = on_header_field;
@@ -943,9 +996,10 @@ void osb_http_server_close(struct osb_http_server *srv)
     srv->closing = true;
     while (srv->conns)
         osb_http__conn_close(srv->conns);
-    srv->pending_handles = 3;
+    srv->pending_handles = 4;
     uv_close((uv_handle_t *)&srv->reaper, listener_closed);
     uv_close((uv_handle_t *)&srv->linger_timer, listener_closed);
+    uv_close((uv_handle_t *)&srv->head_timer, listener_closed);
     if (srv->tcp_on) {
         srv->pending_handles++;
         uv_close((uv_handle_t *)&srv->tcp, listener_closed);
