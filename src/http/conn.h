@@ -78,6 +78,7 @@ struct osb_http_req {
     bool header_value_last, headers_done, complete, dispatched, started, ended, chunked,
         head_only, paused, keep_alive, taken_over;
     bool collect; /* a streaming route buffers its body after all (osb_http_req_collect) */
+    bool drop_body; /* a small body no handler reads: dropped, the answer follows it */
     osb_http_body_cb on_body;
     osb_http_end_cb on_end;
     void *body_ud;

@@ -35,10 +35,11 @@ enum {
     OSB_ROUTE_STREAM_BODY = 1 << 0,
     /* Skip the server's auth hook (e.g. /ping). */
     OSB_ROUTE_PUBLIC = 1 << 1,
-    /* The handler never reads the body: a request that announces one is
-     * answered at the end of its headers and the body is dropped, never
-     * buffered (public routes must not hold 16 MiB for anyone). Requests
-     * that match no route are treated so too. */
+    /* The handler never reads the body, so it is never buffered (public
+     * routes must not hold 16 MiB for anyone): up to OSB_MAX_DROPPED_BODY
+     * of known length is dropped as it comes, anything else is answered at
+     * the end of the headers and the connection ends. Requests that match
+     * no route are treated so too. */
     OSB_ROUTE_NO_BODY = 1 << 2,
 };
 

@@ -458,11 +458,20 @@ static bool admit(struct conn *c, struct osb_http_req *r, const struct osb_err *
 }
 
 /* A body is announced that the handler will not read (OSB_ROUTE_NO_BODY,
- * or no route): the answer comes now, so the body is never buffered. */
+ * or no route): it is never buffered. */
 static bool body_unwanted(const http_parser *p, const struct osb_http_route *rt)
 {
     bool body = (p->flags & F_CHUNKED) || (p->content_length > 0 && p->content_length != ULLONG_MAX);
     return body && (!rt || (rt->flags & OSB_ROUTE_NO_BODY));
+}
+
+/* A small unwanted body of known length is dropped as it comes and the
+ * answer follows it, so the connection lives on (Go's server does so up
+ * to 256 KiB); the head deadline covers it. Any other is answered now, as
+ * is one whose client waits for "100 Continue". */
+static bool body_droppable(const http_parser *p)
+{
+    return !(p->flags & F_CHUNKED) && p->content_length <= OSB_MAX_DROPPED_BODY;
 }
 
 static int on_headers_complete(http_parser *p)
@@ -470,7 +479,6 @@ static int on_headers_complete(http_parser *p)
     struct conn *c = p->data;
     struct osb_http_req *r = c->req;
     r->headers_done = true;
-    c->head_until = 0;
     snprintf(r->method, sizeof r->method, "%s", http_method_str(p->method));
     r->head_only = p->method == HTTP_HEAD;
     r->keep_alive = http_should_keep_alive(p);
@@ -482,12 +490,19 @@ static int on_headers_complete(http_parser *p)
         http_parser_pause(p, 1); /* the body stays unread */
         return 0;
     }
-    if ((r->route && (r->route->flags & OSB_ROUTE_STREAM_BODY)) || body_unwanted(p, r->route))
-        dispatch(c);
-    /* Clients that sent "Expect: 100-continue" wait for this before the body
-     * (curl stalls 1 s otherwise). */
+    /* Clients that sent "Expect: 100-continue" wait for a 100 before the
+     * body (curl stalls 1 s otherwise), or take the final answer instead. */
     const char *expect = osb_http_req_header(r, "expect");
-    if (c->req == r && !r->started && expect && strcasecmp(expect, "100-continue") == 0)
+    bool cont = expect && strcasecmp(expect, "100-continue") == 0;
+    bool unwanted = body_unwanted(p, r->route);
+    if (unwanted && !cont && body_droppable(p)) {
+        r->drop_body = true;
+        return 0;
+    }
+    c->head_until = 0;
+    if ((r->route && (r->route->flags & OSB_ROUTE_STREAM_BODY)) || unwanted)
+        dispatch(c);
+    if (c->req == r && !r->started && cont)
         osb_http__conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
     return 0;
 }
@@ -498,6 +513,8 @@ static int on_body(http_parser *p, const char *at, size_t n)
     struct osb_http_req *r = c->req;
     if (!r || r->ended)
         return 0; /* the handler answered early; the rest is discarded */
+    if (r->drop_body)
+        return 0;
     if (r->dispatched && !r->collect) {
         if (r->on_body)
             r->on_body(r, at, n, r->body_ud);
@@ -856,7 +873,7 @@ static void head_sweep(uv_timer_t *t)
         char msg[64];
         snprintf(msg, sizeof msg, "the request head did not arrive within %d s",
                  OSB_HEAD_TIMEOUT_MS / 1000);
-        if (c->req && !c->req->headers_done)
+        if (c->req && !c->req->dispatched) /* a partial head, or a dropped body */
             fail_conn(c, 408, "REQUEST_TIMEOUT", msg);
         else
             osb_http__conn_close(c);

@@ -10,12 +10,16 @@ and a real execd (with an access token).
    is never buffered: the daemon's memory stays flat and the connection
    ends before the client has sent it all. (Before, each such
    connection could make the daemon hold 16 MiB for anyone.)
+   A small body of known length is dropped instead, so the connection
+   lives on.
 2. The head deadline (OSB_HEAD_TIMEOUT_MS): a connection that sends nothing,
-   trickles its head a byte at a time, or idles after a response is closed
-   (a partial head with a JSON 408), while an authenticated SSE stream and a
+   trickles its head a byte at a time, never finishes a small body nobody
+   reads, or idles after a response is closed (a partial request gets a
+   JSON 408), while an authenticated SSE stream and a
    slow authenticated upload that started before keep going and succeed."""
 import json
 import os
+import re
 import select
 import socket
 import sys
@@ -138,7 +142,7 @@ def unread_body(pid, port, method, path, want_status, want_code, label, headers=
 class Loris:
     """Connections that never complete a request head."""
 
-    def __init__(self, port, path):
+    def __init__(self, port, path, body_path):
         self.silent = socket.create_connection(("127.0.0.1", port), timeout=30)
         self.trickle = socket.create_connection(("127.0.0.1", port), timeout=30)
         self.trickle.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " % path).encode())
@@ -151,11 +155,15 @@ class Loris:
             if not d:
                 break
             self.idle_first += d
-        self.got = {"silent": b"", "trickle": b"", "idle": b""}
+        # A small body nobody reads (dropped as it comes), never finished.
+        self.body = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.body.sendall(head("POST", body_path, {"Content-Length": "1000"}) + b"x" * 10)
+        self.got = {"silent": b"", "trickle": b"", "idle": b"", "body": b""}
         self.closed = set()
 
     def socks(self):
-        return {"silent": self.silent, "trickle": self.trickle, "idle": self.idle}
+        return {"silent": self.silent, "trickle": self.trickle, "idle": self.idle,
+                "body": self.body}
 
     def step(self):
         """One round: a byte more of the trickled head, then read whatever
@@ -174,7 +182,7 @@ class Loris:
                 if not d:
                     self.closed.add(name)
                 self.got[name] += d
-        return len(self.closed) == 3
+        return len(self.closed) == 4
 
     def check(self, label, code_key):
         t.ok(first_response(self.idle_first) is not None and
@@ -184,17 +192,18 @@ class Loris:
             t.ok(name in self.closed and self.got[name] == b"",
                  "%s: a %s connection is closed without an answer" % (label, name),
                  self.got[name][:200])
-        r = first_response(self.got["trickle"])
-        code = None
-        if r:
-            try:
-                code = json.loads(r[2]).get(code_key)
-            except ValueError:
-                pass
-        t.ok("trickle" in self.closed and r is not None and r[0] == 408 and
-             code == "REQUEST_TIMEOUT" and r[1].get("connection") == "close",
-             "%s: a trickled head gets 408 REQUEST_TIMEOUT and the connection closes" % label,
-             self.got["trickle"][:300])
+        for name, what in (("trickle", "a trickled head"), ("body", "an unread body")):
+            r = first_response(self.got[name])
+            code = None
+            if r:
+                try:
+                    code = json.loads(r[2]).get(code_key)
+                except ValueError:
+                    pass
+            t.ok(name in self.closed and r is not None and r[0] == 408 and
+                 code == "REQUEST_TIMEOUT" and r[1].get("connection") == "close",
+                 "%s: %s gets 408 REQUEST_TIMEOUT and the connection closes" % (label, what),
+                 self.got[name][:300])
 
     def close(self):
         for s in self.socks().values():
@@ -206,8 +215,25 @@ def wait_loris(loris, label):
     while time.monotonic() < deadline and not all(lo.step() for lo in loris):
         time.sleep(1)
     for lo in loris:
-        t.ok(len(lo.closed) == 3, "%s: every head-less connection ended (%s)"
+        t.ok(len(lo.closed) == 4, "%s: every head-less connection ended (%s)"
              % (label, sorted(lo.closed)))
+
+
+def small_body_kept(port, path, want, label):
+    """A small body nobody reads is dropped and the connection lives on."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    s.sendall(head("POST", path, {"Content-Length": "2000"}) + b"y" * 2000 +
+              head("GET", path, {"Connection": "close"}))
+    raw = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        raw += d
+    s.close()
+    statuses = [int(m) for m in re.findall(rb"HTTP/1\.1 (\d{3}) ", raw)]
+    t.eq(statuses, want, "%s: a small unread body is dropped, the next request is answered"
+         % label, raw[:400])
 
 
 def test_execd(x):
@@ -215,6 +241,7 @@ def test_execd(x):
     unread_body(pid, x.port, "POST", "/no/such/route", 404, None, "execd POST /no/such/route")
     unread_body(pid, x.port, "POST", "/ping", 404, None, "execd POST /ping (no such method)")
     unread_body(pid, x.port, "GET", "/ping", 200, None, "execd GET /ping with a body")
+    small_body_kept(x.port, "/ping", [404, 200], "execd")
 
     d = tempfile.mkdtemp(prefix="osb-hostile-")
     marker = os.path.join(d, "go")
@@ -232,7 +259,7 @@ def test_execd(x):
     half = len(body) // 2
     up.sendall(body[:half])
 
-    lo = Loris(x.port, "/ping")
+    lo = Loris(x.port, "/ping", "/no/such/route")
     wait_loris([lo], "execd")
     lo.check("execd", "code")
     lo.close()
@@ -260,6 +287,7 @@ def test_server(s):
     unread_body(pid, s.port, "POST", "/health", 404, "GENERAL::NOT_FOUND",
                 "server POST /health (public prefix, no such method)")
     unread_body(pid, s.port, "GET", "/health", 200, None, "server GET /health with a body")
+    small_body_kept(s.port, "/health", [404, 200], "server")
     unread_body(pid, s.port, "PUT", "/healthz/x", 404, "GENERAL::NOT_FOUND", "server PUT /healthz/x")
     unread_body(pid, s.port, "POST", "/docs/x", 404, "GENERAL::NOT_FOUND", "server POST /docs/x")
     unread_body(pid, s.port, "PATCH", "/sandboxes/nope/proxy/18080/policy", 400,
@@ -278,7 +306,7 @@ def test_server(s):
                                                 "Content-Type": "application/json",
                                                 "Content-Length": str(len(body)),
                                                 "Connection": "close"}) + body[:5])
-    lo = Loris(s.port, "/health")
+    lo = Loris(s.port, "/health", "/health")
     wait_loris([lo], "server")
     lo.check("server", "code")
     lo.close()
