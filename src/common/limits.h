@@ -24,6 +24,16 @@
  * the close: enough for a client to notice, never a buffer. */
 #define OSB_LINGER_BYTES (1024 * 1024)
 #define OSB_LINGER_MS 2000
+/* A connection waiting for a request head (new, or idle after a response)
+ * is closed if the whole head has not come within this: otherwise a client
+ * sending nothing, or one byte a minute, holds a connection slot forever.
+ * Apache's mod_reqtimeout starts at 20 s; a real client sends its head in
+ * one write. A request whose headers are in is not timed (SSE, uploads). */
+#define OSB_HEAD_TIMEOUT_MS 20000
+/* A body no handler reads (an unknown route, /ping) up to this size is
+ * read and dropped so the connection can live on; a larger one is answered
+ * at once and the connection ends (Go's server draws the line here too). */
+#define OSB_MAX_DROPPED_BODY (256 * 1024)
 /* Concurrent client connections per daemon; the open-files limit is 20000. */
 #define OSB_MAX_CONNECTIONS 8192
 /* A WebSocket message (fragments joined). PTY input is keystrokes. */

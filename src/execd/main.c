@@ -129,7 +129,7 @@ static void h_proxy(struct osb_http_req *req, void *ud)
 }
 
 static const struct osb_http_route core_routes[] = {
-    {"GET", "/ping", h_ping, OSB_ROUTE_PUBLIC, NULL},
+    {"GET", "/ping", h_ping, OSB_ROUTE_PUBLIC | OSB_ROUTE_NO_BODY, NULL},
     {NULL, "/proxy/:port/*rest", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
     {NULL, "/proxy/:port", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
 };

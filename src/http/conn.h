@@ -27,6 +27,7 @@ struct osb_http_server {
     size_t nconns;
     uv_timer_t linger_timer; /* ends lingering closes past their deadline */
     size_t nlinger;
+    uv_timer_t head_timer; /* ends connections past their head deadline */
 };
 
 /* CONN_LINGER: the last response is out (or queued), the write side is shut
@@ -55,6 +56,7 @@ struct conn {
     uv_shutdown_t shut;          /* CONN_LINGER */
     size_t linger_left;          /* bytes still dropped before closing */
     uint64_t linger_until;       /* uv_now deadline */
+    uint64_t head_until;         /* uv_now deadline for the next request head; 0 once it is in */
     char peer[64];
 };
 
@@ -75,6 +77,8 @@ struct osb_http_req {
     struct osb_buf resp_headers;
     bool header_value_last, headers_done, complete, dispatched, started, ended, chunked,
         head_only, paused, keep_alive, taken_over;
+    bool collect; /* a streaming route buffers its body after all (osb_http_req_collect) */
+    bool drop_body; /* a small body no handler reads: dropped, the answer follows it */
     osb_http_body_cb on_body;
     osb_http_end_cb on_end;
     void *body_ud;

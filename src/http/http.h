@@ -35,6 +35,12 @@ enum {
     OSB_ROUTE_STREAM_BODY = 1 << 0,
     /* Skip the server's auth hook (e.g. /ping). */
     OSB_ROUTE_PUBLIC = 1 << 1,
+    /* The handler never reads the body, so it is never buffered (public
+     * routes must not hold 16 MiB for anyone): up to OSB_MAX_DROPPED_BODY
+     * of known length is dropped as it comes, anything else is answered at
+     * the end of the headers and the connection ends. Requests that match
+     * no route are treated so too. */
+    OSB_ROUTE_NO_BODY = 1 << 2,
 };
 
 /* Patterns: literal segments, ":name" matches one segment, a trailing "*name"
@@ -122,6 +128,10 @@ typedef void (*osb_http_end_cb)(struct osb_http_req *req, void *ud);
 void osb_http_req_on_body(struct osb_http_req *req, osb_http_body_cb on_body,
                           osb_http_end_cb on_end, void *ud);
 void osb_http_req_pause(struct osb_http_req *req);
+/* For a streaming handler that has admitted its request at the end of the
+ * headers: the body is buffered as on a buffered route (413 past
+ * OSB_MAX_JSON_BODY, osb_http_req_body), then on_end runs. */
+void osb_http_req_collect(struct osb_http_req *req, osb_http_end_cb on_end, void *ud);
 void osb_http_req_resume(struct osb_http_req *req);
 
 /* Called if the connection closes before the response ended. */

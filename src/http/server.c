@@ -3,6 +3,7 @@
  * pipelined next request wait in conn->in until the current response ends,
  * while reading continues (bounded) so a client hang-up is seen at once. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,13 @@ void osb_http__conn_update_read(struct conn *c)
     c->reading = want;
 }
 
+/* The client has OSB_HEAD_TIMEOUT_MS from now to send a whole request
+ * head (head_sweep). */
+static void head_wait(struct conn *c)
+{
+    c->head_until = uv_now(c->srv->loop) + OSB_HEAD_TIMEOUT_MS;
+}
+
 static void conn_start(struct osb_http_server *srv, struct conn *c)
 {
     osb_buf_init(&c->in, MAX_PENDING_INPUT + 256 * 1024);
@@ -244,6 +252,7 @@ static void conn_start(struct osb_http_server *srv, struct conn *c)
         srv->conns->prev = c;
     srv->conns = c;
     srv->nconns++;
+    head_wait(c);
     osb_http__conn_update_read(c);
 }
 
@@ -337,6 +346,7 @@ static void fail_conn(struct conn *c, int status, const char *code, const char *
         strcpy(req->method, "GET");
     }
     req->keep_alive = false;
+    c->head_until = 0; /* the answer is not cut short by the head deadline */
     if (req->started) {
         osb_http__conn_close(c);
         return;
@@ -447,6 +457,23 @@ static bool admit(struct conn *c, struct osb_http_req *r, const struct osb_err *
     return true;
 }
 
+/* A body is announced that the handler will not read (OSB_ROUTE_NO_BODY,
+ * or no route): it is never buffered. */
+static bool body_unwanted(const http_parser *p, const struct osb_http_route *rt)
+{
+    bool body = (p->flags & F_CHUNKED) || (p->content_length > 0 && p->content_length != ULLONG_MAX);
+    return body && (!rt || (rt->flags & OSB_ROUTE_NO_BODY));
+}
+
+/* A small unwanted body of known length is dropped as it comes and the
+ * answer follows it, so the connection lives on (Go's server does so up
+ * to 256 KiB); the head deadline covers it. Any other is answered now, as
+ * is one whose client waits for "100 Continue". */
+static bool body_droppable(const http_parser *p)
+{
+    return !(p->flags & F_CHUNKED) && p->content_length <= OSB_MAX_DROPPED_BODY;
+}
+
 static int on_headers_complete(http_parser *p)
 {
     struct conn *c = p->data;
@@ -463,12 +490,19 @@ static int on_headers_complete(http_parser *p)
         http_parser_pause(p, 1); /* the body stays unread */
         return 0;
     }
-    if (r->route && (r->route->flags & OSB_ROUTE_STREAM_BODY))
-        dispatch(c);
-    /* Clients that sent "Expect: 100-continue" wait for this before the body
-     * (curl stalls 1 s otherwise). */
+    /* Clients that sent "Expect: 100-continue" wait for a 100 before the
+     * body (curl stalls 1 s otherwise), or take the final answer instead. */
     const char *expect = osb_http_req_header(r, "expect");
-    if (c->req == r && !r->started && expect && strcasecmp(expect, "100-continue") == 0)
+    bool cont = expect && strcasecmp(expect, "100-continue") == 0;
+    bool unwanted = body_unwanted(p, r->route);
+    if (unwanted && !cont && body_droppable(p)) {
+        r->drop_body = true;
+        return 0;
+    }
+    c->head_until = 0;
+    if ((r->route && (r->route->flags & OSB_ROUTE_STREAM_BODY)) || unwanted)
+        dispatch(c);
+    if (c->req == r && !r->started && cont)
         osb_http__conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
     return 0;
 }
@@ -479,7 +513,9 @@ static int on_body(http_parser *p, const char *at, size_t n)
     struct osb_http_req *r = c->req;
     if (!r || r->ended)
         return 0; /* the handler answered early; the rest is discarded */
-    if (r->dispatched) {
+    if (r->drop_body)
+        return 0;
+    if (r->dispatched && !r->collect) {
         if (r->on_body)
             r->on_body(r, at, n, r->body_ud);
         if (c->req == r && r->paused)
@@ -543,6 +579,7 @@ static bool retire(struct conn *c)
     }
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
+    head_wait(c);
     return true;
 }
 
@@ -782,6 +819,12 @@ void osb_http_req_on_body(struct osb_http_req *req, osb_http_body_cb body_cb,
     req->body_ud = ud;
 }
 
+void osb_http_req_collect(struct osb_http_req *req, osb_http_end_cb on_end, void *ud)
+{
+    req->collect = true;
+    osb_http_req_on_body(req, NULL, on_end, ud);
+}
+
 void osb_http_req_pause(struct osb_http_req *req)
 {
     req->paused = true;
@@ -814,6 +857,29 @@ void osb_http_req_on_drain(struct osb_http_req *req, osb_http_drain_cb fn, void 
 
 /* ---------- server ---------- */
 
+/* A connection past its head deadline: a partial head gets a 408 (the
+ * client may be slow, not hostile, and deserves to know), an idle one is
+ * closed silently, as keep-alive timeouts are. */
+static void head_sweep(uv_timer_t *t)
+{
+    struct osb_http_server *srv = t->data;
+    uint64_t now = uv_now(srv->loop);
+    for (struct conn *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->mode != CONN_HTTP || !c->head_until || c->head_until > now || c->doomed ||
+            c->close_after_flush)
+            continue;
+        c->head_until = 0;
+        char msg[64];
+        snprintf(msg, sizeof msg, "the request head did not arrive within %d s",
+                 OSB_HEAD_TIMEOUT_MS / 1000);
+        if (c->req && !c->req->dispatched) /* a partial head, or a dropped body */
+            fail_conn(c, 408, "REQUEST_TIMEOUT", msg);
+        else
+            osb_http__conn_close(c);
+    }
+}
+
 static void reap_doomed(uv_prepare_t *h)
 {
     struct osb_http_server *srv = h->data;
@@ -837,6 +903,10 @@ struct osb_http_server *osb_http_server_new(uv_loop_t *loop)
     srv->reaper.data = srv;
     uv_timer_init(loop, &srv->linger_timer);
     srv->linger_timer.data = srv;
+    uv_timer_init(loop, &srv->head_timer);
+    srv->head_timer.data = srv;
+    uv_timer_start(&srv->head_timer, head_sweep, OSB_HEAD_TIMEOUT_MS / 4, OSB_HEAD_TIMEOUT_MS / 4);
+    uv_unref((uv_handle_t *)&srv->head_timer);
     settings.on_message_begin = on_message_begin;
     settings.on_url = on_url;
     settings.on_header_field = on_header_field;
@@ -943,9 +1013,10 @@ void osb_http_server_close(struct osb_http_server *srv)
     srv->closing = true;
     while (srv->conns)
         osb_http__conn_close(srv->conns);
-    srv->pending_handles = 3;
+    srv->pending_handles = 4;
     uv_close((uv_handle_t *)&srv->reaper, listener_closed);
     uv_close((uv_handle_t *)&srv->linger_timer, listener_closed);
+    uv_close((uv_handle_t *)&srv->head_timer, listener_closed);
     if (srv->tcp_on) {
         srv->pending_handles++;
         uv_close((uv_handle_t *)&srv->tcp, listener_closed);

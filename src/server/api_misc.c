@@ -25,7 +25,7 @@ static void h_pools(struct osb_http_req *req, void *ud)
 }
 
 const struct osb_http_route osb_api_misc_routes[] = {
-    {"GET", "/health", h_health, 0, NULL},
+    {"GET", "/health", h_health, OSB_ROUTE_NO_BODY, NULL},
     {"POST", "/metrics/events", h_metrics_event, 0, NULL},
     {NULL, "/pools", h_pools, 0, NULL},
     {NULL, "/pools/:name", h_pools, 0, NULL},

@@ -185,8 +185,20 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     free(target);
 }
 
+static void egress_body_in(struct osb_http_req *req, void *ud)
+{
+    struct osb_server *srv = ud;
+    struct osb_sbx *s = osb_api_find(srv, req); /* it may have gone meanwhile */
+    if (!s)
+        return;
+    const char *rest = osb_http_req_param(req, "rest");
+    osb_network_egress_api(srv, s, req, rest ? rest : "");
+}
+
 /* Port 18080 is the egress API (protocol.md 4), served by the server
- * itself: there is no sidecar in the sandbox. */
+ * itself: there is no sidecar in the sandbox. The route needs no API key,
+ * so the egress token is checked at the end of the headers, before any
+ * body byte is buffered. */
 static void h_egress(struct osb_http_req *req, void *ud)
 {
     struct osb_server *srv = ud;
@@ -194,13 +206,14 @@ static void h_egress(struct osb_http_req *req, void *ud)
     if (!s)
         return;
     const char *rest = osb_http_req_param(req, "rest");
-    osb_network_egress_api(srv, s, req, rest ? rest : "");
+    if (osb_network_egress_admit(srv, s, req, rest ? rest : ""))
+        osb_http_req_collect(req, egress_body_in, srv);
 }
 
 const struct osb_http_route osb_api_proxy_routes[] = {
     {"GET", "/sandboxes/:id/endpoints/:port", h_endpoint, 0, NULL},
-    {NULL, "/sandboxes/:id/proxy/18080/*rest", h_egress, 0, NULL},
-    {NULL, "/sandboxes/:id/proxy/18080", h_egress, 0, NULL},
+    {NULL, "/sandboxes/:id/proxy/18080/*rest", h_egress, OSB_ROUTE_STREAM_BODY, NULL},
+    {NULL, "/sandboxes/:id/proxy/18080", h_egress, OSB_ROUTE_STREAM_BODY, NULL},
     {NULL, "/sandboxes/:id/proxy/:port/*rest", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
     {NULL, "/sandboxes/:id/proxy/:port", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
 };

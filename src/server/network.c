@@ -741,30 +741,41 @@ static void patch_or_delete(struct osb_server *srv, struct osb_sbx *s, struct ns
     osb_http_respond_json(req, 200, out);
 }
 
-void osb_network_egress_api(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req,
-                            const char *rest)
+bool osb_network_egress_admit(struct osb_server *srv, struct osb_sbx *s,
+                              struct osb_http_req *req, const char *rest)
 {
-    const char *m = osb_http_req_method(req);
+    (void)srv;
     struct nsb *n = find(s->id);
     if (!n || !n->has_policy) {
         fail(req, 404, "EGRESS::NOT_ENABLED",
              "no egress policy: this sandbox was created without networkPolicy");
-        return;
+        return false;
     }
     if (strcmp(rest, "healthz") == 0) {
         osb_http_respond(req, 200, "text/plain; charset=utf-8", "ok", 2);
-        return;
+        return false;
     }
     const char *tok = osb_http_req_header(req, EGRESS_AUTH);
     if (!tok || !osb_secret_eq(tok, n->token)) {
         fail(req, 401, "EGRESS::UNAUTHORIZED",
              "unauthorized: missing or wrong OPENSANDBOX-EGRESS-AUTH header");
-        return;
+        return false;
     }
     if (strcmp(rest, "policy") != 0) {
         fail(req, 404, "EGRESS::NOT_FOUND", "no such egress API path");
-        return;
+        return false;
     }
+    return true;
+}
+
+void osb_network_egress_api(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req,
+                            const char *rest)
+{
+    /* Again: the sandbox or its policy may have gone while the body came. */
+    if (!osb_network_egress_admit(srv, s, req, rest))
+        return;
+    const char *m = osb_http_req_method(req);
+    struct nsb *n = find(s->id);
     if (strcmp(m, "GET") == 0) {
         json_t *out = status_json(n, srv);
         json_object_set_new(out, "policy", osb_policy_json(&n->policy));

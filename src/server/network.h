@@ -37,7 +37,12 @@ struct osb_buf;
 void osb_network_diag(const struct osb_server *srv, const struct osb_sbx *s, struct osb_buf *b);
 
 /* The egress API (protocol.md 4) the proxy serves for port 18080, path
- * `rest` ("policy", "healthz"); answers req. */
+ * `rest` ("policy", "healthz"). admit runs at the end of the headers (the
+ * route is public: no API key): it answers and returns false unless the
+ * request carries the egress token for a known path, so no one else gets
+ * a body buffered. api answers req once the body is in. */
+bool osb_network_egress_admit(struct osb_server *srv, struct osb_sbx *s,
+                              struct osb_http_req *req, const char *rest);
 void osb_network_egress_api(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req,
                             const char *rest);
 #endif
