@@ -83,7 +83,11 @@ def offer(port, h, total):
     raw, sent, eof = b"", 0, False
     chunk = b"x" * MiB
     deadline = time.monotonic() + 60
-    while b"\r\n\r\n" not in raw and time.monotonic() < deadline:
+    # The first word is a "100 Continue" or a whole final response: its
+    # body too, so a close that follows (with the rest of ours unread,
+    # which makes the kernel send a reset) cannot take it from us.
+    while not ((raw.startswith(b"HTTP/1.1 100 ") and b"\r\n\r\n" in raw) or
+               first_response(raw) is not None) and time.monotonic() < deadline:
         if select.select([s], [], [], 1)[0]:
             d = s.recv(65536)
             if not d:
