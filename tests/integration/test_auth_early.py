@@ -86,7 +86,9 @@ class Offer:
         if chunked:
             chunk = b"%x\r\n" % len(chunk) + chunk + b"\r\n"
         try:
-            while self.sent < total and not self.eof:
+            # With the answer in hand, keep pushing after its FIN: the
+            # server must drop what comes, not buffer it, until it resets.
+            while self.sent < total and (not self.eof or answer_first):
                 self._read(s, 0)
                 _, w, _ = select.select([], [s], [], 60)
                 if w:
