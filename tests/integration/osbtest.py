@@ -129,7 +129,7 @@ __all__ = [
     "SSEFormatError", "WS", "WSRefused", "WSEchoServer", "ws_accept", "multipart",
     "multipart_stream", "upload_parts", "parse_responses", "build_request", "qs",
     "free_port", "wait_for", "exit_code", "stdout_lines", "stderr_lines", "events_of",
-    "check_events", "EXECD_BIN", "REPO", "TestTimeout",
+    "check_events", "EXECD_BIN", "REPO", "TestTimeout", "proc_status_kib", "first_response",
 ]
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -461,6 +461,42 @@ def build_request(method, path, headers=None, body=None, chunked=False, host="12
     if chunked:
         return head + (b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) if body else b"0\r\n\r\n")
     return head + body
+
+
+def first_response(raw):
+    """(status, headers dict, body) of the first final response in raw, or
+    None while it is incomplete. The 1xx interim answers before it are in
+    headers["1xx"] (their statuses, in order)."""
+    interim = []
+    while True:
+        end = raw.find(b"\r\n\r\n")
+        if end < 0:
+            return None
+        lines = raw[:end].decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        hdrs = {}
+        for ln in lines[1:]:
+            k, _, v = ln.partition(":")
+            hdrs[k.strip().lower()] = v.strip()
+        rest = raw[end + 4:]
+        if 100 <= status < 200:
+            interim.append(status)
+            raw = rest
+            continue
+        n = int(hdrs.get("content-length", "0"))
+        if len(rest) < n:
+            return None
+        hdrs["1xx"] = interim
+        return status, hdrs, rest[:n]
+
+
+def proc_status_kib(pid, field):
+    """A kB field of /proc/<pid>/status ("VmRSS", "VmHWM"); 0 if absent."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
 
 
 class RawConn:

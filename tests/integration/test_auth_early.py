@@ -28,39 +28,6 @@ OFFER = 512 * MiB
 RSS_BOUND_KIB = 6 * 1024
 
 
-def status_kib(pid, field):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def split_response(raw):
-    """(status, headers dict, body) of the first response in raw, or None
-    while it is incomplete. 1xx interim answers are kept in headers['1xx']."""
-    interim = []
-    while True:
-        end = raw.find(b"\r\n\r\n")
-        if end < 0:
-            return None
-        lines = raw[:end].decode("latin-1").split("\r\n")
-        status = int(lines[0].split()[1])
-        hdrs = {}
-        for ln in lines[1:]:
-            k, _, v = ln.partition(":")
-            hdrs[k.strip().lower()] = v.strip()
-        rest = raw[end + 4:]
-        if 100 <= status < 200:
-            interim.append(status)
-            raw = rest
-            continue
-        n = int(hdrs.get("content-length", "0"))
-        if len(rest) < n:
-            return None
-        hdrs["1xx"] = interim
-        return status, hdrs, rest[:n]
-
 
 class Offer:
     """Send a request head, then up to `total` body bytes, reading whatever
@@ -79,7 +46,7 @@ class Offer:
             # (with our body unread, so the kernel resets the connection)
             # cannot take it from us on a loaded machine.
             deadline = time.monotonic() + 60
-            while (split_response(self.raw) is None and not self.eof and
+            while (first_response(self.raw) is None and not self.eof and
                    time.monotonic() < deadline):
                 self._read(s, 1)
         chunk = b"x" * MiB
@@ -104,7 +71,7 @@ class Offer:
             except OSError:
                 pass
         s.close()
-        self.resp = split_response(self.raw)
+        self.resp = first_response(self.raw)
 
     def _read(self, s, wait):
         while select.select([s], [], [], wait)[0]:
@@ -116,10 +83,6 @@ class Offer:
             wait = 0
 
 
-def head(method, path, headers):
-    lines = ["%s %s HTTP/1.1" % (method, path), "Host: 127.0.0.1"]
-    lines += ["%s: %s" % kv for kv in headers.items()]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
 def check_401(o, want, label):
@@ -135,22 +98,22 @@ def check_401(o, want, label):
 def early_401(port, method, path, want, label):
     big = {"Content-Length": "2000000000", "Expect": "100-continue",
            "Content-Type": "application/json"}
-    check_401(Offer(port, head(method, path, big)), want, label + " (Content-Length 2e9)")
+    check_401(Offer(port, build_request(method, path, big)), want, label + " (Content-Length 2e9)")
     chunked = {"Transfer-Encoding": "chunked", "Expect": "100-continue",
                "Content-Type": "application/json"}
-    check_401(Offer(port, head(method, path, chunked)), want, label + " (chunked)")
+    check_401(Offer(port, build_request(method, path, chunked)), want, label + " (chunked)")
 
 
 def flood(pid, port, method, path, want, label, extra=None, chunked=False):
     """Offer 512 MiB without the key: 401, closed early, memory flat."""
-    rss0, hwm0 = status_kib(pid, "VmRSS"), status_kib(pid, "VmHWM")
+    rss0, hwm0 = proc_status_kib(pid, "VmRSS"), proc_status_kib(pid, "VmHWM")
     h = dict(extra or {})
     if chunked:
         h["Transfer-Encoding"] = "chunked"
     else:
         h["Content-Length"] = str(OFFER)
-    o = Offer(port, head(method, path, h), OFFER, chunked=chunked, answer_first=True)
-    rss1, hwm1 = status_kib(pid, "VmRSS"), status_kib(pid, "VmHWM")
+    o = Offer(port, build_request(method, path, h), OFFER, chunked=chunked, answer_first=True)
+    rss1, hwm1 = proc_status_kib(pid, "VmRSS"), proc_status_kib(pid, "VmHWM")
     t.ok(o.resp is not None and o.resp[0] == 401 and want(o.resp[2]),
          "%s: the sender gets the 401" % label, o.raw[:300])
     t.ok(o.sent < OFFER and (o.eof or o.reset),
@@ -197,11 +160,11 @@ def test_server(s):
     flood(pid, s.port, "POST", "/v1/snapshots", server_401, "server 512 MiB chunked",
           {"Content-Type": "application/json"}, chunked=True)
     marker = "/v1/sandboxes?metadata=" + "early%3D1"
-    pipelined(s.port, head("GET", "/v1/sandboxes", {}),
-              head("GET", marker, {"OPEN-SANDBOX-API-KEY": KEY}), "server")
+    pipelined(s.port, build_request("GET", "/v1/sandboxes", {}),
+              build_request("GET", marker, {"OPEN-SANDBOX-API-KEY": KEY}), "server")
     # With the key: 100 Continue, then the handler sees the body.
     body = b'{"image": 5}'
-    o = Offer(s.port, head("POST", "/v1/sandboxes",
+    o = Offer(s.port, build_request("POST", "/v1/sandboxes",
                            {"OPEN-SANDBOX-API-KEY": KEY, "Content-Type": "application/json",
                             "Content-Length": str(len(body)), "Expect": "100-continue",
                             "Connection": "close"}) + body)
@@ -232,8 +195,8 @@ def test_execd(x):
     d = tempfile.mkdtemp(prefix="osb-early-")
     marker = os.path.join(d, "marker")
     cmd = json.dumps({"command": "touch " + marker}).encode()
-    pipelined(x.port, head("GET", "/files/info?path=/", {}),
-              head("POST", "/command", {HDR: TOKEN, "Content-Type": "application/json",
+    pipelined(x.port, build_request("GET", "/files/info?path=/", {}),
+              build_request("POST", "/command", {HDR: TOKEN, "Content-Type": "application/json",
                                         "Content-Length": str(len(cmd))}) + cmd, "execd")
     time.sleep(0.3)
     t.ok(not os.path.exists(marker), "execd: the pipelined command did not run")
@@ -242,7 +205,7 @@ def test_execd(x):
     dest = os.path.join(d, "up.bin")
     ctype, body = multipart(upload_parts([({"path": dest}, data)]))
     s = socket.create_connection(("127.0.0.1", x.port), timeout=60)
-    s.sendall(head("POST", "/files/upload",
+    s.sendall(build_request("POST", "/files/upload",
                    {HDR: TOKEN, "Content-Type": ctype, "Content-Length": str(len(body)),
                     "Expect": "100-continue", "Connection": "close"}))
     got = b""
@@ -257,7 +220,7 @@ def test_execd(x):
             break
         got += dd
     s.close()
-    resp = split_response(got)
+    resp = first_response(got)
     t.ok(resp is not None and resp[0] == 200, "execd with the token: the upload succeeds", got[:300])
     with open(dest, "rb") as f:
         t.ok(f.read() == data, "execd with the token: the uploaded file is intact")

@@ -59,14 +59,6 @@ def upload(x, files, **kw):
     return x.req("POST", "/files/upload", body=body, headers={"Content-Type": ctype}, **kw)
 
 
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 # ---------------------------------------------------------------- info
 
 def check_fileinfo(fi, path, typ, size=None, mode=None):
@@ -593,14 +585,14 @@ def test_download_backpressure(x, d):
     with open(path, "wb") as f:
         f.truncate(size)
     try:
-        before = rss_kib(x.proc.pid)
+        before = proc_status_kib(x.proc.pid, "VmRSS")
         c = x.rawconn(timeout=30)
         c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
         c.send_request("GET", q("/files/download", path=path))
         status, _, headers = c.reader.read_head()
         t.eq(status, 200, "download started")
         time.sleep(1.0)
-        grown = rss_kib(x.proc.pid) - before
+        grown = proc_status_kib(x.proc.pid, "VmRSS") - before
         t.ok(grown < 32 * 1024, "execd RSS grew %d KiB while the client stalled" % grown)
         r = x.get(q("/files/info", path=path), timeout=60)
         t.eq(r.status, 200, "other requests still served while the download is stalled")

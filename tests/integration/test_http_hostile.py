@@ -40,39 +40,6 @@ OFFER = 64 * MiB
 RSS_BOUND_KIB = 6 * 1024
 
 
-def status_kib(pid, field):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def head(method, path, headers):
-    lines = ["%s %s HTTP/1.1" % (method, path), "Host: 127.0.0.1"]
-    lines += ["%s: %s" % kv for kv in headers.items()]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode()
-
-
-def first_response(raw):
-    """(status, headers, body) of the first final response in raw (a
-    "100 Continue" before it is skipped), or None."""
-    if raw.startswith(b"HTTP/1.1 100 "):
-        raw = raw[raw.find(b"\r\n\r\n") + 4:]
-    end = raw.find(b"\r\n\r\n")
-    if end < 0:
-        return None
-    lines = raw[:end].decode("latin-1").split("\r\n")
-    hdrs = {}
-    for ln in lines[1:]:
-        k, _, v = ln.partition(":")
-        hdrs[k.strip().lower()] = v.strip()
-    n = int(hdrs.get("content-length", "0"))
-    body = raw[end + 4:end + 4 + n]
-    if len(body) < n:
-        return None
-    return int(lines[0].split()[1]), hdrs, body
-
 
 def offer(port, h, total):
     """Send head h (with Expect: 100-continue), wait for the daemon's first
@@ -119,12 +86,12 @@ def offer(port, h, total):
 
 
 def unread_body(pid, port, method, path, want_status, want_code, label, headers=None):
-    rss0, hwm0 = status_kib(pid, "VmRSS"), status_kib(pid, "VmHWM")
+    rss0, hwm0 = proc_status_kib(pid, "VmRSS"), proc_status_kib(pid, "VmHWM")
     h = dict(headers or {})
     h["Content-Length"] = str(OFFER)
     h["Expect"] = "100-continue"
-    raw, sent, eof = offer(port, head(method, path, h), OFFER)
-    rss1, hwm1 = status_kib(pid, "VmRSS"), status_kib(pid, "VmHWM")
+    raw, sent, eof = offer(port, build_request(method, path, h), OFFER)
+    rss1, hwm1 = proc_status_kib(pid, "VmRSS"), proc_status_kib(pid, "VmHWM")
     r = first_response(raw)
     code = None
     if r and want_code:
@@ -152,7 +119,7 @@ class Loris:
         self.trickle.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " % path).encode())
         # Idle after one complete request on a keep-alive connection.
         self.idle = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.idle.sendall(head("GET", path, {}))
+        self.idle.sendall(build_request("GET", path, {}))
         self.idle_first = b""
         while first_response(self.idle_first) is None:
             d = self.idle.recv(65536)
@@ -161,7 +128,7 @@ class Loris:
             self.idle_first += d
         # A small body nobody reads (dropped as it comes), never finished.
         self.body = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.body.sendall(head("POST", body_path, {"Content-Length": "1000"}) + b"x" * 10)
+        self.body.sendall(build_request("POST", body_path, {"Content-Length": "1000"}) + b"x" * 10)
         self.got = {"silent": b"", "trickle": b"", "idle": b"", "body": b""}
         self.closed = set()
 
@@ -226,8 +193,8 @@ def wait_loris(loris, label):
 def small_body_kept(port, path, want, label):
     """A small body nobody reads is dropped and the connection lives on."""
     s = socket.create_connection(("127.0.0.1", port), timeout=60)
-    s.sendall(head("POST", path, {"Content-Length": "2000"}) + b"y" * 2000 +
-              head("GET", path, {"Connection": "close"}))
+    s.sendall(build_request("POST", path, {"Content-Length": "2000"}) + b"y" * 2000 +
+              build_request("GET", path, {"Connection": "close"}))
     raw = b""
     while True:
         d = s.recv(65536)
@@ -257,7 +224,7 @@ def test_execd(x):
     data = os.urandom(256 * 1024)
     ctype, body = multipart(upload_parts([({"path": dest}, data)]))
     up = socket.create_connection(("127.0.0.1", x.port), timeout=60)
-    up.sendall(head("POST", "/files/upload", {HDR: TOKEN, "Content-Type": ctype,
+    up.sendall(build_request("POST", "/files/upload", {HDR: TOKEN, "Content-Type": ctype,
                                               "Content-Length": str(len(body)),
                                               "Connection": "close"}))
     half = len(body) // 2
@@ -306,7 +273,7 @@ def test_server(s):
     # comes in two halves, the second once the slow clients are gone.
     body = b'{"image": 5}'
     slow = socket.create_connection(("127.0.0.1", s.port), timeout=60)
-    slow.sendall(head("POST", "/v1/sandboxes", {"OPEN-SANDBOX-API-KEY": KEY,
+    slow.sendall(build_request("POST", "/v1/sandboxes", {"OPEN-SANDBOX-API-KEY": KEY,
                                                 "Content-Type": "application/json",
                                                 "Content-Length": str(len(body)),
                                                 "Connection": "close"}) + body[:5])
