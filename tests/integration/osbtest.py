@@ -61,6 +61,9 @@ Client(host="127.0.0.1", port, token=None, keepalive=False)
         Use it for keep-alive / pipelining checks (one socket, many responses).
     parse_responses(data, methods=None) -> [Resp] parses concatenated raw responses.
     build_request(method, path, headers=None, body=None, chunked=False, host=...) -> bytes
+    first_response(raw) -> (status, headers, body) | None: the first final response in
+        raw bytes, once complete; headers["1xx"] lists the interim statuses before it.
+    proc_status_kib(pid, field) -> int: a kB field of /proc/<pid>/status (VmRSS, VmHWM).
     sse(path, json=None, body=None, headers=None, method="POST", timeout=60, strict=True)
         -> SSEResult(status, headers, events, raw)  (namedtuple; also .resp for non-200
         answers and .chunks, the list of transfer chunks). Events are parsed with the
