@@ -6,35 +6,19 @@ created is skipped with the reason. Figures are printed, not asserted.
 Usage: code_bench.py [N]   (N cell runs per language, default 100)"""
 import http.client, json, os, shutil, socket, subprocess, sys, time
 
-EXECD = os.environ.get("EXECD_BIN", "build/bin/execd")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import execd_bench  # noqa: E402  (its start(): execd on a free port)
 LANGS = {"python": "1 + 1", "javascript": "1 + 1", "bash": "echo 2", "java": "1 + 1",
          "typescript": "const n: number = 1; n + 1", "go": "1 + 1"}
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def start(spares):
-    port = free_port()
     env = dict(os.environ, EXECD_CODE_SPARES="1" if spares else "0",
                EXECD_PYTHON_BIN=os.environ.get("EXECD_PYTHON_BIN", "/usr/bin/python3"))
     node = shutil.which("node")
     if node:
         env.setdefault("EXECD_NODE_BIN", node)
-    p = subprocess.Popen([EXECD, "--listen", "127.0.0.1", "--port", str(port)],
-                         stderr=subprocess.DEVNULL, env=env)
-    for _ in range(500):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.1).close()
-            return p, port
-        except OSError:
-            time.sleep(0.01)
-    raise SystemExit("execd did not start")
+    return execd_bench.start(env)
 
 
 def req(port, method, path, body=None):

@@ -14,10 +14,11 @@ def free_port():
     return p
 
 
-def start():
+def start(env=None):
+    """execd on a free loopback port; (process, port) once it accepts."""
     port = free_port()
     p = subprocess.Popen([EXECD, "--listen", "127.0.0.1", "--port", str(port)],
-                         stderr=subprocess.DEVNULL)
+                         stderr=subprocess.DEVNULL, env=env)
     for _ in range(500):
         try:
             socket.create_connection(("127.0.0.1", port), 0.1).close()
