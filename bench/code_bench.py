@@ -4,7 +4,7 @@
 created is skipped with the reason. Figures are printed, not asserted.
 
 Usage: code_bench.py [N]   (N cell runs per language, default 100)"""
-import http.client, json, os, shutil, socket, subprocess, sys, time
+import http.client, json, os, shutil, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import execd_bench  # noqa: E402  (its start(): execd on a free port)
