@@ -13,14 +13,9 @@
 #include "common/xalloc.h"
 #include "net/nl.h"
 
-static uint32_t mask(unsigned len)
-{
-    return len ? htonl(~0u << (32 - len)) : 0;
-}
-
 static bool overlaps(struct in_addr a, unsigned alen, struct in_addr b, unsigned blen)
 {
-    uint32_t m = mask(alen < blen ? alen : blen);
+    uint32_t m = osb_nl_mask4(alen < blen ? alen : blen);
     return (a.s_addr & m) == (b.s_addr & m);
 }
 
@@ -58,7 +53,7 @@ void osb_hostnet_add(struct osb_hostnet *h, struct in_addr addr, unsigned len, c
     h->v = osb_xrealloc(h->v, (h->n + 1) * sizeof *h->v);
     struct osb_hostnet_use *u = &h->v[h->n++];
     memset(u, 0, sizeof *u);
-    u->net.s_addr = addr.s_addr & mask(len);
+    u->net.s_addr = addr.s_addr & osb_nl_mask4(len);
     u->len = len;
     snprintf(u->what, sizeof u->what, "%s", what);
     owner_of(ifname, u->owner, sizeof u->owner);

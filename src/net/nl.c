@@ -335,6 +335,11 @@ int osb_nl_routes4(struct osb_nl *nl, osb_nl_route4_fn fn, void *arg, struct osb
     return dump(nl, nlh, route_cb, &c, err);
 }
 
+uint32_t osb_nl_mask4(unsigned len)
+{
+    return len ? htonl(~0u << (32 - len)) : 0;
+}
+
 int osb_nl_parse_cidr4(const char *s, struct in_addr *addr, unsigned *len, struct osb_err *err)
 {
     char ip[INET_ADDRSTRLEN];
@@ -356,8 +361,7 @@ int osb_nl_parse_cidr4(const char *s, struct in_addr *addr, unsigned *len, struc
             return osb_err_set(err, OSB_E_INVALID, "bad prefix length in \"%s\"", s);
         l = (unsigned)v;
     }
-    uint32_t mask = l ? htonl(~0u << (32 - l)) : 0;
-    if (a.s_addr & ~mask)
+    if (a.s_addr & ~osb_nl_mask4(l))
         return osb_err_set(err, OSB_E_INVALID, "\"%s\" has host bits set", s);
     *addr = a;
     *len = l;

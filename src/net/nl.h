@@ -74,6 +74,8 @@ typedef void (*osb_nl_route4_fn)(const struct osb_nl_route4 *r, void *arg);
 int osb_nl_addrs4(struct osb_nl *nl, osb_nl_addr4_fn fn, void *arg, struct osb_err *err);
 int osb_nl_routes4(struct osb_nl *nl, osb_nl_route4_fn fn, void *arg, struct osb_err *err);
 
+/* The netmask of a /len (network byte order); len 0..32. */
+uint32_t osb_nl_mask4(unsigned len);
 /* "a.b.c.d/len" -> addr, len; strict (host bits must be zero). */
 int osb_nl_parse_cidr4(const char *s, struct in_addr *addr, unsigned *len, struct osb_err *err);
 #endif
