@@ -13,6 +13,7 @@
         s.new(**fields) -> sandbox json   create + assert 202
         s.delete_all()                    DELETE every listed sandbox
         s.kill(sig=SIGKILL); s.restart()  same port, config and state dir
+        s.pid_of(sbx_id) -> int|None     host pid of the sandbox's PID 1
         s.execd(sbx_id) -> ProxyExecd     an osbtest.Client reaching execd through the
                                           server proxy with the endpoint's token header
     Server.stop() deletes what is left, stops the server, checks for leaks (processes
@@ -391,6 +392,12 @@ class Server(Client):
     def delete_all(self):
         for item in self.list_all():
             self.delete("/v1/sandboxes/" + item["id"])
+
+    def pid_of(self, sid):
+        """Host pid of the sandbox's PID 1 (from diagnostics/inspect), or None."""
+        import re
+        m = re.search(r"pid: (\d+)", self.get("/v1/sandboxes/%s/diagnostics/inspect" % sid).text)
+        return int(m.group(1)) if m else None
 
     def endpoint(self, sid, port=44772):
         return self.get("/v1/sandboxes/%s/endpoints/%d" % (sid, port)).json()

@@ -33,11 +33,6 @@ def sh(s, sid, cmd, timeout=120):
     return exit_code(ev), "\n".join(stdout_lines(ev)).strip()
 
 
-def pid_of(s, sid):
-    m = re.search(r"pid: (\d+)", s.get("/v1/sandboxes/%s/diagnostics/inspect" % sid).text)
-    return int(m.group(1)) if m else None
-
-
 def sandbox_dir(s, sid):
     return os.path.join(s.state_dir, "sandboxes", sid)
 
@@ -259,7 +254,7 @@ def wchan(pid):
 
 
 def check_restart(s, sid, ep):
-    root = "/proc/%d/root" % pid_of(s, sid)
+    root = "/proc/%d/root" % s.pid_of(sid)
     s.kill(signal.SIGKILL)
     # While the server is down the entrypoint writes 1.3 MB: more than the pipe holds.
     with open(root + "/tmp/burst", "w"):

@@ -20,11 +20,6 @@ def states(s):
     return {i["id"]: i["status"]["state"] for i in s.list_all()}
 
 
-def pid_of(s, sid):
-    m = re.search(r"pid: (\d+)", s.get("/v1/sandboxes/%s/diagnostics/inspect" % sid).text)
-    return int(m.group(1)) if m else None
-
-
 # The TTL sandbox outlives the steps before the restart even on a loaded
 # machine; the server is down DOWN s so the two expiry rules differ by that.
 TTL, DOWN = 30, 10
@@ -40,7 +35,7 @@ def test_restart_keeps_everything(s):
     ev = x.sse("/command", json={"command": "echo kept > /tmp/marker; sleep 1000 &"}).events
     t.ok(exit_code(ev) == 0, "state written inside the sandbox before the restart", ev)
     s.post("/v1/sandboxes/%s/pause" % paused["id"])
-    os.kill(pid_of(s, dead["id"]), signal.SIGKILL)
+    os.kill(s.pid_of(dead["id"]), signal.SIGKILL)
     t.ok(wait_for(lambda: states(s)[dead["id"]] == "Failed", timeout=5), "dead sandbox Failed")
     before = s.list_all()
     server_pid = s.proc.pid
@@ -71,7 +66,7 @@ def test_restart_keeps_everything(s):
     t.ok(time.time() < restarted + TTL, "at the expiresAt of its record, not TTL s after the "
          "restart (%.1f s after expiresAt)" % (time.time() - exp))
     # The re-adopted sandbox is watched: its PID 1 dying is noticed.
-    os.kill(pid_of(s, run["id"]), signal.SIGKILL)
+    os.kill(s.pid_of(run["id"]), signal.SIGKILL)
     t.ok(wait_for(lambda: states(s)[run["id"]] == "Failed", timeout=5),
          "re-adopted sandbox's PID 1 exit -> Failed")
     for sid in (run["id"], paused["id"], dead["id"]):
