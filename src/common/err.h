@@ -6,6 +6,9 @@
 #define OSB_ERR_H
 #include <stddef.h>
 
+/* On every fallible function: a result nobody looks at is a bug. */
+#define OSB_MUST_CHECK __attribute__((warn_unused_result))
+
 enum osb_errc {
     OSB_E_OK = 0,
     OSB_E_INVALID,   /* bad input from the caller: 400 */
