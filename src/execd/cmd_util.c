@@ -236,24 +236,26 @@ gid_t osb_cmd_primary_gid(uid_t uid)
     return gid;
 }
 
-static char *tmpdir;
-
-/* At exit: remove the private directory and the logs in it (it holds
- * nothing else; no subdirectories). */
-static void remove_tmpdir(void)
+/* Remove the private directory and the logs in it (it holds nothing else;
+ * no subdirectories). */
+void osb_cmd_tmpdir_remove(struct osb_execd *x)
 {
-    _cleanup_closedir_ DIR *d = opendir(tmpdir);
+    if (!x->tmpdir)
+        return;
+    _cleanup_closedir_ DIR *d = opendir(x->tmpdir);
     struct dirent *e;
     while (d && (e = readdir(d)))
         if (e->d_name[0] != '.')
             unlinkat(dirfd(d), e->d_name, 0);
-    rmdir(tmpdir);
+    rmdir(x->tmpdir);
+    free(x->tmpdir);
+    x->tmpdir = NULL;
 }
 
-const char *osb_cmd_tmpdir(struct osb_err *err)
+const char *osb_cmd_tmpdir(struct osb_execd *x, struct osb_err *err)
 {
-    if (tmpdir)
-        return tmpdir;
+    if (x->tmpdir)
+        return x->tmpdir;
     const char *base = getenv("TMPDIR");
     if (!base || base[0] != '/')
         base = "/tmp";
@@ -272,7 +274,6 @@ const char *osb_cmd_tmpdir(struct osb_err *err)
         free(d);
         return NULL;
     }
-    tmpdir = d;
-    atexit(remove_tmpdir);
-    return tmpdir;
+    x->tmpdir = d;
+    return x->tmpdir;
 }

@@ -14,6 +14,7 @@
 #include "common/limits.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
+#include "execd/execd.h"
 #include "execd/fs_lines.h"
 #include "execd/fs_path.h"
 #include "execd/fs_range.h"
@@ -21,6 +22,7 @@
 #define DL_CHUNK (256 * 1024)
 
 struct dl {
+    uv_loop_t *loop;
     struct osb_http_req *req; /* NULL once the client is gone */
     uv_fs_t fs;
     int fd;
@@ -88,7 +90,7 @@ static void pump(struct dl *d)
     uv_buf_t b = uv_buf_init(d->buf, (unsigned)want);
     d->fs.data = d;
     d->busy = true;
-    if (uv_fs_read(uv_default_loop(), &d->fs, d->fd, &b, 1, d->pos, on_read) < 0) {
+    if (uv_fs_read(d->loop, &d->fs, d->fd, &b, 1, d->pos, on_read) < 0) {
         d->busy = false;
         finish(d);
     }
@@ -147,10 +149,11 @@ static void on_drain(struct osb_http_req *req, void *ud)
 
 /* Start the response (status, ctype, len: -1 chunked) and stream
  * [pos, pos+len) or, in line mode, the selected lines. */
-static void start_stream(struct osb_http_req *req, int fd, int status, const char *ctype,
+static void start_stream(uv_loop_t *loop, struct osb_http_req *req, int fd, int status, const char *ctype,
                          int64_t pos, int64_t len, const struct dl_query *q)
 {
     struct dl *d = osb_xcalloc(1, sizeof *d);
+    d->loop = loop;
     d->req = req;
     d->fd = fd;
     d->buf = osb_xmalloc(DL_CHUNK);
@@ -322,7 +325,7 @@ static bool choose_span(struct osb_http_req *req, int fd, const struct stat *st,
 
 void osb_fs_download(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd *x = ud;
     struct dl_query q;
     if (!parse_query(req, &q))
         return;
@@ -332,7 +335,7 @@ void osb_fs_download(struct osb_http_req *req, void *ud)
     if (fd < 0)
         return;
     if (q.line_mode) {
-        start_stream(req, fd, 200, "text/plain; charset=utf-8", 0, -1, &q);
+        start_stream(x->loop, req, fd, 200, "text/plain; charset=utf-8", 0, -1, &q);
         return;
     }
     int status;
@@ -342,5 +345,5 @@ void osb_fs_download(struct osb_http_req *req, void *ud)
         return;
     }
     add_file_headers(req, abs, &st);
-    start_stream(req, fd, status, "application/octet-stream", start, len, &q);
+    start_stream(x->loop, req, fd, status, "application/octet-stream", start, len, &q);
 }
