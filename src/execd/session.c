@@ -641,6 +641,7 @@ static int run_start(struct osb_http_req *req, struct sess *s, const struct run_
     if (!sh)
         return osb_err_wrap(err, "failed to start bash session");
     struct run *r = osb_xcalloc(1, sizeof *r);
+    r->sess = s; /* a long command's script file needs it */
     osb_random_hex(r->marker, 16);
     struct osb_buf b;
     osb_buf_init(&b, OSB_MAX_JSON_BODY * 2);
