@@ -132,9 +132,9 @@ static size_t name_len(const char *s)
 
 /* One "$NAME" or "${NAME}" at s (s[0] == '$'): appends the value (or the
  * missing name to `missing`) and returns the bytes consumed, 0 if s is not a
- * variable reference. */
+ * variable reference. *full is set when a buffer hit its limit. */
 static size_t expand_var(const char *s, char *const *envp, struct osb_buf *out,
-                         struct osb_buf *missing)
+                         struct osb_buf *missing, bool *full)
 {
     bool braced = s[1] == '{';
     const char *name = s + 1 + braced;
@@ -142,13 +142,11 @@ static size_t expand_var(const char *s, char *const *envp, struct osb_buf *out,
     if (!len || (braced && name[len] != '}'))
         return 0;
     const char *v = env_lookup(envp, name, len);
-    if (v) {
-        osb_buf_adds(out, v);
-    } else {
-        if (missing->len)
-            osb_buf_adds(missing, ",");
-        osb_buf_add(missing, name, len);
-    }
+    if (v)
+        *full |= osb_buf_adds(out, v) < 0;
+    else
+        *full |= (missing->len && osb_buf_adds(missing, ",") < 0) ||
+                 osb_buf_add(missing, name, len) < 0;
     return 1 + braced + len + braced;
 }
 
@@ -170,13 +168,20 @@ int osb_cmd_expand_path(const char *path, char *const *envp, char **out, struct 
     struct osb_buf b, missing;
     osb_buf_init(&b, 1 << 20);
     osb_buf_init(&missing, 1 << 16);
-    for (const char *s = path; *s;) {
-        size_t used = *s == '$' ? expand_var(s, envp, &b, &missing) : 0;
+    bool full = false;
+    for (const char *s = path; *s && !full;) {
+        size_t used = *s == '$' ? expand_var(s, envp, &b, &missing, &full) : 0;
         if (!used) {
-            osb_buf_add(&b, s, 1);
+            full |= osb_buf_add(&b, s, 1) < 0;
             used = 1;
         }
         s += used;
+    }
+    if (full) {
+        osb_err_set(err, OSB_E_INVALID, "cannot resolve working directory %s: too long", path);
+        osb_buf_free(&b);
+        osb_buf_free(&missing);
+        return -1;
     }
     if (missing.len) {
         osb_err_set(err, OSB_E_INVALID,

@@ -315,9 +315,12 @@ static void run_begin(struct run *r)
     struct osb_execd_event cnt = {.type = "execution_count", .execution_count = ++c->count};
     osb_sse_send(r->sse, &cnt);
     r->t0 = osb_mono_ms();
-    osb_interp_run(c->ip, r->code, r->len);
+    struct osb_err err = {0};
+    int rc = osb_interp_run(c->ip, r->code, r->len, &err);
     free(r->code);
     r->code = NULL;
+    if (rc < 0)
+        run_abort(r, "ExecutionError", err.msg);
 }
 
 static void finish_ok(struct run *r)

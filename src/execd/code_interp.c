@@ -300,8 +300,8 @@ static int utf8_seq(const unsigned char *s, size_t n)
 
 /* Valid UTF-8 of data into out (U+FFFD for bad bytes). Unless `final`, an
  * incomplete sequence at the end goes back into the stream's carry. */
-static void utf8_clean(struct stream *s, const unsigned char *data, size_t n, bool final,
-                       struct osb_buf *out)
+static int utf8_clean(struct stream *s, const unsigned char *data, size_t n, bool final,
+                      struct osb_buf *out)
 {
     size_t i = 0;
     while (i < n) {
@@ -309,16 +309,19 @@ static void utf8_clean(struct stream *s, const unsigned char *data, size_t n, bo
         if (len < 0 && !final) {
             s->ncarry = n - i;
             memcpy(s->carry, data + i, s->ncarry);
-            return;
+            return 0;
         }
         if (len <= 0) {
-            osb_buf_add(out, "\xef\xbf\xbd", 3);
+            if (osb_buf_add(out, "\xef\xbf\xbd", 3) < 0)
+                return -1;
             i++;
             continue;
         }
-        osb_buf_add(out, data + i, (size_t)len);
+        if (osb_buf_add(out, data + i, (size_t)len) < 0)
+            return -1;
         i += (size_t)len;
     }
+    return 0;
 }
 
 static void on_hold_timer(uv_timer_t *t);
@@ -363,13 +366,16 @@ static void emit(struct stream *s, const unsigned char *data, size_t n, bool fin
     len += n;
     s->ncarry = 0;
     if (ip->ready) {
-        utf8_clean(s, buf, len, final, &s->hold);
+        if (utf8_clean(s, buf, len, final, &s->hold) < 0)
+            osb_warn("code: interpreter %d: output dropped (buffer full)", (int)ip->pid);
         deliver(s, final);
         return;
     }
     if (s->id != 2)
         return;
-    utf8_clean(s, buf, len, true, &ip->startup_err);
+    /* Bounded below its limit by the consume after each read. */
+    if (utf8_clean(s, buf, len, true, &ip->startup_err) < 0)
+        osb_buf_reset(&ip->startup_err);
     if (ip->startup_err.len > STARTUP_STDERR_MAX)
         osb_buf_consume(&ip->startup_err, ip->startup_err.len - STARTUP_STDERR_MAX);
 }
@@ -866,25 +872,31 @@ int osb_interp_start(struct osb_execd *x, enum osb_code_lang lang, const char *c
 
 /* ---- runs ---- */
 
-void osb_interp_run(struct osb_interp *ip, const char *code, size_t len)
+int osb_interp_run(struct osb_interp *ip, const char *code, size_t len, struct osb_err *err)
 {
+    size_t before = ip->ctl_out.len;
+    bool full;
     if (ip->lang == OSB_CODE_BASH) {
         /* bash reads up to a NUL, and a bash string cannot hold one. */
-        osb_buf_add(&ip->ctl_out, code, strnlen(code, len));
-        osb_buf_add(&ip->ctl_out, "", 1);
+        full = osb_buf_add(&ip->ctl_out, code, strnlen(code, len)) < 0 ||
+               osb_buf_add(&ip->ctl_out, "", 1) < 0;
     } else {
         json_t *req = json_object();
         json_object_set_new(req, "code", json_stringn_nocheck(code, len));
         json_object_set_new(req, "sigints", json_integer(ip->sigints));
         size_t n;
         char *s = osb_json_dump(req, &n);
-        osb_buf_add(&ip->ctl_out, s, n);
-        osb_buf_add(&ip->ctl_out, "\n", 1);
+        full = osb_buf_add(&ip->ctl_out, s, n) < 0 || osb_buf_add(&ip->ctl_out, "\n", 1) < 0;
         free(s);
         json_decref(req);
     }
+    if (full) {
+        ip->ctl_out.len = before; /* nothing of this run goes out */
+        return osb_err_set(err, OSB_E_TOOBIG, "the code does not fit the interpreter's queue");
+    }
     ctl_write(ip);
     ctl_update(ip);
+    return 0;
 }
 
 void osb_interp_interrupt(struct osb_interp *ip)

@@ -75,7 +75,8 @@ OSB_MUST_CHECK int osb_interp_start(struct osb_execd *x, enum osb_code_lang lang
                                     const char *cwd, const struct osb_interp_cbs *cbs, void *ud,
                                     struct osb_interp **out, struct osb_err *err);
 /* Send code to run; only after on_ready, one run at a time. */
-void osb_interp_run(struct osb_interp *ip, const char *code, size_t len);
+OSB_MUST_CHECK int osb_interp_run(struct osb_interp *ip, const char *code, size_t len,
+                                  struct osb_err *err);
 /* SIGINT to the interpreter's process group (KeyboardInterrupt). */
 void osb_interp_interrupt(struct osb_interp *ip);
 /* Stop/resume reading program output (backpressure from a slow client). */

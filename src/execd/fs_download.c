@@ -69,8 +69,13 @@ static void finish(struct dl *d)
     osb_http_req_on_close(req, NULL, NULL);
     osb_http_req_on_drain(req, NULL, NULL);
     d->req = NULL;
+    /* A cut body must not look complete. */
+    bool cut = d->line_mode && d->lines.failed;
     dl_free(d);
-    osb_http_end(req);
+    if (cut)
+        osb_http_abort(req);
+    else
+        osb_http_end(req);
 }
 
 static void on_read(uv_fs_t *fs);

@@ -19,8 +19,8 @@ static void open_line(struct osb_fs_lines *l, struct osb_buf *out)
 {
     if (l->opened)
         return;
-    if (l->emitted++ > 0)
-        osb_buf_add(out, "\n", 1);
+    if (l->emitted++ > 0 && osb_buf_add(out, "\n", 1) < 0)
+        l->failed = true;
     l->opened = true;
 }
 
@@ -29,7 +29,8 @@ static void emit(struct osb_fs_lines *l, struct osb_buf *out, const char *d, siz
     if (!selected(l) || n == 0)
         return;
     open_line(l, out);
-    osb_buf_add(out, d, n);
+    if (osb_buf_add(out, d, n) < 0)
+        l->failed = true;
 }
 
 /* Content bytes of the current line (no '\n' among them). A '\r' at the
@@ -52,7 +53,7 @@ static void content(struct osb_fs_lines *l, const char *p, size_t n, bool termin
 bool osb_fs_lines_feed(struct osb_fs_lines *l, const char *data, size_t len, struct osb_buf *out)
 {
     const char *p = data, *end = data + len;
-    while (l->line <= l->last) {
+    while (l->line <= l->last && !l->failed) {
         if (p == end)
             return false;
         const char *nl = memchr(p, '\n', (size_t)(end - p));

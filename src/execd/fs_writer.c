@@ -162,7 +162,12 @@ void osb_fs_writer_write(struct osb_fs_writer *w, int fd, const void *data, size
     if (w->cur_fd != fd)
         flush_cur(w, false);
     w->cur_fd = fd;
-    osb_buf_add(&w->cur, data, len);
+    if (osb_buf_add(&w->cur, data, len) < 0) {
+        /* As a failed write: the owner sees it in osb_fs_writer_error. */
+        w->err = EFBIG;
+        drop_queue(w);
+        return;
+    }
     w->pending += len;
     if (w->cur.len >= BATCH)
         flush_cur(w, false);

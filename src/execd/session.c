@@ -572,16 +572,14 @@ static void run_gone(void *ud)
     run_abort(r);
 }
 
-/* Single-quote s for the shell: ' becomes '\''. */
-static void add_quoted(struct osb_buf *b, const char *s)
+/* Single-quote s for the shell: ' becomes '\''. -1 when b is full. */
+static int add_quoted(struct osb_buf *b, const char *s)
 {
-    osb_buf_add(b, "'", 1);
-    for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
-        osb_buf_add(b, s, (size_t)(q - s));
-        osb_buf_add(b, "'\\''", 4);
-    }
-    osb_buf_adds(b, s);
-    osb_buf_add(b, "'", 1);
+    bool full = osb_buf_add(b, "'", 1) < 0;
+    for (const char *q; (q = strchr(s, '\'')); s = q + 1)
+        full |= osb_buf_add(b, s, (size_t)(q - s)) < 0 || osb_buf_add(b, "'\\''", 4) < 0;
+    full |= osb_buf_adds(b, s) < 0 || osb_buf_add(b, "'", 1) < 0;
+    return full ? -1 : 0;
 }
 
 /* Long commands are read from a file by `eval "$(< file)"`. */
@@ -606,25 +604,23 @@ static int build_wrapper(struct run *r, const char *command, const char *cwd,
 {
     bool bash = strcmp(osb_cmd_shell(), "bash") == 0;
     const char *bi = bash ? "\\builtin" : "\\command";
-    osb_buf_adds(b, "{ ");
-    if (cwd) {
-        osb_buf_addf(b, "%s cd -- ", bi);
-        add_quoted(b, cwd);
-        osb_buf_adds(b, " && ");
-    }
+    bool full = osb_buf_adds(b, "{ ") < 0;
+    if (cwd)
+        full |= osb_buf_addf(b, "%s cd -- ", bi) < 0 || add_quoted(b, cwd) < 0 ||
+                osb_buf_adds(b, " && ") < 0;
     if (strlen(command) > INLINE_COMMAND_MAX) {
         if (script_file(r, command, err) < 0)
             return -1;
         /* bash reads `$(< f)` without a cat process; POSIX sh needs cat. */
-        osb_buf_addf(b, "%s eval \"$(%s ", bi, bash ? "<" : "cat");
-        add_quoted(b, r->script_path);
-        osb_buf_adds(b, ")\"");
+        full |= osb_buf_addf(b, "%s eval \"$(%s ", bi, bash ? "<" : "cat") < 0 ||
+                add_quoted(b, r->script_path) < 0 || osb_buf_adds(b, ")\"") < 0;
     } else {
-        osb_buf_addf(b, "%s eval ", bi);
-        add_quoted(b, command);
+        full |= osb_buf_addf(b, "%s eval ", bi) < 0 || add_quoted(b, command) < 0;
     }
-    osb_buf_addf(b, "\n} 3>&- </dev/null\n%s printf '%%s %%d %%s\\0' %s \"$?\" \"$PWD\" >&3\n",
-                 bi, r->marker);
+    full |= osb_buf_addf(b, "\n} 3>&- </dev/null\n%s printf '%%s %%d %%s\\0' %s \"$?\" \"$PWD\" >&3\n",
+                         bi, r->marker) < 0;
+    if (full)
+        return osb_err_set(err, OSB_E_TOOBIG, "the command does not fit the shell's input");
     return 0;
 }
 
