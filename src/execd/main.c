@@ -385,13 +385,16 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) < 0)
         return 2;
     signal(SIGPIPE, SIG_IGN);
-    /* The one execd context; every module reaches its state through it. */
-    struct osb_execd execd = {.loop = uv_default_loop(), .access_token = o.token};
+    /* The one execd context; every module reaches its state through it.
+     * Static: libuv's exit-time cleanup still walks the loop's handles (the
+     * context holds some) after main returns. */
+    static struct osb_execd execd;
+    execd = (struct osb_execd){.loop = uv_default_loop(), .access_token = o.token};
     osb_execd_raise_nofile(&execd);
     osb_execd_pool_schedule(&execd);
     add_routes(&execd, o.token);
 
-    uv_signal_t sigterm, sigint;
+    static uv_signal_t sigterm, sigint;
     osb_execd_reaper_start(&execd);
     uv_signal_init(execd.loop, &sigterm);
     uv_signal_init(execd.loop, &sigint);
