@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/random.h"
+#include "server/api_egress.h"
 #include "server/server.h"
 #include "server/snapshots.h"
 #include "server/timefmt.h"
@@ -75,7 +76,7 @@ struct osb_sbx *osb_api_find(struct osb_server *srv, struct osb_http_req *req)
     const char *id = osb_http_req_param(req, "id");
     struct osb_sbx *s = id ? osb_reg_get(srv->reg, id) : NULL;
     if (!s)
-        osb_http_respond_error(req, 404, "SANDBOX::NOT_FOUND", "Sandbox %s not found.",
+        osb_apierr_reply(req, "SANDBOX::NOT_FOUND", "Sandbox %s not found.",
                                id ? id : "");
     return s;
 }
@@ -87,7 +88,7 @@ json_t *osb_api_body(struct osb_http_req *req, bool allow_empty)
     json_t *j;
     struct osb_err err = {0};
     if (osb_json_parse(body, len, allow_empty, &j, &err) < 0) {
-        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PARAMETER", "request body: %s", err.msg);
+        osb_apierr_reply(req, "SANDBOX::INVALID_PARAMETER", "request body: %s", err.msg);
         return NULL;
     }
     return j ? j : json_object();
@@ -104,7 +105,7 @@ int osb_api_query_int(struct osb_http_req *req, const char *name, long lo, long 
     errno = 0;
     long x = strtol(v, &end, 10);
     if (!*v || *end || errno || x < lo || x > hi) {
-        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PARAMETER",
+        osb_apierr_reply(req, "SANDBOX::INVALID_PARAMETER",
                                "query parameter '%s' must be an integer in %ld..%ld", name, lo, hi);
         return -1;
     }
@@ -207,13 +208,13 @@ static bool hook(struct osb_http_req *req, void *ud)
         return true;
     const char *key = osb_http_req_header(req, API_KEY_HEADER);
     if (!key || !*key) {
-        osb_http_respond_error(req, 401, "MISSING_API_KEY",
+        osb_apierr_reply(req, "MISSING_API_KEY",
                                "Authentication credentials are missing. Provide API key via "
                                "OPEN-SANDBOX-API-KEY header.");
         return false;
     }
     if (!osb_secret_eq(key, srv->api_key)) {
-        osb_http_respond_error(req, 401, "INVALID_API_KEY",
+        osb_apierr_reply(req, "INVALID_API_KEY",
                                "Authentication credentials are invalid. Check your API key and "
                                "try again.");
         return false;
@@ -224,23 +225,22 @@ static bool hook(struct osb_http_req *req, void *ud)
 static void h_fallback(struct osb_http_req *req, void *ud)
 {
     (void)ud;
-    osb_http_respond_error(req, 404, "GENERAL::NOT_FOUND", "No route for %s %s.",
+    osb_apierr_reply(req, "GENERAL::NOT_FOUND", "No route for %s %s.",
                            osb_http_req_method(req), osb_http_req_path(req));
 }
 
 /* ------------------------------------------------------- registration */
 
-/* Patterns built for the /v1 copies; they live as long as the process. */
-static char **v1_patterns;
-static size_t n_v1_patterns;
-
+/* The patterns built for the /v1 copies live in srv as long as the process
+ * (the HTTP server keeps pointers to them). */
 static void add_table(struct osb_server *srv, const struct osb_http_route *t, size_t n)
 {
     struct osb_http_route *r = osb_xcalloc(2 * n, sizeof *r);
-    v1_patterns = osb_xrealloc(v1_patterns, (n_v1_patterns + n) * sizeof *v1_patterns);
+    srv->v1_patterns =
+        osb_xrealloc(srv->v1_patterns, (srv->n_v1_patterns + n) * sizeof *srv->v1_patterns);
     for (size_t i = 0; i < n; i++) {
         char *p = osb_xasprintf("/v1%s", t[i].pattern);
-        v1_patterns[n_v1_patterns++] = p;
+        srv->v1_patterns[srv->n_v1_patterns++] = p;
         r[2 * i] = t[i];
         r[2 * i].pattern = p;
         r[2 * i].ud = srv;
@@ -258,6 +258,7 @@ void osb_api_register(struct osb_server *srv)
     osb_http_server_set_invalid_code(srv->http, "SANDBOX::INVALID_PARAMETER");
     add_table(srv, osb_api_sandbox_routes, osb_api_sandbox_nroutes);
     add_table(srv, osb_api_diag_routes, osb_api_diag_nroutes);
+    add_table(srv, osb_api_egress_routes, osb_api_egress_nroutes); /* before the proxy's :port */
     add_table(srv, osb_api_proxy_routes, osb_api_proxy_nroutes);
     add_table(srv, osb_api_snapshot_routes, osb_api_snapshot_nroutes);
     add_table(srv, osb_api_misc_routes, osb_api_misc_nroutes);
