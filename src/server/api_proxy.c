@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/xalloc.h"
 #include "server/network.h"
 #include "server/server.h"
@@ -104,7 +105,9 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
      * headers on every request, and an app on another port must never see
      * it (the proxy adds it for the hop through execd itself). The egress
      * API's endpoint carries the policy token. */
-    const char *egress = json_string_value(json_object_get(s->spec, "egressToken"));
+    const char *egress = NULL;
+    if (osb_json_str(s->spec, "egressToken", false, &egress, NULL) < 0)
+        egress = NULL;
     json_t *j = port == EXECD_PORT
                     ? json_pack("{s:s,s:{s:s}}", "endpoint", ep, "headers",
                                 "X-EXECD-ACCESS-TOKEN", s->token)

@@ -17,6 +17,7 @@
 
 #include "common/cleanup.h"
 #include "common/fsutil.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -424,17 +425,35 @@ void osb_vol_ensure(struct osb_server *srv, struct osb_create_spec *spec, osb_vo
 /* Whether record s names claim among its volumes (and, with want_delete,
  * made it and asks for it to go with the sandbox: a claim that existed
  * before is never removed). */
+/* The claim a recorded volume names (NULL: none); *pvc its pvc object. */
+static const char *record_claim(json_t *v, json_t **pvc)
+{
+    const char *c = NULL;
+    *pvc = NULL;
+    if (osb_json_obj(v, "pvc", false, pvc, NULL) <= 0 ||
+        osb_json_str(*pvc, "claimName", false, &c, NULL) <= 0)
+        return NULL;
+    return c;
+}
+
+static bool record_flag(json_t *pvc, const char *key)
+{
+    bool b = false;
+    return osb_json_bool(pvc, key, false, &b, NULL) > 0 && b;
+}
+
 static bool uses_claim(const struct osb_sbx *s, const char *claim, bool want_delete)
 {
+    json_t *vols = NULL, *v, *pvc;
     size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(s->spec, "volumes"), i, v)
+    if (osb_json_array(s->spec, "volumes", false, &vols, NULL) <= 0)
+        return false;
+    json_array_foreach(vols, i, v)
     {
-        json_t *pvc = json_object_get(v, "pvc");
-        const char *c = json_string_value(json_object_get(pvc, "claimName"));
+        const char *c = record_claim(v, &pvc);
         if (c && strcmp(c, claim) == 0 &&
-            (!want_delete || (json_is_true(json_object_get(pvc, "deleteOnSandboxTermination")) &&
-                              json_is_true(json_object_get(pvc, "autoCreated")))))
+            (!want_delete || (record_flag(pvc, "deleteOnSandboxTermination") &&
+                              record_flag(pvc, "autoCreated"))))
             return true;
     }
     return false;
@@ -456,12 +475,13 @@ static bool claim_in_use(struct osb_server *srv, const struct osb_sbx *self, con
 
 void osb_vol_release(struct osb_server *srv, const struct osb_sbx *s)
 {
+    json_t *vols = NULL, *v, *pvc;
     size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(s->spec, "volumes"), i, v)
+    if (osb_json_array(s->spec, "volumes", false, &vols, NULL) <= 0)
+        return;
+    json_array_foreach(vols, i, v)
     {
-        const char *claim = json_string_value(json_object_get(json_object_get(v, "pvc"),
-                                                              "claimName"));
+        const char *claim = record_claim(v, &pvc);
         if (!claim || !uses_claim(s, claim, true) || claim_in_use(srv, s, claim))
             continue;
         if (find_job(srv, claim)) {

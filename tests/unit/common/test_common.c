@@ -92,6 +92,12 @@ static void test_json(void)
     IS_STR(e.msg, "field 'x' is required", "required object message");
     IS_INT(osb_json_obj(j, "s", false, &o, &e), -1, "string as object fails");
     IS_STR(e.msg, "field 's' must be an object", "object type message names field");
+    IS_INT(osb_json_array(j, "m", false, &o, &e), -1, "object as array fails");
+    IS_STR(e.msg, "field 'm' must be an array", "array type message names field");
+    json_t *arr = json_pack("{s:[i]}", "a", 1);
+    IS_INT(osb_json_array(arr, "a", true, &o, &e), 1, "array present");
+    OK(o == json_object_get(arr, "a"), "array borrowed from its parent");
+    json_decref(arr);
     json_decref(j);
 
     j = json_pack("{s:s,s:i}", "t", "<a&b>", "n", 1);
