@@ -77,7 +77,7 @@ struct osb_sbx *osb_api_find(struct osb_server *srv, struct osb_http_req *req)
     struct osb_sbx *s = id ? osb_reg_get(srv->reg, id) : NULL;
     if (!s)
         osb_apierr_reply(req, "SANDBOX::NOT_FOUND", "Sandbox %s not found.",
-                               id ? id : "");
+                         id ? id : "");
     return s;
 }
 
@@ -106,7 +106,7 @@ int osb_api_query_int(struct osb_http_req *req, const char *name, long lo, long 
     long x = strtol(v, &end, 10);
     if (!*v || *end || errno || x < lo || x > hi) {
         osb_apierr_reply(req, "SANDBOX::INVALID_PARAMETER",
-                               "query parameter '%s' must be an integer in %ld..%ld", name, lo, hi);
+                         "query parameter '%s' must be an integer in %ld..%ld", name, lo, hi);
         return -1;
     }
     *out = x;
@@ -209,14 +209,14 @@ static bool hook(struct osb_http_req *req, void *ud)
     const char *key = osb_http_req_header(req, API_KEY_HEADER);
     if (!key || !*key) {
         osb_apierr_reply(req, "MISSING_API_KEY",
-                               "Authentication credentials are missing. Provide API key via "
-                               "OPEN-SANDBOX-API-KEY header.");
+                         "Authentication credentials are missing. Provide API key via "
+                         "OPEN-SANDBOX-API-KEY header.");
         return false;
     }
     if (!osb_secret_eq(key, srv->api_key)) {
         osb_apierr_reply(req, "INVALID_API_KEY",
-                               "Authentication credentials are invalid. Check your API key and "
-                               "try again.");
+                         "Authentication credentials are invalid. Check your API key and "
+                         "try again.");
         return false;
     }
     return true;
@@ -226,7 +226,7 @@ static void h_fallback(struct osb_http_req *req, void *ud)
 {
     (void)ud;
     osb_apierr_reply(req, "GENERAL::NOT_FOUND", "No route for %s %s.",
-                           osb_http_req_method(req), osb_http_req_path(req));
+                     osb_http_req_method(req), osb_http_req_path(req));
 }
 
 /* ------------------------------------------------------- registration */

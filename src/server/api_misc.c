@@ -21,7 +21,7 @@ static void h_pools(struct osb_http_req *req, void *ud)
 {
     (void)ud;
     osb_apierr_reply(req, "KUBERNETES::POOL_NOT_SUPPORTED",
-                           "Pool management is only available when runtime.type is 'kubernetes'.");
+                     "Pool management is only available when runtime.type is 'kubernetes'.");
 }
 
 const struct osb_http_route osb_api_misc_routes[] = {

@@ -77,21 +77,21 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
     long port = parse_port(ps);
     if (port < 0) {
         osb_apierr_reply(req, "SANDBOX::INVALID_PORT",
-                               "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
+                         "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
         return;
     }
     /* An ended sandbox has nothing to reach: SDKs ask for the endpoint
      * right after the create, so the reason surfaces there at once. */
     if (s->state == OSB_ST_TERMINATED || s->state == OSB_ST_FAILED) {
         osb_apierr_reply(req, "SANDBOX::NOT_RUNNING",
-                               "Sandbox %s is %s (%s: %s); it has no endpoints.", s->id,
-                               osb_state_name(s->state), s->reason ? s->reason : "-",
-                               s->message ? s->message : "");
+                         "Sandbox %s is %s (%s: %s); it has no endpoints.", s->id,
+                         osb_state_name(s->state), s->reason ? s->reason : "-",
+                         s->message ? s->message : "");
         return;
     }
     if (osb_http_req_query(req, "expires")) {
         osb_apierr_reply(req, "SANDBOX::API_NOT_SUPPORTED",
-                               "Signed endpoint routes ('expires') are not supported by this server.");
+                         "Signed endpoint routes ('expires') are not supported by this server.");
         return;
     }
     char *host = endpoint_host(srv, req);
@@ -140,7 +140,7 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     long port = parse_port(ps);
     if (port < 0) {
         osb_apierr_reply(req, "SANDBOX::INVALID_PORT",
-                               "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
+                         "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
         return;
     }
     struct osb_sbx *s = osb_api_find(srv, req);
@@ -148,14 +148,14 @@ static void h_proxy(struct osb_http_req *req, void *ud)
         return;
     if (rest && dotdot(rest)) {
         osb_apierr_reply(req, "SANDBOX::INVALID_PARAMETER",
-                               "proxy path must not contain '..' segments");
+                         "proxy path must not contain '..' segments");
         return;
     }
     if (s->state != OSB_ST_RUNNING || s->op || !s->has_handle) {
         osb_apierr_reply(req, "SANDBOX::NOT_RUNNING",
-                               "Sandbox %s is %s (%s: %s); the proxy reaches running sandboxes "
-                               "only.", s->id, osb_state_name(s->state),
-                               s->reason ? s->reason : "-", s->message ? s->message : "");
+                         "Sandbox %s is %s (%s: %s); the proxy reaches running sandboxes "
+                         "only.", s->id, osb_state_name(s->state),
+                         s->reason ? s->reason : "-", s->message ? s->message : "");
         return;
     }
     const char *t = osb_http_req_target(req), *q = strchr(t, '?');

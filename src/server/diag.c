@@ -175,9 +175,9 @@ static const char *get_scope(struct osb_http_req *req, bool *bad)
     *bad = false;
     if (scope && !scope_known(scope)) {
         osb_apierr_reply(req, "DIAGNOSTICS::INVALID_SCOPE",
-                               "query parameter 'scope' must be one of container, lifecycle, "
-                               "runtime, network, process, all (got '%s')",
-                               scope);
+                         "query parameter 'scope' must be one of container, lifecycle, "
+                         "runtime, network, process, all (got '%s')",
+                         scope);
         *bad = true;
     }
     return scope;

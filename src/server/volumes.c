@@ -55,16 +55,16 @@ static int resolve_error(const struct osb_volume *v, size_t i, const char *what,
     int en = errno;
     if (en == EXDEV || en == ELOOP)
         return osb_apierr(e, NOT_ALLOWED,
-                              "field 'volumes[%zu].%s': '%s' leads outside '%s' through a symlink "
-                              "(volume '%s')",
-                              i, what, rel, base, v->name);
+                          "field 'volumes[%zu].%s': '%s' leads outside '%s' through a symlink "
+                          "(volume '%s')",
+                          i, what, rel, base, v->name);
     if (en == ENOENT || en == ENOTDIR)
         return osb_apierr(e, NOT_FOUND,
-                              "field 'volumes[%zu].%s': '%s' does not exist in '%s' (volume '%s')",
-                              i, what, rel, base, v->name);
+                          "field 'volumes[%zu].%s': '%s' does not exist in '%s' (volume '%s')",
+                          i, what, rel, base, v->name);
     return osb_apierr(e, BAD, "field 'volumes[%zu].%s': cannot open '%s' in '%s' (volume "
-                          "'%s'): %s",
-                          i, what, rel, base, v->name, strerror(en));
+                      "'%s'): %s",
+                      i, what, rel, base, v->name, strerror(en));
 }
 
 static int check_kind(int fd, const struct osb_volume *v, size_t i, struct osb_apierr *e)
@@ -73,8 +73,8 @@ static int check_kind(int fd, const struct osb_volume *v, size_t i, struct osb_a
     if (fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
         return 0;
     return osb_apierr(e, BAD,
-                          "field 'volumes[%zu]': volume '%s' must be a directory or a regular file",
-                          i, v->name);
+                      "field 'volumes[%zu]': volume '%s' must be a directory or a regular file",
+                      i, v->name);
 }
 
 static int prepare_host(const struct osb_config *cfg, struct osb_volume *v, size_t i,
@@ -82,23 +82,23 @@ static int prepare_host(const struct osb_config *cfg, struct osb_volume *v, size
 {
     if (!cfg->storage.allowed_host_paths || !cfg->storage.allowed_host_paths[0])
         return osb_apierr(e, NOT_ALLOWED,
-                              "field 'volumes[%zu].host.path': host volumes are disabled on this "
-                              "server ([storage] allowed_host_paths is empty)",
-                              i);
+                          "field 'volumes[%zu].host.path': host volumes are disabled on this "
+                          "server ([storage] allowed_host_paths is empty)",
+                          i);
     const char *root = allowed_root(cfg, v->host_path);
     if (!root)
         return osb_apierr(e, NOT_ALLOWED,
-                              "field 'volumes[%zu].host.path': '%s' is not under any of [storage] "
-                              "allowed_host_paths",
-                              i, v->host_path);
+                          "field 'volumes[%zu].host.path': '%s' is not under any of [storage] "
+                          "allowed_host_paths",
+                          i, v->host_path);
     const char *rel = v->host_path + strlen(root);
     rel += *rel == '/';
     _cleanup_close_ int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rfd < 0)
         return osb_apierr(e, NOT_FOUND,
-                              "field 'volumes[%zu].host.path': the allowed root '%s' is not a "
-                              "directory on this host: %s",
-                              i, root, strerror(errno));
+                          "field 'volumes[%zu].host.path': the allowed root '%s' is not a "
+                          "directory on this host: %s",
+                          i, root, strerror(errno));
     _cleanup_close_ int fd = osb_open_beneath(rfd, rel, O_PATH, NULL);
     if (fd < 0)
         return resolve_error(v, i, "host.path", *rel ? rel : ".", root, e);
@@ -125,13 +125,13 @@ static int open_claim(const struct osb_config *cfg, struct osb_volume *v, size_t
     osb_claim_probe(cfg->storage.volumes_dir, v->pvc.claim, &ci);
     if (ci.kind == OSB_CLAIM_ABSENT && !v->pvc.create)
         return osb_apierr(e, "VOLUME::NOT_FOUND",
-                              "field 'volumes[%zu].pvc': volume '%s' does not exist and "
-                              "createIfNotExists is false",
-                              i, v->pvc.claim);
+                          "field 'volumes[%zu].pvc': volume '%s' does not exist and "
+                          "createIfNotExists is false",
+                          i, v->pvc.claim);
     if (ci.kind == OSB_CLAIM_ABSENT || (ci.kind == OSB_CLAIM_IMAGE && !ci.mounted))
         return osb_apierr(e, "VOLUME::NOT_READY",
-                              "volume '%s': claim '%s' is not ready (it was not made or mounted)",
-                              v->name, v->pvc.claim);
+                          "volume '%s': claim '%s' is not ready (it was not made or mounted)",
+                          v->name, v->pvc.claim);
     if (ci.kind == OSB_CLAIM_PLAIN)
         osb_warn("volume claim %s is a plain directory made by an older server: it has no size "
                  "limit",
@@ -275,20 +275,20 @@ static int check_size(struct osb_server *srv, const struct osb_volume *v, size_t
     const char *what = v->pvc.storage ? v->pvc.storage : "the default size";
     if (want > cfg->storage.volume_max_bytes)
         return osb_apierr(e, "VOLUME::INVALID_SIZE",
-                              "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is above this "
-                              "server's largest claim, %lld bytes ([storage] volume_max_size)",
-                              i, what, (long long)want, (long long)cfg->storage.volume_max_bytes);
+                          "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is above this "
+                          "server's largest claim, %lld bytes ([storage] volume_max_size)",
+                          i, what, (long long)want, (long long)cfg->storage.volume_max_bytes);
     int64_t avail = free_bytes(cfg->storage.volumes_dir);
     if (*promised < 0)
         *promised = promised_bytes(srv);
     if (want > avail - *promised)
         return osb_apierr(e, "VOLUME::INVALID_SIZE",
-                              "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is more than the "
-                              "%lld bytes free where claims are kept (%lld free, %lld of them "
-                              "promised to other claims, which are sparse)",
-                              i, what, (long long)want,
-                              (long long)(avail > *promised ? avail - *promised : 0),
-                              (long long)avail, (long long)*promised);
+                          "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is more than the "
+                          "%lld bytes free where claims are kept (%lld free, %lld of them "
+                          "promised to other claims, which are sparse)",
+                          i, what, (long long)want,
+                          (long long)(avail > *promised ? avail - *promised : 0),
+                          (long long)avail, (long long)*promised);
     *promised += want;
     return 0;
 }
@@ -368,7 +368,7 @@ static void job_done(uv_work_t *w, int status)
         if (j->rc < 0 && !g->failed) {
             g->failed = true;
             osb_apierr(&g->e, "VOLUME::CREATE_FAILED", "volume claim '%s': %s",
-                           j->claim, j->err.msg);
+                       j->claim, j->err.msg);
         }
         group_done(g);
     }
