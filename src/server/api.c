@@ -37,18 +37,27 @@ json_t *osb_api_pagination(long page, long size, size_t total)
                      (json_int_t)pages, "hasNextPage", page < pages);
 }
 
+/* A field of the record (the store's own JSON) of the given kind, or NULL. */
+static json_t *record_field(json_t *spec, const char *key, bool array)
+{
+    json_t *v = NULL;
+    int r = array ? osb_json_array(spec, key, false, &v, NULL)
+                  : osb_json_obj(spec, key, false, &v, NULL);
+    return r > 0 ? v : NULL;
+}
+
 json_t *osb_api_sandbox_json(const struct osb_sbx *s, bool full)
 {
     char created[OSB_TIMEFMT_LEN], trans[OSB_TIMEFMT_LEN];
     osb_timefmt_us(s->created_us, created);
     osb_timefmt_us(s->transition_us, trans);
     json_t *j = json_pack("{s:s}", "id", s->id);
-    json_t *img = json_object_get(s->spec, "image");
+    json_t *img = record_field(s->spec, "image", false);
     if (full && img)
         json_object_set(j, "image", img);
-    json_t *snap = json_object_get(s->spec, "snapshotId");
-    if (full && snap)
-        json_object_set(j, "snapshotId", snap);
+    const char *snap = NULL;
+    if (full && osb_json_str(s->spec, "snapshotId", false, &snap, NULL) > 0)
+        json_object_set_new(j, "snapshotId", json_string(snap));
     json_t *st = json_pack("{s:s}", "state", osb_state_name(s->state));
     if (s->reason)
         json_object_set_new(st, "reason", json_string(s->reason));
@@ -57,9 +66,9 @@ json_t *osb_api_sandbox_json(const struct osb_sbx *s, bool full)
     json_object_set_new(st, "lastTransitionAt", json_string(trans));
     json_object_set_new(j, "status", st);
     json_object_set(j, "metadata", s->metadata);
-    json_t *ep = json_object_get(s->spec, "entrypoint");
+    json_t *ep = record_field(s->spec, "entrypoint", true);
     json_object_set_new(j, "entrypoint", ep ? json_incref(ep) : json_array());
-    json_t *plat = json_object_get(s->spec, "platform");
+    json_t *plat = record_field(s->spec, "platform", false);
     if (plat)
         json_object_set(j, "platform", plat);
     if (s->expires_us) {
