@@ -34,9 +34,9 @@ int osb_apierr_from_err(struct osb_apierr *e, const struct osb_err *err, const c
 /* Answers req at once with the error of key (osb_apierr + osb_apierr_respond). */
 void osb_apierr_reply(struct osb_http_req *req, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* The older form with a status chosen by the caller; a status that differs
- * from the table's is logged (the table is the contract). New code calls
- * osb_apierr. Returns -1. */
+/* The older form with a status chosen by the caller; a status no row of
+ * the code gives (its "#reason" rows included) is logged: the table is the
+ * contract. New code calls osb_apierr. Returns -1. */
 int osb_apierr_set(struct osb_apierr *e, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Answers {"code","message"} with e's status. */

@@ -46,6 +46,8 @@ static void test_from_err(void)
     osb_apierr_set(&e, 409, "SANDBOX::NOT_RUNNING", "old form");
     IS_INT(e.status, 409, "osb_apierr_set keeps working");
     IS_STR(e.code, "SANDBOX::NOT_RUNNING", "with its code");
+    osb_apierr_set(&e, 409, "SANDBOX::INVALID_EXPIRATION", "no expiry");
+    IS_INT(e.status, 409, "the old form may name a status of a #reason row");
 }
 
 int main(void)
