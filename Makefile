@@ -191,7 +191,11 @@ banned-check:
 # only changed files are analyzed again. Any report fails (the log is kept
 # next to the stamp). Build with the project's own flags and warnings.
 ANALYZE_SRC := $(sort $(shell find src -name '*.c'))
-ANALYZE_FLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -Isrc
+# deadcode.DeadStores is off: it does not see that the cleanup attribute
+# (_cleanup_free_, _cleanup_close_) reads a variable, so it reports every
+# `fd = -1` that hands ownership on; the compiler's -Wunused-but-set-variable
+# still catches the real dead stores. (err.h explains __clang_analyzer__.)
+ANALYZE_FLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -Isrc -Xanalyzer -analyzer-disable-checker=deadcode.DeadStores
 analyze: $(patsubst %.c,build/analyze/%.ok,$(ANALYZE_SRC))
 	@echo "analyze: $(words $(ANALYZE_SRC)) files, no report"
 build/analyze/%.ok: %.c | $(TEST_DEPS_STAMP)
