@@ -214,7 +214,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR := $(PREFIX)/bin
 DOCDIR := $(PREFIX)/share/doc/opensandbox
-INSTALL_DOCS := README.md $(wildcard docs/*.md)
+INSTALL_DOCS := README.md $(filter-out docs/README.md,$(wildcard docs/*.md))
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)
 	install -m 0755 $(BINS) $(DESTDIR)$(BINDIR)/
