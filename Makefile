@@ -1,9 +1,12 @@
 # OpenSandbox in C: one non-recursive GNU make.
-#   make          build everything into build/bin/
-#   make test     build and run every suite; ends with "N passed, N failed"
-#   make check    the same suites under ASan+UBSan (build/san/)
+#   make          build everything into build/bin/ (needs only the build dependencies)
+#   make test     format-check and banned-check, then build and run every suite;
+#                 ends with "N passed, N failed"
+#   make check    analyze, then the same suites under ASan+UBSan (build/san/)
 #   make bench    run bench/
 #   make fuzz     build the libFuzzer targets (clang) into build/fuzz/
+#   make install  the three programs into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local)
+#   make format / format-check / analyze / banned-check: the code habits (see docs/)
 .SUFFIXES:
 .DELETE_ON_ERROR:
 SHELL := /bin/bash
@@ -63,9 +66,12 @@ UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
 
-DEPS_STAMP := build/.deps-ok
+# `make` installs what compiling needs; the test targets add the test tools.
+DEPS_STAMP := build/.deps-build-ok
+TEST_DEPS_STAMP := build/.deps-test-ok
 
-.PHONY: all test check bench fuzz clean deps
+.PHONY: all test test-build check bench fuzz clean deps test-deps install
+.PHONY: format format-check analyze banned-check
 BINS := $(BUILD)/bin/execd
 ifneq ($(wildcard src/runtime/init/main.c),)
 BINS += $(BUILD)/bin/osb-sandbox-init
@@ -76,9 +82,13 @@ endif
 all: $(BINS)
 
 $(DEPS_STAMP): scripts/install-deps.sh
-	@./scripts/install-deps.sh
+	@./scripts/install-deps.sh build
+	@mkdir -p $(@D) && touch $@
+$(TEST_DEPS_STAMP): scripts/install-deps.sh
+	@./scripts/install-deps.sh test
 	@mkdir -p $(@D) && touch $@
 deps: $(DEPS_STAMP)
+test-deps: $(TEST_DEPS_STAMP)
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -147,14 +157,68 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c | $(DEPS_STAMP)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $<
 
-test: all $(UNIT_BIN) $(HELPER_BIN) fuzz
+# The static checks come first, so unformatted code fails before the long run.
+test: | $(TEST_DEPS_STAMP)
+	@$(MAKE) --no-print-directory format-check banned-check
+	@$(MAKE) --no-print-directory test-build
 	@BUILD=$(BUILD) ./tests/run.sh
+test-build: all $(UNIT_BIN) $(HELPER_BIN) fuzz
 
-check:
+check: | $(TEST_DEPS_STAMP)
+	@$(MAKE) --no-print-directory analyze
 	@$(MAKE) --no-print-directory SAN=1 test
 
-bench: all
+bench: all | $(TEST_DEPS_STAMP)
 	@BUILD=$(BUILD) ./bench/run.sh
+
+# ---- code habits ----
+# clang-format with the checked-in .clang-format; `make format` rewrites.
+FORMAT_FILES = $(shell find src fuzz tests/unit tests/helpers -name '*.[ch]' 2>/dev/null | sort)
+format-check: | $(TEST_DEPS_STAMP)
+	@out=$$(clang-format --style=file --dry-run --Werror $(FORMAT_FILES) 2>&1); rc=$$?; \
+	bad=$$(echo "$$out" | sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' | sort -u); \
+	if [ -n "$$bad" ]; then \
+	    echo "format-check: $$(echo "$$bad" | wc -l) file(s) differ from .clang-format (make format rewrites them):"; \
+	    echo "$$bad" | sed 's/^/  /'; exit 1; \
+	elif [ $$rc != 0 ]; then echo "$$out" | head -20; exit 1; fi
+format: | $(TEST_DEPS_STAMP)
+	$(Q)clang-format --style=file -i $(FORMAT_FILES)
+
+banned-check:
+	@/usr/bin/python3 scripts/check-banned.py
+
+# The clang static analyzer over every source, one stamp per file so that
+# only changed files are analyzed again. Any report fails (the log is kept
+# next to the stamp). Build with the project's own flags and warnings.
+ANALYZE_SRC := $(sort $(shell find src -name '*.c'))
+# deadcode.DeadStores is off: it does not see that the cleanup attribute
+# (_cleanup_free_, _cleanup_close_) reads a variable, so it reports every
+# `fd = -1` that hands ownership on; the compiler's -Wunused-but-set-variable
+# still catches the real dead stores. (err.h explains __clang_analyzer__.)
+ANALYZE_FLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -Isrc -Xanalyzer -analyzer-disable-checker=deadcode.DeadStores
+analyze: $(patsubst %.c,build/analyze/%.ok,$(ANALYZE_SRC))
+	@echo "analyze: $(words $(ANALYZE_SRC)) files, no report"
+build/analyze/%.ok: %.c | $(TEST_DEPS_STAMP)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  ANALYZE $<")
+	$(Q)clang --analyze -Xanalyzer -analyzer-output=text $(ANALYZE_FLAGS) -MMD -MP -MF $(@:.ok=.d) -MT $@ \
+	    $< -o /dev/null >$(@:.ok=.log) 2>&1 || { cat $(@:.ok=.log); exit 1; }
+	@if grep -q 'warning:' $(@:.ok=.log); then cat $(@:.ok=.log); exit 1; fi
+	@touch $@
+
+# ---- install ----
+# The server looks for execd and osb-sandbox-init next to its own binary
+# (runtime.execd_path / runtime.init_path in the config), so all three go
+# to one directory.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR := $(PREFIX)/bin
+DOCDIR := $(PREFIX)/share/doc/opensandbox
+INSTALL_DOCS := README.md $(filter-out docs/README.md,$(wildcard docs/*.md))
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)
+	install -m 0755 $(BINS) $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)/
 
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_LIB_SRC := $(COMMON_SRC) $(HTTP_SRC)
@@ -164,7 +228,7 @@ fuzz: $(patsubst fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 build/fuzz/fuzz_policy: $(wildcard src/net/policy.[ch])
 build/fuzz/fuzz_dns: $(wildcard src/net/dnsmsg.[ch])
 build/fuzz/fuzz_create_spec: $(wildcard src/server/spec.[ch] src/server/apierr.[ch] src/net/policy.[ch])
-build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) | $(DEPS_STAMP)
+build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) | $(TEST_DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) -o $@ $(filter-out src/net/% src/server/%,$^) $(TEST_LIBS)
@@ -172,4 +236,4 @@ build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) | $(DEPS_STAMP)
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj build/analyze -name '*.d' 2>/dev/null)

@@ -4,6 +4,7 @@
  * question parses back to the same name. The source is included directly:
  * the fuzz build links only src/common and src/http. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -51,7 +52,7 @@ static void as_answer(const uint8_t *data, size_t size)
     if (size >= OSB_DNS_HEADER_LEN) {
         struct osb_dns_query q = {.id = (uint16_t)(data[0] << 8 | data[1]), .qtype = 1,
                                   .qclass = 1};
-        strcpy(q.name, "allowed.test");
+        snprintf(q.name, sizeof q.name, "allowed.test");
         (void)osb_dns_check_response(data, size, &q);
     }
     char name[OSB_DNS_NAME_TEXT];

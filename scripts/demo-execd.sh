@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/bin/execd ] || make
+./scripts/install-deps.sh demo # curl
 PORT=${PORT:-44772}
 build/bin/execd --listen 127.0.0.1 --port "$PORT" 2>/tmp/execd-demo.log &
 pid=$!

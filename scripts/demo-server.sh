@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/bin/opensandbox-server ] || make
+./scripts/install-deps.sh demo # node and npm for the SDK, python3, curl
 if [ ! -f tests/sdk/node_modules/@alibaba-group/opensandbox/package.json ]; then
     echo "== installing the official JS SDK (npm ci in tests/sdk)"
     (cd tests/sdk && npm ci --no-audit --no-fund --loglevel=error)

@@ -1,17 +1,36 @@
 #!/bin/sh
-# Installs every build and test dependency with apt-get. Idempotent: does
-# nothing (and needs no network) when everything is already present.
+# Installs dependencies with apt-get: `build` (default) what `make` needs to
+# compile and link the three programs; `demo` what scripts/demo-*.sh need on
+# top (curl, python3, Node.js); `test` what `make test`, `make check` and
+# `make bench` need on top (the fuzz compiler, the format and analyzer
+# tools, the images, registry and network tools the integration tests drive,
+# the language runtimes of the code-context tests, Node.js for tests/sdk).
+# Idempotent: does nothing (and needs no network) when everything is present.
+# The SDK itself comes from npm (tests/sdk/test_sdk.sh runs `npm ci`).
 set -eu
 
-PKGS="build-essential make pkg-config clang libclang-rt-14-dev
+BUILD_PKGS="build-essential make pkg-config
 libuv1-dev libhttp-parser-dev libjansson-dev
 libcurl4-openssl-dev libsqlite3-dev libssl-dev libseccomp-dev libcap-dev
-libnftnl-dev libmnl-dev libarchive-dev zlib1g-dev libzstd-dev
+libnftnl-dev libmnl-dev libarchive-dev zlib1g-dev libzstd-dev"
+TEST_PKGS="clang libclang-rt-14-dev clang-format clang-tools
 python3 python3-yaml busybox-static util-linux procps file curl
 docker-registry apache2-utils zstd iperf3 nftables iproute2 conntrack e2fsprogs
 default-jdk-headless golang-go node-typescript"
-# Node.js (any source: Debian's nodejs+npm or a preinstalled one) runs tests/sdk.
-command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
+
+# Node.js (any source: Debian's nodejs+npm or a preinstalled one) runs the SDK.
+NODE_PKGS=""
+command -v npm >/dev/null 2>&1 || NODE_PKGS="nodejs npm"
+
+case "${1:-build}" in
+build) PKGS=$BUILD_PKGS ;;
+demo) PKGS="$BUILD_PKGS python3 curl $NODE_PKGS" ;;
+test) PKGS="$BUILD_PKGS $TEST_PKGS $NODE_PKGS" ;;
+*)
+    echo "usage: $0 [build|demo|test]" >&2
+    exit 2
+    ;;
+esac
 
 missing=""
 for p in $PKGS; do

@@ -1,3 +1,4 @@
+#define OSB_ERR_DEFINING /* err.h: the real functions, not the analyzer's view */
 #include "common/err.h"
 
 #include <errno.h>

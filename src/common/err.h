@@ -41,4 +41,13 @@ void osb_err_clear(struct osb_err *err);
 /* The HTTP status an error code maps to. */
 int osb_err_http_status(const struct osb_err *err);
 
+/* The static analyzer reads one file at a time, so it cannot know that these
+ * return -1 and follows impossible "succeeded" paths after
+ * `return osb_err_set(...)`. Only its build sees the -1 spelled out. */
+#if defined(__clang_analyzer__) && !defined(OSB_ERR_DEFINING)
+#define osb_err_set(...) ({ (void)osb_err_set(__VA_ARGS__); -1; })
+#define osb_err_sys(...) ({ (void)osb_err_sys(__VA_ARGS__); -1; })
+#define osb_err_wrap(...) ({ (void)osb_err_wrap(__VA_ARGS__); -1; })
+#endif
+
 #endif

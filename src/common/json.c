@@ -198,7 +198,7 @@ char *osb_json_dump(const json_t *j, size_t *len)
     char *o = osb_xmalloc(n + extra + 1), *p = o;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '<' || s[i] == '>' || s[i] == '&') {
-            p += sprintf(p, "\\u%04x", (unsigned)s[i]);
+            p += snprintf(p, 7, "\\u%04x", (unsigned)s[i]);
         } else {
             *p++ = s[i];
         }

@@ -31,7 +31,7 @@ void osb_time_rfc3339(const struct timespec *ts, char *buf, size_t n)
     }
     long off = tm.tm_gmtoff;
     if (off == 0) {
-        strcpy(zone, "Z");
+        snprintf(zone, sizeof zone, "Z");
     } else {
         char sign = off < 0 ? '-' : '+';
         if (off < 0)

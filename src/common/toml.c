@@ -81,6 +81,11 @@ static int fail_at(struct parser *ps, const char *at, const char *fmt, ...)
     va_end(ap);
     return osb_err_set(ps->err, OSB_E_INVALID, "line %d, column %d: %s", line, col, msg);
 }
+#ifdef __clang_analyzer__
+/* As in err.h: the analyzer does not follow variadic functions, so spell out
+ * that fail_at returns -1. */
+#define fail_at(...) ({ (void)fail_at(__VA_ARGS__); -1; })
+#endif
 
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
 static int utf8_seq(const unsigned char *p, const unsigned char *e, unsigned *cp_out)

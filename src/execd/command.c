@@ -112,11 +112,12 @@ static void rec_free(struct cmd_rec *r)
     free(r);
 }
 
-/* Drop the oldest finished records beyond the cap (running ones stay). */
+/* Drop the oldest finished records beyond the cap (running ones stay, and so
+ * does the newest: rec_new's caller is about to start it). */
 static void rec_evict(struct osb_execd_commands *m)
 {
     struct cmd_rec *r = m->head;
-    while (m->count > OSB_MAX_COMMAND_RECORDS && r) {
+    while (m->count > OSB_MAX_COMMAND_RECORDS && r && r != m->tail) {
         struct cmd_rec *next = r->next;
         if (!r->running && !r->run)
             rec_free(r);

@@ -289,7 +289,7 @@ int osb_metrics_cpu_sample(struct osb_metrics_src *cg, struct osb_cpu_sample *s,
     clock_gettime(CLOCK_MONOTONIC, &ts);
     s->mono_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     if (cg->cpu_acct) {
-        uint64_t usec;
+        uint64_t usec = 0;
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/cpu.stat", cg->cpu_acct);
         if (cg->version == 1 ? read_u64(cg->cpu_acct, "cpuacct.usage", &s->usage_ns) == 0
@@ -471,8 +471,9 @@ static void on_tick(uv_timer_t *t)
         free(j);
         json_decref(e);
     }
-    strcat(buf, "\n");
-    osb_http_write(s->req, buf, strlen(buf));
+    size_t len = strlen(buf);
+    buf[len++] = '\n'; /* both writers above left one byte for it */
+    osb_http_write(s->req, buf, len);
 }
 
 static void start_sampler(struct osb_execd_metrics *m, struct osb_http_req *req, bool watch)

@@ -134,7 +134,7 @@ static int member(char **f, int nf, void *ud)
     unsigned long gid;
     if (nf < 4 || !parse_id(f[2], &gid) || g->n >= g->max)
         return 0;
-    for (char *m = strtok(f[3], ","); m; m = strtok(NULL, ","))
+    for (char *save = NULL, *m = strtok_r(f[3], ",", &save); m; m = strtok_r(NULL, ",", &save))
         if (strcmp(m, g->user) == 0 && (gid_t)gid != g->groups[0])
             g->groups[g->n++] = (gid_t)gid;
     return 0;

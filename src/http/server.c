@@ -279,7 +279,7 @@ static void on_connection(uv_stream_t *server, int status)
         if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0)
             uv_ip_name((struct sockaddr *)&ss, c->peer, sizeof c->peer);
     } else {
-        strcpy(c->peer, "unix");
+        snprintf(c->peer, sizeof c->peer, "unix");
     }
     conn_start(srv, c);
 }
@@ -295,7 +295,7 @@ int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd, struct osb_err
         uv_close(&c->h.handle, conn_freed);
         return osb_err_set(err, OSB_E_SYS, "adopt fd %d: %s", fd, uv_strerror(r));
     }
-    strcpy(c->peer, "fd");
+    snprintf(c->peer, sizeof c->peer, "fd");
     conn_start(srv, c);
     return 0;
 }
@@ -343,7 +343,7 @@ static void fail_conn(struct conn *c, int status, const char *code, const char *
     struct osb_http_req *req = c->req;
     if (!req) {
         req = c->req = req_new(c);
-        strcpy(req->method, "GET");
+        snprintf(req->method, sizeof req->method, "GET");
     }
     req->keep_alive = false;
     c->head_until = 0; /* the answer is not cut short by the head deadline */

@@ -79,6 +79,9 @@ static void strip_overlay_xattrs(struct archive_entry *e)
         if (keep[n].name && keep[n].val) {
             memcpy(keep[n].val, val, len);
             keep[n++].len = len;
+        } else {
+            free(keep[n].name);
+            free(keep[n].val);
         }
     }
     if (dropped) {

@@ -719,7 +719,7 @@ int osb_istore_add(struct osb_istore *s, const struct osb_image *im, struct osb_
 int osb_istore_remove(struct osb_istore *s, const char *name, osb_istore_in_use_cb in_use,
                       void *ud, struct osb_err *err)
 {
-    if (name && strcmp(name, HOST) == 0)
+    if (strcmp(name, HOST) == 0)
         return osb_err_set(err, OSB_E_INVALID, "the built-in `host` image cannot be removed");
     struct osb_image im;
     if (find(s, name, &im, err) < 0)

@@ -367,9 +367,8 @@ static void on_up_tcp_connect(uv_connect_t *req, int status)
     memcpy(a->out + 2, f->q, f->qlen);
     uv_buf_t b = uv_buf_init((char *)a->out, (unsigned)(2 + f->qlen));
     a->wreq.data = a;
-    int r;
-    if ((r = uv_write(&a->wreq, (uv_stream_t *)&a->h.tcp, &b, 1, on_up_tcp_written)) < 0 ||
-        (r = uv_read_start((uv_stream_t *)&a->h.tcp, alloc_shared, on_up_tcp_read)) < 0)
+    if (uv_write(&a->wreq, (uv_stream_t *)&a->h.tcp, &b, 1, on_up_tcp_written) < 0 ||
+        uv_read_start((uv_stream_t *)&a->h.tcp, alloc_shared, on_up_tcp_read) < 0)
         next_upstream(f);
 }
 

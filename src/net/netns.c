@@ -79,7 +79,7 @@ static void slot_fill(const struct osb_net *net, unsigned idx, struct osb_net_sl
     out->index = idx;
     slot_pin(net, idx, out->netns_path, sizeof(out->netns_path));
     slot_ifname(net, idx, out->host_ifname);
-    strcpy(out->sandbox_ifname, "eth0");
+    snprintf(out->sandbox_ifname, sizeof out->sandbox_ifname, "eth0");
     out->host_ip = slot_ip(net, idx, 1);
     out->sandbox_ip = slot_ip(net, idx, 2);
     out->prefix_len = 30;

@@ -471,7 +471,7 @@ static void put_slot_elem(struct osb_nft_batch *b, const char *map, const char *
                           const char *chain, uint16_t type)
 {
     char key[IFNAME_LEN] = { 0 };
-    strncpy(key, ifname, IFNAME_LEN - 1);
+    snprintf(key, sizeof key, "%s", ifname);
     struct nftnl_set *s = set_obj(b, map);
     struct nftnl_set_elem *e = elem(s, key, sizeof(key));
     if (type == NFT_MSG_NEWSETELEM) {

@@ -1,3 +1,4 @@
+#define OSB_APIERR_DEFINING /* apierr.h: the real function */
 #include "server/apierr.h"
 
 #include <stdarg.h>

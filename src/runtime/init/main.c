@@ -183,7 +183,7 @@ static int wait_exec(int rfd, struct osb_err *err)
     msg[len] = '\0';
     /* "errno|message" */
     char *bar = strchr(msg, '|');
-    int e = bar ? atoi(msg) : 0;
+    int e = bar ? (int)strtol(msg, NULL, 10) : 0;
     osb_err_set(err, OSB_E_SYS, "%s", bar ? bar + 1 : msg);
     err->sys_errno = e;
     return -1;

@@ -440,7 +440,7 @@ static int kill_listed(const char *dir)
         return -1;
     int n = 0;
     for (char *save = NULL, *w = strtok_r(buf, "\n", &save); w; w = strtok_r(NULL, "\n", &save)) {
-        pid_t pid = (pid_t)atoi(w);
+        pid_t pid = (pid_t)strtol(w, NULL, 10);
         if (pid > 0) {
             kill(pid, SIGKILL);
             n++;

@@ -12,7 +12,7 @@
 static void hex(const uint8_t *d, size_t n, char *out)
 {
     for (size_t i = 0; i < n; i++)
-        sprintf(out + 2 * i, "%02x", d[i]);
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
 static void check_sha1(const char *data, size_t len, int repeat, const char *want,

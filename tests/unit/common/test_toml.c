@@ -181,9 +181,10 @@ static void test_errors_lexical(void)
           "multi-line key");
     fails("é = 1", "line 1, column 1: expected a key, found U+00E9", "non-ASCII bare key");
     char deep[64 * 2 + 16] = "";
+    size_t dl = 0;
     for (int i = 0; i < 65; i++)
-        strcat(deep, i ? ".a" : "a");
-    strcat(deep, " = 1");
+        dl += (size_t)snprintf(deep + dl, sizeof deep - dl, "%s", i ? ".a" : "a");
+    snprintf(deep + dl, sizeof deep - dl, " = 1");
     fails(deep, "line 1, column 129: a dotted key has more than 64 parts", "too many key parts");
 }
 
@@ -293,15 +294,12 @@ static void test_errors_compound(void)
     fails("a = {", "line 1, column 6: expected a key in an inline table, found end of file "
           "(an inline table must be on one line)", "unterminated inline table");
     char deep[200] = "a = ";
-    for (int i = 0; i < 65; i++)
-        strcat(deep, "[");
+    memset(deep + 4, '[', 65);
     fails(deep, "line 1, column 69: arrays and inline tables nested deeper than 64",
           "nesting limit");
     char ok[400] = "a = ";
-    for (int i = 0; i < 64; i++)
-        strcat(ok, "[");
-    for (int i = 0; i < 64; i++)
-        strcat(ok, "]");
+    memset(ok + 4, '[', 64);
+    memset(ok + 4 + 64, ']', 64);
     json_t *doc;
     struct osb_err e = {0};
     OK(osb_toml_parse(ok, strlen(ok), &doc, NULL, &e) == 0, "64 levels are accepted");

@@ -53,11 +53,9 @@ static char *names_of(json_t *arr)
     json_array_foreach(arr, i, v)
     {
         const char *p = json_string_value(json_object_get(v, "path"));
-        if (i)
-            strcat(out, ",");
-        strcat(out, p + strlen(root) + 1);
-        if (!strcmp(json_string_value(json_object_get(v, "type")), "symlink"))
-            strcat(out, "@");
+        size_t l = strlen(out);
+        snprintf(out + l, sizeof out - l, "%s%s%s", i ? "," : "", p + strlen(root) + 1,
+                 strcmp(json_string_value(json_object_get(v, "type")), "symlink") ? "" : "@");
     }
     return out;
 }

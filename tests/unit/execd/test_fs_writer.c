@@ -27,7 +27,7 @@ static void drain(struct osb_fs_writer *w)
 
 static int open_tmp(char *path)
 {
-    strcpy(path, "/tmp/osb-writer-XXXXXX");
+    memcpy(path, "/tmp/osb-writer-XXXXXX", sizeof "/tmp/osb-writer-XXXXXX");
     return mkstemp(path);
 }
 

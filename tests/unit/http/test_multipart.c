@@ -430,9 +430,9 @@ static char *head_of_size(size_t size, size_t *len)
     size_t fixed = strlen("Content-Disposition: form-data; name=a\r\nX-Pad: ") + 4;
     size_t pad = size - fixed;
     char *b = malloc(strlen(pre) + pad + strlen(post) + 1);
-    strcpy(b, pre);
+    memcpy(b, pre, strlen(pre));
     memset(b + strlen(pre), 'p', pad);
-    strcpy(b + strlen(pre) + pad, post);
+    memcpy(b + strlen(pre) + pad, post, strlen(post) + 1);
     *len = strlen(b);
     return b;
 }

@@ -134,7 +134,8 @@ static void test_close_payload(void)
     IS_INT(osb_ws_close_payload(p, 4001, NULL), 2, "no reason");
     char lng[300];
     memset(lng, 'x', 122);
-    strcpy(lng + 122, "\xe2\x82\xac tail"); /* the euro sign straddles byte 123 */
+    /* the euro sign straddles byte 123 */
+    snprintf(lng + 122, sizeof lng - 122, "\xe2\x82\xac tail");
     n = osb_ws_close_payload(p, 1001, lng);
     OK(n == 124 && osb_ws_utf8_valid(p + 2, n - 2), "long reason cut at a character boundary");
 

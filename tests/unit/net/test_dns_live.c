@@ -24,6 +24,12 @@
 #include "tap.h"
 
 static struct osb_dns *dns;
+
+/* The numbers come from the driving script; like atoi, junk reads as 0. */
+static int num(const char *s)
+{
+    return (int)strtol(s, NULL, 10);
+}
 static uv_pipe_t in;
 static char line[1 << 17];
 static size_t linelen;
@@ -59,7 +65,9 @@ static void on_stdin_closed(uv_handle_t *h)
 
 static void command(char *l)
 {
-    char *cmd = strtok(l, " "), *key = strtok(NULL, " "), *rest = strtok(NULL, "");
+    char *save = NULL;
+    char *cmd = strtok_r(l, " ", &save), *key = strtok_r(NULL, " ", &save),
+         *rest = strtok_r(NULL, "", &save);
     struct osb_err err = {0};
     struct osb_policy p;
     bool has = false;
@@ -75,7 +83,7 @@ static void command(char *l)
         osb_dns_stop(dns, key);
         rc = 0;
     } else if (strcmp(cmd, "serve") == 0 && key && rest) {
-        char *ip = strtok(rest, " "), *json = strtok(NULL, "");
+        char *ip = strtok_r(rest, " ", &save), *json = strtok_r(NULL, "", &save);
         if (policy_arg(json, &p, &has, &err) == 0)
             rc = osb_dns_serve(dns, key, ip, has ? &p : NULL, learn, NULL, &err);
     } else if (strcmp(cmd, "policy") == 0 && key) {
@@ -134,10 +142,11 @@ int main(void)
     char *copy = strdup(ups);
     const char *list[16] = {0};
     int n = 0;
-    for (char *t = strtok(copy, ","); t && n < 15; t = strtok(NULL, ","))
+    char *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t && n < 15; t = strtok_r(NULL, ",", &save))
         list[n++] = t;
-    struct osb_dns_config cfg = {.upstreams = list, .port = atoi(port),
-                                 .timeout_ms = tmo ? (unsigned)atoi(tmo) : 0};
+    struct osb_dns_config cfg = {.upstreams = list, .port = num(port),
+                                 .timeout_ms = tmo ? (unsigned)num(tmo) : 0};
     struct osb_err err = {0};
     uv_loop_t *loop = uv_default_loop();
     OK(osb_dns_open(loop, &cfg, &dns, &err) == 0, "open the forwarder");

@@ -218,9 +218,10 @@ static void test_bad_queries(void)
     IS_INT(osb_dns_parse_query(m.b, m.n, &q), OSB_DNS_RCODE_FORMERR, "name > 255 bytes");
     /* 253 text characters is fine */
     char longname[260] = "";
-    for (int i = 0; i < 4; i++)
-        strcat(longname, i ? ".aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                           : "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    for (size_t i = 0, l = 0; i < 4; i++, l = strlen(longname))
+        snprintf(longname + l, sizeof longname - l, "%s",
+                 i ? ".aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                   : "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
     query(&m, 1, longname, 1);
     IS_INT(osb_dns_parse_query(m.b, m.n, &q), 0, "253-character name");
     IS_INT(strlen(q.name), 253, "text length");
@@ -298,9 +299,9 @@ static void test_answers(void)
     q2.qtype = 28;
     IS_INT(osb_dns_check_response(m.b, m.n, &q2), -1, "wrong type");
     q2 = q;
-    strcpy(q2.name, "CNAME.test");
+    snprintf(q2.name, sizeof q2.name, "CNAME.test");
     IS_INT(osb_dns_check_response(m.b, m.n, &q2), 0, "name compared case-insensitively");
-    strcpy(q2.name, "other.test");
+    snprintf(q2.name, sizeof q2.name, "other.test");
     IS_INT(osb_dns_check_response(m.b, m.n, &q2), -1, "wrong name");
     IS_INT(osb_dns_check_response(m.b, m.n - 1, &q), -1, "truncated record");
     m.b[2] &= 0x7f;

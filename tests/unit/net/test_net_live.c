@@ -25,6 +25,12 @@
 #include "tap.h"
 
 static struct osb_net *net;
+
+/* The numbers come from the driving script; like atoi, junk reads as 0. */
+static int num(const char *s)
+{
+    return (int)strtol(s, NULL, 10);
+}
 static struct osb_net_inuse inuse[64];
 static size_t n_inuse;
 
@@ -49,7 +55,7 @@ static void reply_err(const struct osb_err *e)
 static void cmd_open(char **av, int ac)
 {
     struct osb_net_config cfg = { .state_dir = av[1], .subnet = av[2],
-                                  .pool_size = (unsigned)atoi(av[3]),
+                                  .pool_size = (unsigned)num(av[3]),
                                   .allow_host_cidrs = (const char *const *)av + 4,
                                   .n_allow_host_cidrs = (size_t)(ac - 4) };
     struct osb_err e = { 0 };
@@ -82,7 +88,7 @@ static void cmd_addr(char **av, bool deny)
     unsigned len = 0;
     if (slash) {
         *slash = 0;
-        len = (unsigned)atoi(slash + 1);
+        len = (unsigned)num(slash + 1);
     }
     int fam = strchr(ip, ':') ? AF_INET6 : AF_INET;
     if (inet_pton(fam, ip, addr) != 1) {
@@ -91,9 +97,9 @@ static void cmd_addr(char **av, bool deny)
     }
     if (!slash)
         len = fam == AF_INET ? 32 : 128;
-    unsigned idx = (unsigned)atoi(av[1]);
+    unsigned idx = (unsigned)num(av[1]);
     if ((deny ? osb_net_deny(net, idx, fam, addr, len, &e)
-              : osb_net_allow(net, idx, fam, addr, len, (uint32_t)atoi(av[3]), &e)) < 0)
+              : osb_net_allow(net, idx, fam, addr, len, (uint32_t)num(av[3]), &e)) < 0)
         return reply_err(&e);
     printf("ok\n");
 }
@@ -169,8 +175,8 @@ static void dispatch(char **av, int ac)
     struct osb_err e = { 0 };
     char line[1024];
     if (!strcmp(av[0], "inuse") && ac == 4 && n_inuse < 64) {
-        inuse[n_inuse++] = (struct osb_net_inuse){ strdup(av[1]), (unsigned)atoi(av[2]),
-                                                   atoi(av[3]) != 0 };
+        inuse[n_inuse++] = (struct osb_net_inuse){ strdup(av[1]), (unsigned)num(av[2]),
+                                                   num(av[3]) != 0 };
         printf("ok\n");
     } else if (!strcmp(av[0], "open") && ac >= 4) {
         cmd_open(av, ac);
@@ -181,21 +187,21 @@ static void dispatch(char **av, int ac)
     } else if (!strcmp(av[0], "release") && ac == 2) {
         osb_net_release(net, av[1], &e) < 0 ? reply_err(&e) : (void)printf("ok\n");
     } else if (!strcmp(av[0], "restrict") && ac == 3) {
-        osb_net_restrict(net, (unsigned)atoi(av[1]), atoi(av[2]) != 0, &e) < 0
+        osb_net_restrict(net, (unsigned)num(av[1]), num(av[2]) != 0, &e) < 0
             ? reply_err(&e) : (void)printf("ok\n");
     } else if (!strcmp(av[0], "allow") && ac == 4) {
         cmd_addr(av, false);
     } else if (!strcmp(av[0], "deny") && ac == 3) {
         cmd_addr(av, true);
     } else if (!strcmp(av[0], "reset") && ac == 2) {
-        osb_net_reset_allow(net, (unsigned)atoi(av[1]), &e) < 0 ? reply_err(&e)
+        osb_net_reset_allow(net, (unsigned)num(av[1]), &e) < 0 ? reply_err(&e)
                                                                : (void)printf("ok\n");
     } else if (!strcmp(av[0], "bench") && ac == 2) {
-        cmd_bench(atoi(av[1]));
+        cmd_bench(num(av[1]));
     } else if (!strcmp(av[0], "bench_ops") && ac == 3) {
-        cmd_bench_ops((unsigned)atoi(av[1]), atoi(av[2]));
+        cmd_bench_ops((unsigned)num(av[1]), num(av[2]));
     } else if (!strcmp(av[0], "wait_ready") && ac == 2) {
-        cmd_wait_ready((unsigned)atoi(av[1]));
+        cmd_wait_ready((unsigned)num(av[1]));
     } else if (!strcmp(av[0], "stats")) {
         osb_net_describe(net, line, sizeof(line));
         printf("ok %s\n", line);
@@ -221,7 +227,9 @@ int main(void)
     while (fgets(line, sizeof(line), stdin)) {
         char *av[32];
         int ac = 0;
-        for (char *tok = strtok(line, " \t\n"); tok && ac < 32; tok = strtok(NULL, " \t\n"))
+        char *save = NULL;
+        for (char *tok = strtok_r(line, " \t\n", &save); tok && ac < 32;
+             tok = strtok_r(NULL, " \t\n", &save))
             av[ac++] = tok;
         if (ac)
             dispatch(av, ac);

@@ -124,7 +124,7 @@ static void test_addr_route_ct(void)
 
 /* Walks the single NEWSETELEM message of b by hand (libnftnl 1.2.4's own
  * parser refuses interval-end elements): set name, element keys and flags. */
-static int elems(struct osb_nft_batch *b, char *set, uint8_t keys[4][16], uint32_t flags[4])
+static int elems(struct osb_nft_batch *b, char set[64], uint8_t keys[4][16], uint32_t flags[4])
 {
     size_t len;
     const struct nlmsghdr *nlh = osb_nft_batch_data(b, &len);
@@ -134,7 +134,7 @@ static int elems(struct osb_nft_batch *b, char *set, uint8_t keys[4][16], uint32
     const struct nlattr *list = top(nlh, sizeof(struct nfgenmsg), NFTA_SET_ELEM_LIST_ELEMENTS);
     if (!name || !list)
         return -1;
-    strcpy(set, mnl_attr_get_str(name));
+    snprintf(set, 64, "%s", mnl_attr_get_str(name));
     int n = 0;
     const struct nlattr *el;
     mnl_attr_for_each_nested(el, list) {
