@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "common/xalloc.h"
+#include "server/complete.h"
 #include "server/pull.h"
 #include "server/server.h"
 #include "server/snapshots.h"
@@ -80,18 +81,27 @@ static void create_with_claims(struct osb_server *srv, struct osb_http_req *req,
     osb_vol_ensure(srv, &p->spec, on_claims, p);
 }
 
-/* The image is in the store: apply its config and build the sandbox. */
+/* The image is resolved (spec->img): complete the spec with it and build
+ * the sandbox. */
 static void create_from_image(struct osb_server *srv, struct osb_http_req *req,
                               struct osb_create_spec *spec)
 {
+    osb_spec_complete(spec, osb_rt_name(srv->rt));
+    create_with_claims(srv, req, spec);
+}
+
+/* After a pull: the one lookup of the image this create makes. */
+static void resolve_and_create(struct osb_server *srv, struct osb_http_req *req,
+                               struct osb_create_spec *spec)
+{
     struct osb_err err = {0};
-    if (osb_pull_apply_config(srv, spec, &err) < 0) {
+    if (osb_spec_resolve(srv->images, spec, &err) < 0) {
         struct osb_apierr e;
         osb_pull_apierr(&err, spec->snapshot_id ? spec->snapshot_id : spec->image, &e);
         create_error(req, spec->id, "image", &e);
         return;
     }
-    create_with_claims(srv, req, spec);
+    create_from_image(srv, req, spec);
 }
 
 static void on_pulled(void *ud, const struct osb_err *err)
@@ -104,7 +114,7 @@ static void on_pulled(void *ud, const struct osb_err *err)
         osb_pull_apierr(err, p->spec.image, &e);
         create_error(p->req, p->spec.id, "image", &e);
     } else if (p->req) {
-        create_from_image(p->srv, p->req, &p->spec);
+        resolve_and_create(p->srv, p->req, &p->spec);
     }
     osb_spec_free(&p->spec);
     free(p);
@@ -139,7 +149,15 @@ static void h_create(struct osb_http_req *req, void *ud)
         }
         spec.image = osb_xstrdup(image);
     }
-    if (spec.snapshot_id || osb_rt_image_exists(srv->rt, spec.image)) {
+    /* The image is resolved once; only one not in the store (nor a
+     * snapshot's) is pulled first, and resolved after the pull. */
+    struct osb_err ierr = {0};
+    if (spec.snapshot_id) {
+        resolve_and_create(srv, req, &spec);
+        osb_spec_free(&spec);
+        return;
+    }
+    if (osb_spec_resolve(srv->images, &spec, &ierr) == 0) {
         create_from_image(srv, req, &spec);
         osb_spec_free(&spec);
         return;
@@ -352,7 +370,7 @@ static void h_patch(struct osb_http_req *req, void *ud)
     }
     json_decref(patch);
     s->metadata = md;
-    if (osb_lc_save(srv, s, NULL, NULL, &e) < 0) {
+    if (osb_sbx_save(srv, s, NULL, NULL, &e) < 0) {
         s->metadata = old;
         json_decref(md);
         osb_apierr_respond(req, &e);
@@ -436,7 +454,7 @@ static void h_renew(struct osb_http_req *req, void *ud)
     char when[OSB_TIMEFMT_LEN];
     osb_timefmt_us(t, when);
     s->expires_us = t;
-    if (rc < 0 || osb_lc_save(srv, s, "Renewed", when, &e) < 0) {
+    if (rc < 0 || osb_sbx_save(srv, s, "Renewed", when, &e) < 0) {
         s->expires_us = old;
         osb_apierr_respond(req, &e);
         return;

@@ -519,7 +519,7 @@ static void record(struct osb_sbx *s, const struct nsb *n)
 }
 
 int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
-                       const struct osb_create_spec *spec, struct osb_rt_spec *rs,
+                       const struct osb_create_spec *spec, struct osb_sandbox_spec *rs,
                        struct osb_apierr *e)
 {
     if (!osb_network_enabled(srv)) {
@@ -669,7 +669,7 @@ static void commit(struct osb_server *srv, struct osb_sbx *s, struct nsb *n)
         osb_err_log("sandbox %s: DNS policy: %s", n->id, err.msg);
     apply_nft(n);
     json_object_set_new(s->spec, "networkPolicy", osb_policy_json(&n->policy));
-    osb_lc_save(srv, s, "EgressPolicy", "The egress policy changed.", NULL);
+    osb_sbx_save(srv, s, "EgressPolicy", "The egress policy changed.", NULL);
 }
 
 static void replace_policy(struct osb_server *srv, struct osb_sbx *s, struct nsb *n,

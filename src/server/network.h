@@ -23,7 +23,7 @@ bool osb_network_enabled(const struct osb_server *srv);
  * may be NULL) and record all of it in s->spec; fills rs->netns/dns. A
  * policy without networking is a 400. */
 int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
-                       const struct osb_create_spec *spec, struct osb_rt_spec *rs,
+                       const struct osb_create_spec *spec, struct osb_sandbox_spec *rs,
                        struct osb_apierr *e);
 /* The sandbox is gone (its processes are dead): stop DNS, free the slot. */
 void osb_network_detach(struct osb_server *srv, struct osb_sbx *s);

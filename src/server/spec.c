@@ -20,13 +20,7 @@
  * bound on what the runtime is asked to copy. */
 #define MAX_ARGS 4096
 #define MAX_ENV 4096
-/* Below this execd itself cannot run, so the sandbox would never answer. */
-#define MIN_MEMORY_BYTES (4LL << 20)
-/* cgroup cpu quotas beyond 1024 cores are nonsense on any machine. */
-#define MAX_CPU_MILLIS (1024LL * 1000)
-#define MAX_PIDS 4194304
-/* execd alone runs about two dozen threads. */
-#define MIN_PIDS 32
+/* Limits: the one table in runtime/runtime.h (OSB_LIMIT_*). */
 
 /* -------------------------------------------------------------- labels */
 
@@ -191,9 +185,9 @@ static int parse_entrypoint(json_t *body, struct osb_create_spec *out, struct os
     if (!ep && out->snapshot_id) {
         /* protocol.md 1.4: a restore defaults to the SDKs' keep-alive. */
         static const char *const keep[] = {"tail", "-f", "/dev/null"};
-        out->entrypoint = strv_new(3);
+        out->sb.entrypoint = strv_new(3);
         for (size_t i = 0; i < 3; i++)
-            out->entrypoint[i] = osb_xstrdup(keep[i]);
+            out->sb.entrypoint[i] = osb_xstrdup(keep[i]);
         return 0;
     }
     if (!ep)
@@ -211,8 +205,8 @@ static int parse_entrypoint(json_t *body, struct osb_create_spec *out, struct os
     }
     if (json_string_length(json_array_get(ep, 0)) == 0)
         return osb_apierr_set(e, 400, code, "field 'entrypoint[0]' (the program) must not be empty");
-    out->entrypoint = strv_new(json_array_size(ep));
-    json_array_foreach(ep, i, v) out->entrypoint[i] = osb_xstrdup(json_string_value(v));
+    out->sb.entrypoint = strv_new(json_array_size(ep));
+    json_array_foreach(ep, i, v) out->sb.entrypoint[i] = osb_xstrdup(json_string_value(v));
     return 0;
 }
 
@@ -226,12 +220,12 @@ static int limit_value(const char *key, json_t *v, const char **s, struct osb_ap
 
 static int parse_limit_cpu(const char *s, struct osb_create_spec *out, struct osb_apierr *e)
 {
-    if (osb_quantity_millicpu(s, &out->cpu_millicores) < 0 || out->cpu_millicores <= 0)
+    if (osb_quantity_millicpu(s, &out->sb.cpu_millicores) < 0 || out->sb.cpu_millicores <= 0)
         return osb_apierr_set(e, 400, BAD,
                               "field 'resourceLimits.cpu': '%s' is not a CPU quantity (e.g. "
                               "\"500m\", \"1\", \"2.5\")",
                               s);
-    if (out->cpu_millicores > MAX_CPU_MILLIS)
+    if (out->sb.cpu_millicores > OSB_LIMIT_MAX_CPU_MILLIS)
         return osb_apierr_set(e, 400, BAD, "field 'resourceLimits.cpu': '%s' is too large", s);
     return 0;
 }
@@ -243,7 +237,7 @@ static int parse_limit_bytes(const char *key, const char *s, int64_t *dst, struc
                               "field 'resourceLimits.%s': '%s' is not a byte quantity (e.g. "
                               "\"512Mi\", \"2Gi\", \"1G\", \"1048576\")",
                               key, s);
-    if (*dst < MIN_MEMORY_BYTES)
+    if (*dst < OSB_LIMIT_MIN_MEMORY)
         return osb_apierr_set(e, 400, BAD,
                               "field 'resourceLimits.%s': '%s' is below the minimum of 4Mi", key, s);
     return 0;
@@ -253,12 +247,11 @@ static int parse_limit_pids(const char *s, struct osb_create_spec *out, struct o
 {
     char *end;
     long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v < MIN_PIDS || v > MAX_PIDS)
+    if (!*s || *end || v < OSB_LIMIT_MIN_PIDS || v > OSB_LIMIT_MAX_PIDS)
         return osb_apierr_set(e, 400, BAD,
                               "field 'resourceLimits.pids': '%s' must be an integer in %d..%d", s,
-                              MIN_PIDS,
-                              MAX_PIDS);
-    out->pids_max = v;
+                              OSB_LIMIT_MIN_PIDS, OSB_LIMIT_MAX_PIDS);
+    out->sb.pids_max = v;
     return 0;
 }
 
@@ -268,9 +261,9 @@ static int parse_limit(const char *key, const char *s, struct osb_create_spec *o
     if (strcmp(key, "cpu") == 0)
         return parse_limit_cpu(s, out, e);
     if (strcmp(key, "memory") == 0)
-        return parse_limit_bytes(key, s, &out->memory_bytes, e);
+        return parse_limit_bytes(key, s, &out->sb.memory_bytes, e);
     if (strcmp(key, "ephemeral-storage") == 0 || strcmp(key, "disk") == 0)
-        return parse_limit_bytes(key, s, &out->disk_bytes, e);
+        return parse_limit_bytes(key, s, &out->sb.disk_bytes, e);
     if (strcmp(key, "pids") == 0)
         return parse_limit_pids(s, out, e);
     if (strcmp(key, "gpu") == 0 || strcmp(key, "nvidia.com/gpu") == 0) {
@@ -342,7 +335,7 @@ static int parse_env(json_t *body, struct osb_create_spec *out, struct osb_apier
         return osb_apierr_set(e, 400, BAD, "field 'env' must be an object of strings");
     if (json_object_size(env) > MAX_ENV)
         return osb_apierr_set(e, 400, BAD, "field 'env' has more than %d entries", MAX_ENV);
-    out->env = strv_new(json_object_size(env));
+    out->sb.env = strv_new(json_object_size(env));
     size_t n = 0;
     const char *k;
     json_t *v;
@@ -354,7 +347,7 @@ static int parse_env(json_t *body, struct osb_create_spec *out, struct osb_apier
             return osb_apierr_set(e, 400, BAD, "field 'env.%s' must be a string or null", k);
         if (!env_key_ok(k))
             return osb_apierr_set(e, 400, BAD, "field 'env': invalid variable name '%s'", k);
-        out->env[n++] = osb_xasprintf("%s=%s", k, json_string_value(v));
+        out->sb.env[n++] = osb_xasprintf("%s=%s", k, json_string_value(v));
     }
     return 0;
 }
@@ -905,11 +898,13 @@ void osb_spec_free(struct osb_create_spec *s)
     if (s->auth_pass)
         explicit_bzero(s->auth_pass, strlen(s->auth_pass));
     free(s->auth_pass);
-    free(s->workdir);
-    free(s->user);
+    free(s->sb.workdir);
+    free(s->sb.user);
     json_decref(s->network_policy);
-    strv_free(s->entrypoint);
-    strv_free(s->env);
+    strv_free(s->sb.entrypoint);
+    strv_free(s->sb.env);
+    free(s->sb.volumes); /* the mount list; its strings are the volumes' (below) */
+    osb_image_res_free(&s->img);
     json_decref(s->metadata);
     json_decref(s->platform);
     json_decref(s->resource_limits);
@@ -922,8 +917,8 @@ void osb_spec_free(struct osb_create_spec *s)
 json_t *osb_spec_record(const struct osb_create_spec *s)
 {
     json_t *ep = json_array();
-    for (size_t i = 0; s->entrypoint[i]; i++)
-        json_array_append_new(ep, json_string(s->entrypoint[i]));
+    for (size_t i = 0; s->sb.entrypoint[i]; i++)
+        json_array_append_new(ep, json_string(s->sb.entrypoint[i]));
     json_t *r = json_pack("{s:o}", "entrypoint", ep);
     if (s->snapshot_id)
         json_object_set_new(r, "snapshotId", json_string(s->snapshot_id));

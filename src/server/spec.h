@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "image/resolve.h"
+#include "runtime/runtime.h"
 #include "server/apierr.h"
 
 /* One entry of "volumes" (protocol.md 1.9), shape-checked only: where a
@@ -47,17 +49,17 @@ struct osb_create_spec {
     char *auth_pass;
     json_t *network_policy;    /* networkPolicy, normalized ({"egress","defaultAction"}),
                                or NULL: no egress policy */
-    char *workdir;             /* from the image config (set by the server) */
-    char *user;
-    char **entrypoint;         /* NULL-terminated, >= 1 element */
-    bool entrypoint_from_image; /* the request asked for the SDKs' keep-alive default and the
-                                   image's Entrypoint+Cmd runs instead (set by the server): its
-                                   end does not end the sandbox */
-    char **env;                /* NULL-terminated "K=V" */
-    int64_t cpu_millicores;    /* 0 = no limit */
-    int64_t memory_bytes;      /* 0 = no limit */
-    int64_t disk_bytes;        /* 0 = runtime default */
-    int64_t pids_max;          /* 0 = runtime default */
+    /* What the runtime gets, owned here. The parser fills entrypoint
+     * (NULL-terminated, >= 1 element), env (NULL-terminated "K=V") and the
+     * limits (0 = none/default); osb_spec_complete (server/complete.c) the
+     * image's layers and config (workdir, user, env below the request's,
+     * Entrypoint+Cmd for the SDKs' keep-alive default, which sets
+     * keep_running: its end does not end the sandbox) and the limit
+     * defaults; the create (lifecycle.c) the id, token, volumes and
+     * network slot. */
+    struct osb_sandbox_spec sb;
+    struct osb_image_res img;  /* the image, resolved once (osb_spec_resolve) */
+    const char *runtime;       /* the backend to run on (a constant name; set by the server) */
     int64_t timeout_s;         /* 0 = manual cleanup */
     json_t *metadata;          /* object of strings, never NULL */
     json_t *platform;          /* NULL or {"os","arch"} lower-cased */
