@@ -5,6 +5,7 @@
  * may allocate freely and the child may exit on the first error. */
 #ifndef OSB_INIT_H
 #define OSB_INIT_H
+#include <linux/filter.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -31,9 +32,11 @@ struct osb_init_fds {
 };
 
 /* child.c: runs as the new PID 1; never returns. Reports a failing step
- * on fds->err and exits 127. */
+ * on fds->err and exits 127. filter: the compiled seccomp program
+ * (osb_init_seccomp_prepare). */
 __attribute__((noreturn)) void osb_init_child(const struct osb_init_spec *s,
-                                              const struct osb_init_fds *fds);
+                                              const struct osb_init_fds *fds,
+                                              const struct sock_fprog *filter);
 
 /* rootfs.c: the pieces of the child's root filesystem. Each returns -1 with
  * err naming the step. */
@@ -57,14 +60,18 @@ int osb_init_target_file(int rootfd, const char *path, struct osb_err *err);
 int osb_init_volumes_open(const struct osb_init_spec *s, int *fds, struct osb_err *err);
 int osb_init_volumes_attach(const struct osb_init_spec *s, const int *fds, struct osb_err *err);
 
-/* secure.c: capabilities, no_new_privs, seccomp, rlimits. */
-int osb_init_secure(struct osb_err *err);
+/* secure.c: capabilities, no_new_privs, seccomp (filter), rlimits. */
+int osb_init_secure(const struct sock_fprog *filter, struct osb_err *err);
 /* Before clone, in the helper: load the compiled seccomp filter from its
- * cache in state_dir, or compile it (and cache it). osb_init_secure loads
- * it in the child. */
-int osb_init_seccomp_prepare(const char *state_dir, struct osb_err *err);
+ * cache in state_dir, or compile it (and cache it), into *out (its
+ * program is heap memory the helper never frees: it execs or exits).
+ * osb_init_secure loads it in the child. */
+int osb_init_seccomp_prepare(const char *state_dir, struct sock_fprog *out, struct osb_err *err);
 
 /* With OSB_INIT_TRACE set in the environment, prints "step +ms" lines to
- * stderr (the server's): where the milliseconds of a create go. */
+ * stderr (the server's): where the milliseconds of a create go, counted
+ * from the helper's start as /proc records it (so no state is kept; that
+ * start has clock-tick granularity, the differences between steps are
+ * exact). */
 void osb_init_trace(const char *step);
 #endif
