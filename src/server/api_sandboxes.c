@@ -53,7 +53,7 @@ static void on_claims(void *ud, const struct osb_apierr *e)
         create_error(p->req, p->spec.id, "volumes", e);
     else if (p->req)
         create_with_claims(p->srv, p->req, &p->spec);
-    osb_spec_free(&p->spec);
+    osb_spec_release(&p->spec);
     free(p);
 }
 
@@ -116,7 +116,7 @@ static void on_pulled(void *ud, const struct osb_err *err)
     } else if (p->req) {
         resolve_and_create(p->srv, p->req, &p->spec);
     }
-    osb_spec_free(&p->spec);
+    osb_spec_release(&p->spec);
     free(p);
 }
 
@@ -144,7 +144,7 @@ static void h_create(struct osb_http_req *req, void *ud)
         char image[256];
         if (osb_snaps_image_for(srv, spec.snapshot_id, image, sizeof image, &e) < 0) {
             create_error(req, id, "snapshot", &e);
-            osb_spec_free(&spec);
+            osb_spec_release(&spec);
             return;
         }
         spec.image = osb_xstrdup(image);
@@ -154,12 +154,12 @@ static void h_create(struct osb_http_req *req, void *ud)
     struct osb_err ierr = {0};
     if (spec.snapshot_id) {
         resolve_and_create(srv, req, &spec);
-        osb_spec_free(&spec);
+        osb_spec_release(&spec);
         return;
     }
     if (osb_spec_resolve(srv->images, &spec, &ierr) == 0) {
         create_from_image(srv, req, &spec);
-        osb_spec_free(&spec);
+        osb_spec_release(&spec);
         return;
     }
     /* Docker provisions inside the request (protocol.md 1.4): so do we,

@@ -100,3 +100,9 @@ void osb_spec_complete(struct osb_create_spec *spec, const char *runtime)
         sb->disk_bytes = OSB_LIMIT_DEFAULT_DISK;
     spec->runtime = runtime;
 }
+
+void osb_spec_release(struct osb_create_spec *spec)
+{
+    osb_image_res_free(&spec->img);
+    osb_spec_free(spec);
+}

@@ -19,4 +19,8 @@ int osb_spec_resolve(struct osb_istore *images, struct osb_create_spec *spec,
  * `tail -f /dev/null` (not for a restore, whose snapshot keeps its own);
  * pids and disk defaults from runtime.h; the backend name. */
 void osb_spec_complete(struct osb_create_spec *spec, const char *runtime);
+
+/* Free a spec and its resolved image (osb_spec_free knows only what the
+ * parser made, so the request parser links without the image store). */
+void osb_spec_release(struct osb_create_spec *spec);
 #endif

@@ -186,8 +186,6 @@ static int cmd_image(const char *config, int argc, char **argv)
 
 /* ------------------------------------------------------------- serve */
 
-static struct osb_server server;
-
 static void on_signal(uv_signal_t *h, int sig)
 {
     osb_info("signal %d: shutting down (sandboxes keep running; a restart re-adopts them)", sig);
@@ -303,6 +301,7 @@ static int serve(const char *config)
         osb_config_free(&cfg);
         return 1;
     }
+    struct osb_server server = {0};
     struct osb_server *srv = &server;
     srv->loop = uv_default_loop();
     srv->cfg = &cfg;

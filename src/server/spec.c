@@ -904,7 +904,6 @@ void osb_spec_free(struct osb_create_spec *s)
     strv_free(s->sb.entrypoint);
     strv_free(s->sb.env);
     free(s->sb.volumes); /* the mount list; its strings are the volumes' (below) */
-    osb_image_res_free(&s->img);
     json_decref(s->metadata);
     json_decref(s->platform);
     json_decref(s->resource_limits);

@@ -75,7 +75,8 @@ struct osb_spec_limits {
 };
 
 /* body: the parsed request object (borrowed). On success out owns copies;
- * free with osb_spec_free. On failure out is left empty. */
+ * free with osb_spec_free (or, once its image is resolved, with
+ * osb_spec_release: server/complete.h). On failure out is left empty. */
 int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
                           struct osb_create_spec *out, struct osb_apierr *e);
 void osb_spec_free(struct osb_create_spec *s);
