@@ -92,7 +92,7 @@ static void end_sandbox(struct osb_server *srv, struct osb_sbx *s, const struct 
                 "sandbox %s ended: %s (%s): %s", s->id, osb_state_name(e->state), e->reason,
                 e->message);
     osb_sbx_set_status(s, e->state, e->reason, e->message, osb_now_us());
-    osb_sbx_save(srv, s, osb_state_name(e->state), e->message, NULL);
+    osb_sbx_record(srv, s, osb_state_name(e->state), e->message);
 }
 
 /* Watch the sandbox (its PID 1 and execd's report of the entrypoint). */
@@ -355,7 +355,7 @@ static void delete_creating(struct osb_server *srv, struct osb_sbx *s, struct os
     op->cancelled = true;
     osb_sbx_set_status(s, OSB_ST_STOPPING, "SANDBOX_DELETING", "Sandbox is being deleted.",
                        osb_now_us());
-    osb_sbx_save(srv, s, "Stopping", "Delete requested while the sandbox was being created.", NULL);
+    osb_sbx_record(srv, s, "Stopping", "Delete requested while the sandbox was being created.");
     if (op->ping) {
         /* The runtime already reported back: tear the sandbox down now. */
         osb_ping_cancel(op->ping);
@@ -513,7 +513,7 @@ static void mark_failed(struct osb_server *srv, struct osb_sbx *s, const char *r
 {
     osb_warn("sandbox %s: %s", s->id, msg);
     osb_sbx_set_status(s, OSB_ST_FAILED, reason, msg, osb_now_us());
-    osb_sbx_save(srv, s, "Failed", msg, NULL);
+    osb_sbx_record(srv, s, "Failed", msg);
 }
 
 /* Its socket path and its output pipe's drain, as this process sees them.

@@ -669,7 +669,7 @@ static void commit(struct osb_server *srv, struct osb_sbx *s, struct nsb *n)
         osb_err_log("sandbox %s: DNS policy: %s", n->id, err.msg);
     apply_nft(n);
     json_object_set_new(s->spec, "networkPolicy", osb_policy_json(&n->policy));
-    osb_sbx_save(srv, s, "EgressPolicy", "The egress policy changed.", NULL);
+    osb_sbx_record(srv, s, "EgressPolicy", "The egress policy changed.");
 }
 
 static void replace_policy(struct osb_server *srv, struct osb_sbx *s, struct nsb *n,

@@ -15,3 +15,11 @@ int osb_sbx_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type,
                        err.msg);
     return -1;
 }
+
+void osb_sbx_record(struct osb_server *srv, struct osb_sbx *s, const char *ev_type,
+                    const char *ev_msg)
+{
+    if (osb_sbx_save(srv, s, ev_type, ev_msg, NULL) < 0)
+        osb_debug("sandbox %s: the change (%s) lives in memory only", s->id,
+                  ev_type ? ev_type : "record");
+}

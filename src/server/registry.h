@@ -23,7 +23,7 @@ enum osb_sbx_state {
 
 const char *osb_state_name(enum osb_sbx_state st);
 /* Case-insensitive ("RUNNING" works); -1 for an unknown name. */
-int osb_state_parse(const char *name, enum osb_sbx_state *out);
+int osb_state_parse(const char *name, enum osb_sbx_state *out) OSB_MUST_CHECK;
 
 struct osb_create_op; /* lifecycle.c: a create in flight */
 

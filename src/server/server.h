@@ -54,8 +54,8 @@ void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_
 /* Deletes a sandbox in any state. req (may be NULL, for TTL expiry) gets
  * 204 once everything is gone, or 500. */
 void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req);
-int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e);
-int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e);
+int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e) OSB_MUST_CHECK;
+int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e) OSB_MUST_CHECK;
 /* The one log line of a failed create: sandbox id (NULL: none yet), the
  * phase that failed (request, snapshot, image, network, volumes, store,
  * runtime start, readiness, entrypoint, cancelled) and the answer. */
@@ -65,14 +65,18 @@ void osb_lc_create_failed(const char *id, const char *phase, int status, const c
 void osb_lc_ttl_rearm(struct osb_server *srv);
 /* At start: load the store, re-adopt live sandboxes, fail or destroy the
  * rest, clean orphans, arm the TTL timer. */
-int osb_lc_recover(struct osb_server *srv, struct osb_err *err);
+int osb_lc_recover(struct osb_server *srv, struct osb_err *err) OSB_MUST_CHECK;
 void osb_lc_init(struct osb_server *srv);
 void osb_lc_close(struct osb_server *srv);
 
 /* ---- record.c ---- */
-/* Persist s (and an event when type is non-NULL); 500 apierr on failure. */
+/* Persist s (and an event when type is non-NULL); 500 apierr on failure
+ * (logged too). osb_sbx_record: the same for a change nobody waits on
+ * (a failure is only logged). */
+void osb_sbx_record(struct osb_server *srv, struct osb_sbx *s, const char *ev_type,
+                    const char *ev_msg);
 int osb_sbx_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type,
-                 const char *ev_msg, struct osb_apierr *e);
+                 const char *ev_msg, struct osb_apierr *e) OSB_MUST_CHECK;
 
 /* ---- backends.c ---- */
 /* Open the configured backend ([runtime] type) as srv->rt. */
@@ -80,7 +84,7 @@ int osb_backends_open(struct osb_server *srv, struct osb_err *err) OSB_MUST_CHEC
 void osb_backends_close(struct osb_server *srv);
 /* The opened backend named name, or NULL (then msg gets why, naming the
  * backends this server has). */
-struct osb_rt *osb_backend_get(struct osb_server *srv, const char *name, char *msg, size_t n);
+struct osb_rt *osb_backend_get(struct osb_server *srv, const char *name, char *msg, size_t n) OSB_MUST_CHECK;
 
 /* ---- images.c ---- */
 /* Whether a sandbox record that still holds its runtime state (Pending,

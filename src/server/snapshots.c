@@ -335,7 +335,9 @@ static void h_create(struct osb_http_req *req, void *ud)
     struct osb_err err = {0};
     if (base_of(srv, s, sn->base, sizeof sn->base, &err) < 0 || save(sn, &err) < 0 ||
         snapshot(srv, s, sn, &err) < 0) {
-        osb_store_snap_delete(srv->store, sn->id, NULL);
+        struct osb_err derr = {0};
+        if (osb_store_snap_delete(srv->store, sn->id, &derr) < 0)
+            osb_err_log("forget snapshot %s: %s", sn->id, derr.msg);
         osb_istore_discard_layer(srv->images, sn->layer);
         osb_http_respond_error(req, err.code == OSB_E_EXISTS ? 409 : 500,
                                err.code == OSB_E_EXISTS ? "SNAPSHOT::INVALID_SOURCE_STATE"

@@ -78,7 +78,7 @@ struct osb_spec_limits {
  * free with osb_spec_free (or, once its image is resolved, with
  * osb_spec_release: server/complete.h). On failure out is left empty. */
 int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
-                          struct osb_create_spec *out, struct osb_apierr *e);
+                          struct osb_create_spec *out, struct osb_apierr *e) OSB_MUST_CHECK;
 void osb_spec_free(struct osb_create_spec *s);
 
 /* The spec kept in the store and echoed by GET: image, entrypoint,
@@ -88,7 +88,7 @@ json_t *osb_spec_record(const struct osb_create_spec *s);
 
 /* Kubernetes label rules for one metadata entry (value may be NULL to check
  * only the key). Returns 0, or -1 with a message naming the problem. */
-int osb_label_check(const char *key, const char *value, char *msg, size_t n);
+int osb_label_check(const char *key, const char *value, char *msg, size_t n) OSB_MUST_CHECK;
 /* Whether the key uses the reserved "opensandbox.io/" prefix. */
 int osb_label_reserved(const char *key);
 #endif

@@ -286,8 +286,8 @@ static struct osb_sbx *row_to_sbx(sqlite3_stmt *q)
     struct osb_sbx *s = osb_sbx_new(col_text(q, 0));
     s->spec = col_json(q, 1, true);
     enum osb_sbx_state stt = OSB_ST_FAILED;
-    if (col_text(q, 2))
-        osb_state_parse(col_text(q, 2), &stt);
+    if (col_text(q, 2) && osb_state_parse(col_text(q, 2), &stt) < 0)
+        stt = OSB_ST_FAILED; /* a state this version does not know */
     s->state = stt;
     s->reason = col_dup(q, 3);
     s->message = col_dup(q, 4);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "common/xalloc.h"
 #include "runtime/init/spec.h"
 #include "runtime/native/state.h"
@@ -70,7 +71,8 @@ static void snap_done(uv_work_t *w, int status)
     if (status < 0 && sn->rc == 0)
         sn->rc = osb_err_set(&sn->err, OSB_E_INTERNAL, "snapshot of `%s` cancelled", sn->id);
     /* The sandbox may be gone meanwhile: thawing it then fails harmlessly. */
-    osb_nat_set_frozen(rt, sn->id, false, NULL);
+    if (osb_nat_set_frozen(rt, sn->id, false, NULL) < 0)
+        osb_debug("snapshot of sandbox %s: not thawed (gone meanwhile)", sn->id);
     rt->open_handles--;
     if (!rt->closing)
         sn->cb(sn->ud, sn->rc < 0 ? &sn->err : NULL);

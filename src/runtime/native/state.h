@@ -71,29 +71,29 @@ bool osb_nat_kid_reap(struct osb_nat *rt, pid_t pid);
 /* Reap every child of ours that has exited. */
 void osb_nat_reap_all(struct osb_nat *rt);
 bool osb_nat_valid_id(const char *id);
-int osb_nat_check_id(const char *id, struct osb_err *err);
+int osb_nat_check_id(const char *id, struct osb_err *err) OSB_MUST_CHECK;
 void osb_nat_sandbox_dir(const struct osb_nat *rt, const char *id, char *out, size_t n);
-int osb_nat_set_frozen(struct osb_nat *rt, const char *id, bool freeze, struct osb_err *err);
+int osb_nat_set_frozen(struct osb_nat *rt, const char *id, bool freeze, struct osb_err *err) OSB_MUST_CHECK;
 
 /* create.c */
 int osb_nat_create(struct osb_rt *rt, const struct osb_sandbox_spec *spec, osb_rt_create_cb cb,
-                   void *ud, struct osb_err *err);
+                   void *ud, struct osb_err *err) OSB_MUST_CHECK;
 struct osb_nat_create *osb_nat_find_create(struct osb_nat *rt, const char *id);
 void osb_nat_close_create(struct osb_nat_create *c);
 
 /* log.c */
 void osb_nat_fill_paths(struct osb_nat *rt, const char *id, struct osb_rt_handle *h);
 int osb_nat_attach_log(struct osb_nat *rt, const char *id, const struct osb_rt_handle *h,
-                       struct osb_err *err);
+                       struct osb_err *err) OSB_MUST_CHECK;
 /* flush: the sandbox stops but its log stays, so what it wrote last is
  * taken out of the pipe first. */
 void osb_nat_close_log(struct osb_nat *rt, const char *id, bool flush);
 void osb_nat_close_logs(struct osb_nat *rt);
-int osb_nat_adopt(struct osb_rt *rt, const char *id, struct osb_rt_handle *h, struct osb_err *err);
+int osb_nat_adopt(struct osb_rt *rt, const char *id, struct osb_rt_handle *h, struct osb_err *err) OSB_MUST_CHECK;
 
 /* watch.c */
 int osb_nat_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
-                  osb_rt_exit_cb cb, void *ud, struct osb_err *err);
+                  osb_rt_exit_cb cb, void *ud, struct osb_err *err) OSB_MUST_CHECK;
 bool osb_nat_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
 void osb_nat_cancel_watches(struct osb_nat *rt, const char *id);
 void osb_nat_close_watches(struct osb_nat *rt);
@@ -101,12 +101,12 @@ void osb_nat_close_watches(struct osb_nat *rt);
 /* snapshot.c */
 int osb_nat_snapshot(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
                      const char *dst_dir, osb_rt_copy_fn copy, osb_rt_snapshot_cb cb, void *ud,
-                     struct osb_err *err);
+                     struct osb_err *err) OSB_MUST_CHECK;
 
 /* destroy.c */
-int osb_nat_destroy(struct osb_rt *rt, const char *id, struct osb_err *err);
-int osb_nat_stop(struct osb_rt *rt, const char *id, struct osb_err *err);
+int osb_nat_destroy(struct osb_rt *rt, const char *id, struct osb_err *err) OSB_MUST_CHECK;
+int osb_nat_stop(struct osb_rt *rt, const char *id, struct osb_err *err) OSB_MUST_CHECK;
 /* For a failed create: errors are logged. */
 void osb_nat_destroy_quiet(struct osb_nat *rt, const char *id);
-int osb_nat_cleanup_orphans(struct osb_rt *rt, const char *const *known, struct osb_err *err);
+int osb_nat_cleanup_orphans(struct osb_rt *rt, const char *const *known, struct osb_err *err) OSB_MUST_CHECK;
 #endif
