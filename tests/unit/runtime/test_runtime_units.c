@@ -11,6 +11,7 @@
 #include "common/fsutil.h"
 #include "runtime/init/spec.h"
 #include "runtime/native/cgroup.h"
+#include "runtime/runtime.h"
 #include "runtime/native/fsutil.h"
 #include "image/store.h"
 #include "runtime/native/image.h"
@@ -160,8 +161,28 @@ static void test_remove_tree(void)
     IS_INT(osb_rtfs_remove_tree(top, &err), 0, "cleanup");
 }
 
+/* The backend table: names resolve to ops that implement every call. */
+static void test_backends(void)
+{
+    const struct osb_runtime_ops *n = osb_rt_backend("native");
+    OK(n && strcmp(n->name, "native") == 0, "the native backend is in the table");
+    OK(n && n->open && n->close && n->describe && n->create && n->destroy && n->stop &&
+           n->pause && n->resume && n->snapshot && n->watch && n->alive && n->adopt &&
+           n->stats && n->cleanup_orphans,
+       "it implements every op");
+    OK(osb_rt_backend("nosuch") == NULL && osb_rt_backend(NULL) == NULL,
+       "an unknown name has no backend");
+    struct osb_rt_config cfg = {.state_dir = "/nonexistent"};
+    struct osb_rt *rt = NULL;
+    struct osb_err err = {0};
+    OK(osb_rt_open("nosuch", &cfg, NULL, &rt, &err) < 0 && err.code == OSB_E_NOTFOUND &&
+           strstr(err.msg, "`nosuch`") && strstr(err.msg, "native") && !rt,
+       "opening an unknown backend is a clear error naming the known ones");
+}
+
 int main(void)
 {
+    test_backends();
     test_mountinfo();
     test_own_cgroup();
     test_cg_sets();
