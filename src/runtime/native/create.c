@@ -139,14 +139,6 @@ static int validate_spec(const struct osb_sandbox_spec *s, struct osb_err *err)
     return validate_env(s->env, err);
 }
 
-struct osb_nat_create *osb_nat_find_create(struct osb_nat *rt, const char *id)
-{
-    for (struct osb_nat_create *c = rt->creates; c; c = c->next)
-        if (strcmp(c->id, id) == 0)
-            return c;
-    return NULL;
-}
-
 /* ------------------------------------------------------------ the helper's spec */
 
 /* The overlay lowerdir: the image's layers top first, ':'-joined, then the

@@ -14,23 +14,6 @@
 #include "runtime/native/fsutil.h"
 #include "runtime/native/state.h"
 
-/* A helper still building this sandbox: stop it first so that it cannot
- * create anything after we cleaned up. */
-static void stop_helper(struct osb_nat *rt, const char *id)
-{
-    struct osb_nat_create *c = osb_nat_find_create(rt, id);
-    if (!c)
-        return;
-    c->destroyed = true;
-    kill(c->helper, SIGKILL);
-    if (OSB_RETRY(waitpid(c->helper, NULL, 0)) == c->helper)
-        for (size_t i = 0; i < rt->n_kids; i++)
-            if (rt->kids[i] == c->helper) {
-                rt->kids[i] = rt->kids[--rt->n_kids];
-                break;
-            }
-}
-
 /* Everything in the sandbox dir but its log. */
 static int remove_all_but_log(const char *dir, struct osb_err *err)
 {
@@ -56,7 +39,7 @@ static int destroy_id(struct osb_nat *rt, const char *id, bool keep_log, struct 
     struct osb_cg_set s;
     osb_nat_cancel_watches(rt, id);
     osb_nat_close_log(rt, id, keep_log);
-    stop_helper(rt, id);
+    osb_nat_stop_helper(rt, id);
     osb_nat_sandbox_dir(rt, id, dir, sizeof dir);
     osb_cg_set_load(&rt->plan, id, dir, &s);
     if (osb_cg_kill(&s, err) < 0 || osb_cg_remove(&s, err) < 0 ||

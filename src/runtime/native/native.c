@@ -1,5 +1,6 @@
-/* The native backend on the server's loop: open/close, its children,
- * pause/resume, stats and the ops table (state.h lists the other files).
+/* The native backend on the server's loop: open/close, reaping on
+ * SIGCHLD, pause/resume, stats and the ops table (state.h lists the other
+ * files; this one is the top of them).
  *
  * Children: the server is a child subreaper, so each sandbox's PID 1
  * becomes its child once the helper exits. A SIGCHLD uv_signal reaps only
@@ -26,21 +27,6 @@
 
 /* ------------------------------------------------------------ lifetime */
 
-void osb_nat_maybe_free(struct osb_nat *rt)
-{
-    if (!rt->closing || rt->open_handles > 0)
-        return;
-    free(rt->state_dir);
-    free(rt->sandboxes_dir);
-    free(rt->images_dir);
-    free(rt->execd_path);
-    free(rt->init_path);
-    free(rt->kids);
-    if (rt->sandboxes_fd >= 0)
-        close(rt->sandboxes_fd);
-    free(rt);
-}
-
 static void on_rt_handle_closed(uv_handle_t *h)
 {
     struct osb_nat *rt = h->data;
@@ -50,40 +36,6 @@ static void on_rt_handle_closed(uv_handle_t *h)
 
 /* ------------------------------------------------------------ children */
 
-void osb_nat_kid_add(struct osb_nat *rt, pid_t pid)
-{
-    if (rt->n_kids == rt->cap_kids) {
-        rt->cap_kids = rt->cap_kids ? rt->cap_kids * 2 : 64;
-        rt->kids = osb_xrealloc(rt->kids, rt->cap_kids * sizeof *rt->kids);
-    }
-    rt->kids[rt->n_kids++] = pid;
-}
-
-bool osb_nat_kid_reap(struct osb_nat *rt, pid_t pid)
-{
-    for (size_t i = 0; i < rt->n_kids; i++) {
-        if (rt->kids[i] != pid)
-            continue;
-        pid_t r = waitpid(pid, NULL, WNOHANG);
-        if (r == 0)
-            return false;
-        rt->kids[i] = rt->kids[--rt->n_kids];
-        return true;
-    }
-    return true;
-}
-
-void osb_nat_reap_all(struct osb_nat *rt)
-{
-    for (size_t i = 0; i < rt->n_kids;) {
-        pid_t r = waitpid(rt->kids[i], NULL, WNOHANG);
-        if (r == rt->kids[i] || (r < 0 && errno == ECHILD))
-            rt->kids[i] = rt->kids[--rt->n_kids];
-        else
-            i++;
-    }
-}
-
 static void on_sigchld(uv_signal_t *h, int sig)
 {
     (void)sig;
@@ -91,40 +43,6 @@ static void on_sigchld(uv_signal_t *h, int sig)
 }
 
 /* ------------------------------------------------------------ helpers */
-
-bool osb_nat_valid_id(const char *id)
-{
-    size_t n = id ? strlen(id) : 0;
-    if (n == 0 || n > OSB_RT_ID_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = id[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-'))
-            return false;
-    }
-    return true;
-}
-
-int osb_nat_check_id(const char *id, struct osb_err *err)
-{
-    if (!osb_nat_valid_id(id))
-        return osb_err_set(err, OSB_E_INVALID, "sandbox id `%s` must be 1-%d of [a-zA-Z0-9-]",
-                           id ? id : "", OSB_RT_ID_MAX);
-    return 0;
-}
-
-void osb_nat_sandbox_dir(const struct osb_nat *rt, const char *id, char *out, size_t n)
-{
-    snprintf(out, n, "%s/%s", rt->sandboxes_dir, id);
-}
-
-static void load_set(const struct osb_nat *rt, const char *id, struct osb_cg_set *s)
-{
-    char dir[PATH_MAX];
-    osb_nat_sandbox_dir(rt, id, dir, sizeof dir);
-    osb_cg_set_load(&rt->plan, id, dir, s);
-}
 
 static char *exe_sibling(const char *name)
 {
@@ -259,19 +177,6 @@ static const char *nat_describe(const struct osb_rt *rt)
 
 /* ------------------------------------------------------------ pause, stats */
 
-int osb_nat_set_frozen(struct osb_nat *rt, const char *id, bool freeze, struct osb_err *err)
-{
-    struct osb_cg_set s;
-    if (osb_nat_check_id(id, err) < 0)
-        return -1;
-    load_set(rt, id, &s);
-    if (!osb_cg_exists(&s))
-        return osb_err_set(err, OSB_E_NOTFOUND, "sandbox `%s` not found", id);
-    if (osb_cg_freeze(&s, freeze, err) < 0)
-        return osb_err_wrap(err, "%s `%s`", freeze ? "pause" : "resume", id);
-    return 0;
-}
-
 static int nat_pause(struct osb_rt *rt, const char *id, struct osb_err *err)
 {
     return osb_nat_set_frozen(osb_nat_of(rt), id, true, err);
@@ -289,7 +194,7 @@ static int nat_stats(struct osb_rt *rt, const char *id, struct osb_rt_stats *out
     struct osb_cg_stats st;
     if (osb_nat_check_id(id, err) < 0)
         return -1;
-    load_set(osb_nat_of(rt), id, &s);
+    osb_nat_load_set(osb_nat_of(rt), id, &s);
     if (osb_cg_stats(&s, &st, err) < 0)
         return osb_err_set(err, OSB_E_NOTFOUND, "sandbox `%s` not found", id);
     *out = (struct osb_rt_stats){st.memory_bytes, st.cpu_usage_ns, st.pids};

@@ -1,11 +1,14 @@
 /* What the native backend's files share: its state (struct osb_nat) and
- * the small helpers each of them needs. One file per job:
- *   native.c    open/close, children and reaping, pause/resume, stats, ops
- *   create.c    validate, encode the helper's spec, spawn and read the helper
+ * the small helpers each of them needs. One file per job, each calling
+ * only those above it in this list (no call circles):
+ *   base.c      lifetime, children, ids and dirs, freeze, liveness, the
+ *               creates in flight
+ *   watch.c     pidfd + report-pipe watches
  *   log.c       the drain of each sandbox's output pipe; adopt
- *   watch.c     pidfd + report-pipe watches; alive
  *   snapshot.c  freeze, copy the writable layer on the pool, thaw
  *   destroy.c   destroy, stop, orphans
+ *   create.c    validate, encode the helper's spec, spawn and read the helper
+ *   native.c    open/close, reaping on SIGCHLD, pause/resume, stats, the ops
  * Everything runs on the loop thread but the snapshot copy. */
 #ifndef OSB_RT_NATIVE_STATE_H
 #define OSB_RT_NATIVE_STATE_H
@@ -62,7 +65,7 @@ static inline struct osb_nat *osb_nat_of(struct osb_rt *rt)
     return (struct osb_nat *)rt;
 }
 
-/* native.c */
+/* base.c */
 void osb_nat_maybe_free(struct osb_nat *rt);
 void osb_nat_kid_add(struct osb_nat *rt, pid_t pid);
 /* waitpid(pid, WNOHANG) if pid is ours; true once it is reaped (or was
@@ -73,12 +76,19 @@ void osb_nat_reap_all(struct osb_nat *rt);
 bool osb_nat_valid_id(const char *id);
 int osb_nat_check_id(const char *id, struct osb_err *err) OSB_MUST_CHECK;
 void osb_nat_sandbox_dir(const struct osb_nat *rt, const char *id, char *out, size_t n);
+/* The cgroups of sandbox id (from its record, or where they would be). */
+void osb_nat_load_set(const struct osb_nat *rt, const char *id, struct osb_cg_set *s);
 int osb_nat_set_frozen(struct osb_nat *rt, const char *id, bool freeze, struct osb_err *err) OSB_MUST_CHECK;
+bool osb_nat_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
+struct osb_nat_create *osb_nat_find_create(struct osb_nat *rt, const char *id);
+/* A helper still building sandbox id is killed and reaped (its create's
+ * callback then reports the destroy), so it creates nothing after a
+ * cleanup. */
+void osb_nat_stop_helper(struct osb_nat *rt, const char *id);
 
 /* create.c */
 int osb_nat_create(struct osb_rt *rt, const struct osb_sandbox_spec *spec, osb_rt_create_cb cb,
                    void *ud, struct osb_err *err) OSB_MUST_CHECK;
-struct osb_nat_create *osb_nat_find_create(struct osb_nat *rt, const char *id);
 void osb_nat_close_create(struct osb_nat_create *c);
 
 /* log.c */
@@ -94,7 +104,6 @@ int osb_nat_adopt(struct osb_rt *rt, const char *id, struct osb_rt_handle *h, st
 /* watch.c */
 int osb_nat_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
                   osb_rt_exit_cb cb, void *ud, struct osb_err *err) OSB_MUST_CHECK;
-bool osb_nat_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
 void osb_nat_cancel_watches(struct osb_nat *rt, const char *id);
 void osb_nat_close_watches(struct osb_nat *rt);
 

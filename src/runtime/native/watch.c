@@ -139,35 +139,6 @@ void osb_nat_cancel_watches(struct osb_nat *rt, const char *id)
     }
 }
 
-/* /proc/<pid>/stat: field 22 (start time) and the state letter. */
-static bool proc_stat(pid_t pid, uint64_t *start, char *state)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    if (osb_rtfs_read(path, buf, sizeof buf) <= 0)
-        return false;
-    char *p = strrchr(buf, ')');
-    if (!p || !p[1])
-        return false;
-    *state = p[2];
-    p++;
-    for (int field = 3; field < 22 && p; field++)
-        p = strchr(p + 1, ' ');
-    *start = p ? strtoull(p + 1, NULL, 10) : 0;
-    return p != NULL;
-}
-
-bool osb_nat_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h)
-{
-    (void)rt;
-    (void)id;
-    uint64_t start;
-    char state;
-    if (!h || h->pid <= 0 || !proc_stat(h->pid, &start, &state))
-        return false;
-    return start == h->start_time && state != 'Z' && state != 'X';
-}
-
 /* A copy of the read end of execd's report pipe (OSB_SANDBOX_REPORT_FD),
  * non-blocking; -1 when there is none (a sandbox started before execd had
  * one: only its exit is seen then) or it is not a pipe's read end. */
