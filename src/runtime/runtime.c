@@ -2,6 +2,7 @@
  * backend is a folder under src/runtime/ plus one line in backends[]. */
 #include "runtime/runtime.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/native/native.h"
@@ -21,18 +22,27 @@ const struct osb_runtime_ops *osb_rt_backend(const char *name)
     return NULL;
 }
 
-const char *osb_rt_backend_names(void)
+void osb_rt_backend_names(char *out, size_t n)
 {
-    return "native";
+    size_t k = 0;
+    if (n)
+        out[0] = '\0';
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0] && k < n; i++) {
+        int w = snprintf(out + k, n - k, "%s%s", i ? ", " : "", backends[i].name);
+        k += w > 0 ? (size_t)w : 0;
+    }
 }
 
 int osb_rt_open(const char *name, const struct osb_rt_config *cfg, uv_loop_t *loop,
                 struct osb_rt **out, struct osb_err *err)
 {
     const struct osb_runtime_ops *ops = osb_rt_backend(name);
-    if (!ops)
+    if (!ops) {
+        char names[256];
+        osb_rt_backend_names(names, sizeof names);
         return osb_err_set(err, OSB_E_NOTFOUND, "no runtime backend `%s` (there is: %s)",
-                           name ? name : "", osb_rt_backend_names());
+                           name ? name : "", names);
+    }
     return ops->open(cfg, loop, out, err);
 }
 

@@ -197,8 +197,8 @@ struct osb_runtime_ops {
 
 /* The backend named name, or NULL. */
 const struct osb_runtime_ops *osb_rt_backend(const char *name);
-/* The names, comma-separated, for error messages: "native". */
-const char *osb_rt_backend_names(void);
+/* The table's names, comma-separated, for error messages ("native"). */
+void osb_rt_backend_names(char *out, size_t n);
 /* The default backend's name ("native"). */
 #define OSB_RT_DEFAULT "native"
 

@@ -7,7 +7,8 @@
  *   log.c       the drain of each sandbox's output pipe; adopt
  *   snapshot.c  freeze, copy the writable layer on the pool, thaw
  *   destroy.c   destroy, stop, orphans
- *   create.c    validate, encode the helper's spec, spawn and read the helper
+ *   validate.c  the spec's checks
+ *   create.c    encode the helper's spec, spawn and read the helper
  *   native.c    open/close, reaping on SIGCHLD, pause/resume, stats, the ops
  * Everything runs on the loop thread but the snapshot copy. */
 #ifndef OSB_RT_NATIVE_STATE_H
@@ -85,6 +86,10 @@ struct osb_nat_create *osb_nat_find_create(struct osb_nat *rt, const char *id);
  * callback then reports the destroy), so it creates nothing after a
  * cleanup. */
 void osb_nat_stop_helper(struct osb_nat *rt, const char *id);
+
+/* validate.c: the spec as a backend must see it (OSB_E_INVALID naming
+ * the field). */
+int osb_nat_validate(const struct osb_sandbox_spec *s, struct osb_err *err) OSB_MUST_CHECK;
 
 /* create.c */
 int osb_nat_create(struct osb_rt *rt, const struct osb_sandbox_spec *spec, osb_rt_create_cb cb,
