@@ -159,15 +159,16 @@ bench: all
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_LIB_SRC := $(COMMON_SRC) $(HTTP_SRC)
 fuzz: $(patsubst fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-# Targets that #include a src/net source rebuild when it changes; those
+# Targets that #include a src/net, src/server or src/runtime source rebuild when it changes; those
 # sources are not linked (filtered out of $^ below).
 build/fuzz/fuzz_policy: $(wildcard src/net/policy.[ch])
 build/fuzz/fuzz_dns: $(wildcard src/net/dnsmsg.[ch])
 build/fuzz/fuzz_create_spec: $(wildcard src/server/spec.[ch] src/server/apierr.[ch] src/net/policy.[ch])
+build/fuzz/fuzz_initspec: $(wildcard src/runtime/native/initspec.c src/runtime/init/spec.h)
 build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) -o $@ $(filter-out src/net/% src/server/%,$^) $(TEST_LIBS)
+	$(Q)clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) -o $@ $(filter-out src/net/% src/server/% src/runtime/%,$^) $(TEST_LIBS)
 
 clean:
 	rm -rf build
