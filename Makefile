@@ -45,7 +45,7 @@ EXECD_SRC := $(filter-out src/execd/main.c,$(wildcard src/execd/*.c))
 # The runtime library (linked into the server) and the sandbox init helper
 # (a small static program that builds one sandbox and execs execd in it).
 RUNTIME_SRC := $(wildcard src/runtime/*.c src/runtime/native/*.c)
-INIT_SRC := $(wildcard src/runtime/init/*.c)
+INIT_SRC := $(wildcard src/runtime/init/*.c) src/runtime/native/initspec.c
 SERVER_SRC := $(filter-out src/server/main.c,$(wildcard src/server/*.c))
 # The image store: OCI pulls, layers, image records (linked into the server).
 IMAGE_SRC := $(wildcard src/image/*.c)
@@ -223,15 +223,16 @@ install: all
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_LIB_SRC := $(COMMON_SRC) $(HTTP_SRC)
 fuzz: $(patsubst fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-# Targets that #include a src/net source rebuild when it changes; those
+# Targets that #include a src/net, src/server or src/runtime source rebuild when it changes; those
 # sources are not linked (filtered out of $^ below).
 build/fuzz/fuzz_policy: $(wildcard src/net/policy.[ch])
 build/fuzz/fuzz_dns: $(wildcard src/net/dnsmsg.[ch])
 build/fuzz/fuzz_create_spec: $(wildcard src/server/spec.[ch] src/server/apierr.[ch] src/net/policy.[ch])
+build/fuzz/fuzz_initspec: $(wildcard src/runtime/native/initspec.c src/runtime/init/spec.h)
 build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) | $(TEST_DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) -o $@ $(filter-out src/net/% src/server/%,$^) $(TEST_LIBS)
+	$(Q)clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) -o $@ $(filter-out src/net/% src/server/% src/runtime/%,$^) $(TEST_LIBS)
 
 clean:
 	rm -rf build

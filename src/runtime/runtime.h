@@ -1,23 +1,25 @@
-/* Sandbox runtimes behind one interface. The runtime knows nothing of HTTP
- * or JSON: it takes a validated spec (the server parses requests into it).
- * Only the native runtime (Linux namespaces + overlayfs + cgroups + seccomp)
- * exists today; Docker and Kubernetes come later behind the same calls.
+/* Sandbox runtimes behind one interface: struct osb_runtime_ops. A backend
+ * is one folder under src/runtime/ and one line in the table in runtime.c;
+ * only "native" (Linux namespaces + overlayfs + cgroups + seccomp) exists
+ * today. Backends know nothing of HTTP, JSON or the image store: the server
+ * parses a request, resolves its image to layer directories and completes
+ * the spec, then hands a backend one struct osb_sandbox_spec.
  *
- * All calls happen on the server's loop thread. Create is asynchronous (a
- * helper process builds the sandbox); the other calls are quick enough to
- * run inline (a few ms at most), except the image calls, which are
- * blocking and meant for the CLI (`opensandbox-server image ...`).
+ * All calls happen on the server's loop thread. Create is asynchronous (the
+ * native backend's helper process builds the sandbox); the other calls are
+ * quick enough to run inline (a few ms at most).
  *
- * Processes: osb_rt_open makes the server a child subreaper
- * (PR_SET_CHILD_SUBREAPER), so each sandbox's PID 1 becomes the server's
- * child once the helper that built it exits. The runtime owns a SIGCHLD
- * uv_signal that reaps only the pids it started (helpers, sandbox PID 1s),
- * with waitpid(pid) and never waitpid(-1): children the server starts
- * with uv_spawn are left to libuv. Anything else the server forks must be
- * reaped by whoever forked it.
+ * Processes: opening the native backend makes the server a child
+ * subreaper (PR_SET_CHILD_SUBREAPER), so each sandbox's PID 1 becomes the
+ * server's child once the helper that built it exits. The backend owns a
+ * SIGCHLD uv_signal that reaps only the pids it started (helpers, sandbox
+ * PID 1s), with waitpid(pid) and never waitpid(-1): children the server
+ * starts with uv_spawn are left to libuv. Anything else the server forks
+ * must be reaped by whoever forked it.
  *
- * The native runtime needs root. See docs/runtime.md for the on-disk
- * layout and docs/security.md for the isolation it provides. */
+ * The native backend needs root. See docs/runtime.md for the on-disk
+ * layout, docs/internals/runtime.md for the interface and the spec
+ * pipeline, docs/security.md for the isolation it provides. */
 #ifndef OSB_RUNTIME_H
 #define OSB_RUNTIME_H
 #include <limits.h>
@@ -30,9 +32,12 @@
 #include "common/endreport.h"
 #include "common/err.h"
 
-struct osb_istore;
-
-struct osb_rt;
+/* One opened backend. Every backend's state begins with this (the ops it
+ * was opened with), so the osb_rt_* calls below dispatch on it. */
+struct osb_runtime_ops;
+struct osb_rt {
+    const struct osb_runtime_ops *ops;
+};
 
 /* Sandbox ids: [a-zA-Z0-9-]{1,OSB_RT_ID_MAX}. */
 #define OSB_RT_ID_MAX 64
@@ -44,6 +49,16 @@ struct osb_rt;
  * sandbox's writes block once the pipe is full; none fails. */
 #define OSB_RT_LOG_MAX_BYTES (8u << 20)
 #define OSB_RT_LOG_KEEP_BYTES (4u << 20)
+
+/* Resource limits: the one table of defaults and minimums, used by the
+ * server's request validation and by every backend. */
+#define OSB_LIMIT_MIN_MEMORY (4LL << 20)    /* execd cannot run below this */
+#define OSB_LIMIT_MIN_DISK (4LL << 20)
+#define OSB_LIMIT_MIN_PIDS 32               /* execd alone runs about two dozen threads */
+#define OSB_LIMIT_MAX_PIDS 4194304
+#define OSB_LIMIT_MAX_CPU_MILLIS (1024LL * 1000) /* quotas beyond 1024 cores are nonsense */
+#define OSB_LIMIT_DEFAULT_PIDS 4096
+#define OSB_LIMIT_DEFAULT_DISK (1LL << 30)  /* the writable layer */
 
 struct osb_rt_config {
     const char *state_dir;   /* e.g. ~/.opensandbox: sandboxes/, images/ live here */
@@ -68,32 +83,40 @@ struct osb_rt_volume {
     bool read_only;                 /* always nosuid, nodev */
 };
 
-/* A validated sandbox spec. Strings are borrowed for the duration of the
- * call. Zero limits mean "no limit" except where noted. */
-struct osb_rt_spec {
-    const char *id;                 /* [a-zA-Z0-9-]{1,64} */
-    const char *image;              /* "host" (also NULL) or an imported image name */
-    const char *const *entrypoint;  /* NULL-terminated, at least one element */
+/* The one sandbox spec a backend gets: validated and completed by the
+ * server (image resolved, image config applied, volumes and network slot
+ * prepared, limits defaulted). Everything is borrowed for the duration of
+ * the call; a backend only reads it. Zero limits mean "no limit" except
+ * where noted. */
+struct osb_sandbox_spec {
+    char *id;                       /* [a-zA-Z0-9-]{1,64} */
+    /* The image, resolved by the server's image store. */
+    char *image;                    /* its stored name (logs, the sandbox record) */
+    char **layers;                  /* NULL-terminated read-only layer dirs, top first (a
+                                       snapshot's own layer above its base's); may be
+                                       empty with image_host */
+    bool image_host;                /* the built-in `host` image lies beneath the layers:
+                                       the backend supplies that root (host /usr...) */
+    char **entrypoint;              /* NULL-terminated, at least one element */
     bool keep_running;              /* the entrypoint's end does not end the sandbox (execd
                                        keeps serving; no end report) */
-    const char *const *env;         /* NULL-terminated "KEY=VALUE", may be NULL */
+    char **env;                     /* NULL-terminated "KEY=VALUE", may be NULL */
     int64_t cpu_millicores;         /* 1000 = one CPU */
-    int64_t memory_bytes;           /* >= 4 MiB; no swap on top (the writable layer's
-                                       tmpfs pages count here too) */
-    int64_t pids_max;               /* 0: the runtime default (4096); >= 24 (execd's
-                                       threads count) */
-    int64_t disk_bytes;             /* writable layer size; 0: the runtime default (1 GiB) */
-    const char *hostname;           /* NULL: the first 12 chars of id */
-    const char *workdir;            /* the image's WORKDIR: cwd of the entrypoint and
+    int64_t memory_bytes;           /* >= OSB_LIMIT_MIN_MEMORY; no swap on top (the
+                                       writable layer's tmpfs pages count here too) */
+    int64_t pids_max;               /* 0: OSB_LIMIT_DEFAULT_PIDS; >= OSB_LIMIT_MIN_PIDS */
+    int64_t disk_bytes;             /* writable layer size; 0: OSB_LIMIT_DEFAULT_DISK */
+    char *hostname;                 /* NULL: the first 12 chars of id */
+    char *workdir;                  /* the image's WORKDIR: cwd of the entrypoint and
                                        default of commands; NULL: / */
-    const char *user;               /* the image's USER ("uid[:gid]", "name[:group]"):
+    char *user;                     /* the image's USER ("uid[:gid]", "name[:group]"):
                                        entrypoint and commands; NULL: root */
-    const char *netns;              /* a network slot's pinned netns to join (src/net);
+    char *netns;                    /* a network slot's pinned netns to join (src/net);
                                        NULL: a new loopback-only network namespace */
-    const char *dns;                /* with netns: the nameserver (IPv4) for resolv.conf */
-    const char *execd_token;        /* required: execd's access token */
-    const struct osb_rt_volume *volumes; /* n_volumes entries; mounted after the root is
-                                            complete, parents before children */
+    char *dns;                      /* with netns: the nameserver (IPv4) for resolv.conf */
+    char *execd_token;              /* required: execd's access token */
+    struct osb_rt_volume *volumes;  /* n_volumes entries; mounted after the root is
+                                       complete, parents before children */
     size_t n_volumes;
 };
 
@@ -114,45 +137,14 @@ struct osb_rt_handle {
                                        (<state>/sandboxes/<id>/log) */
 };
 
-int osb_rt_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_rt **out,
-                struct osb_err *err);
-void osb_rt_close(struct osb_rt *rt);
-/* One line for logs: "native (cgroup v1: memory cpu pids freezer)". */
-const char *osb_rt_describe(const struct osb_rt *rt);
+/* ---- the interface every backend implements ---- */
 
-/* Build and start a sandbox. On success the callback gets the handle once
- * execd runs as the sandbox's PID 1 and listens on its socket. On failure every trace (cgroups, state dir,
- * processes) is gone before the callback runs. Returns -1 only for errors
- * found before anything was started: invalid spec (OSB_E_INVALID), unknown
- * image (OSB_E_NOTFOUND), id in use (OSB_E_EXISTS). The callback never
- * runs after osb_rt_close (a helper whose result nobody reads tears its
- * sandbox down itself). */
+/* Create: the callback gets the handle once execd runs as the sandbox's
+ * PID 1 and listens on its socket. On failure every trace (cgroups, state
+ * dir, processes) is gone before the callback runs. */
 typedef void (*osb_rt_create_cb)(void *ud, const struct osb_rt_handle *h,
                                  const struct osb_err *err /* NULL on success */);
-int osb_rt_create(struct osb_rt *rt, const struct osb_rt_spec *spec, osb_rt_create_cb cb,
-                  void *ud, struct osb_err *err);
-
-int osb_rt_pause(struct osb_rt *rt, const char *id, struct osb_err *err);
-int osb_rt_resume(struct osb_rt *rt, const char *id, struct osb_err *err);
-/* Kill every process, remove cgroups and the state dir. Works in every
- * state (running, paused, half-created, already dead) and is idempotent.
- * Cancels watches on id (their callbacks do not run); a create still in
- * progress is stopped and its callback gets an error. Mounts need no
- * cleanup: they exist only in the sandbox's mount namespace. */
-int osb_rt_destroy(struct osb_rt *rt, const char *id, struct osb_err *err);
-
-/* Kill every process and remove cgroups and the state dir except the log
- * (<state>/sandboxes/<id>/log): what a sandbox that ended on its own keeps
- * for diagnostics until osb_rt_destroy removes the rest. Cancels watches
- * on id; idempotent. */
-int osb_rt_stop(struct osb_rt *rt, const char *id, struct osb_err *err);
-
-/* Whether the sandbox's PID 1 is still the process the handle names. */
-bool osb_rt_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
-/* How a watched sandbox ended. execd reports its entrypoint's end on a
- * pipe (common/endreport.h) and then waits to be stopped: the sandbox's
- * processes are still there when the callback runs (osb_rt_stop or
- * osb_rt_destroy end them). */
+/* How a watched sandbox ended (see osb_rt_watch). */
 struct osb_rt_end {
     enum {
         OSB_RT_END_REPORTED,     /* report: how the entrypoint ended */
@@ -161,66 +153,121 @@ struct osb_rt_end {
     } how;
     struct osb_endreport report;
 };
-/* Watch a sandbox (child or not): its PID 1 via a pidfd, and execd's
- * report pipe (a copy of its read end is taken from execd with
- * pidfd_getfd, so a line written while no server ran is read once one
- * watches again). cb runs once, at the first of the two. Used for new
- * sandboxes and for those re-adopted after a restart. OSB_E_NOTFOUND if
- * it is not running (any more) when called. */
 typedef void (*osb_rt_exit_cb)(void *ud, const char *id, const struct osb_rt_end *end);
-int osb_rt_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
-                 osb_rt_exit_cb cb, void *ud, struct osb_err *err);
-/* Remove everything of sandboxes the server does not know (after a crash):
- * cgroups, state dirs, processes. known: NULL-terminated ids. Creates in
- * progress in this process are spared. */
-int osb_rt_cleanup_orphans(struct osb_rt *rt, const char *const *known, struct osb_err *err);
-
 struct osb_rt_stats {
     uint64_t memory_bytes;          /* current usage of the sandbox's cgroup */
     uint64_t cpu_usage_ns;
     uint64_t pids;
 };
-int osb_rt_stats(struct osb_rt *rt, const char *id, struct osb_rt_stats *out, struct osb_err *err);
+/* Snapshots: the backend freezes the sandbox and calls copy on the libuv
+ * thread pool with a read-only descriptor of the sandbox's writable layer
+ * (its overlayfs upper dir, with whiteouts and opaque dirs) and dst_dir;
+ * the caller (the server, which owns the image store) supplies copy
+ * (src/image/layer.c's osb_layer_copy_tree), so no backend writes image
+ * layers itself. */
+typedef int (*osb_rt_copy_fn)(int layer_dirfd, const char *dst_dir, struct osb_err *err);
+typedef void (*osb_rt_snapshot_cb)(void *ud, const struct osb_err *err /* NULL on success */);
+
+struct osb_runtime_ops {
+    const char *name;               /* as in the backend table, the config and the store */
+    int (*open)(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_rt **out,
+                struct osb_err *err);
+    void (*close)(struct osb_rt *rt);
+    const char *(*describe)(const struct osb_rt *rt);
+    int (*create)(struct osb_rt *rt, const struct osb_sandbox_spec *spec, osb_rt_create_cb cb,
+                  void *ud, struct osb_err *err);
+    int (*destroy)(struct osb_rt *rt, const char *id, struct osb_err *err);
+    int (*stop)(struct osb_rt *rt, const char *id, struct osb_err *err);
+    int (*pause)(struct osb_rt *rt, const char *id, struct osb_err *err);
+    int (*resume)(struct osb_rt *rt, const char *id, struct osb_err *err);
+    int (*snapshot)(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
+                    const char *dst_dir, osb_rt_copy_fn copy, osb_rt_snapshot_cb cb, void *ud,
+                    struct osb_err *err);
+    int (*watch)(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
+                 osb_rt_exit_cb cb, void *ud, struct osb_err *err);
+    bool (*alive)(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
+    int (*adopt)(struct osb_rt *rt, const char *id, struct osb_rt_handle *h,
+                 struct osb_err *err);
+    int (*stats)(struct osb_rt *rt, const char *id, struct osb_rt_stats *out,
+                 struct osb_err *err);
+    int (*cleanup_orphans)(struct osb_rt *rt, const char *const *known, struct osb_err *err);
+};
+
+/* ---- the backend table ---- */
+
+/* The backend named name, or NULL. */
+const struct osb_runtime_ops *osb_rt_backend(const char *name);
+/* The table's names, comma-separated, for error messages ("native"). */
+void osb_rt_backend_names(char *out, size_t n);
+/* The default backend's name ("native"). */
+#define OSB_RT_DEFAULT "native"
+
+/* ---- calls (each dispatches to rt->ops) ---- */
+
+/* Open the backend named name (OSB_E_NOTFOUND if there is none). */
+int osb_rt_open(const char *name, const struct osb_rt_config *cfg, uv_loop_t *loop,
+                struct osb_rt **out, struct osb_err *err) OSB_MUST_CHECK;
+void osb_rt_close(struct osb_rt *rt);
+/* The backend's name ("native"). */
+const char *osb_rt_name(const struct osb_rt *rt);
+/* One line for logs: "native (cgroup v1: memory cpu pids freezer)". */
+const char *osb_rt_describe(const struct osb_rt *rt);
+
+/* Build and start a sandbox (see osb_rt_create_cb). Returns -1 only for
+ * errors found before anything was started: invalid spec (OSB_E_INVALID),
+ * id in use (OSB_E_EXISTS). The callback never runs after osb_rt_close (a
+ * helper whose result nobody reads tears its sandbox down itself). */
+int osb_rt_create(struct osb_rt *rt, const struct osb_sandbox_spec *spec, osb_rt_create_cb cb,
+                  void *ud, struct osb_err *err) OSB_MUST_CHECK;
+
+int osb_rt_pause(struct osb_rt *rt, const char *id, struct osb_err *err) OSB_MUST_CHECK;
+int osb_rt_resume(struct osb_rt *rt, const char *id, struct osb_err *err) OSB_MUST_CHECK;
+/* Kill every process, remove cgroups and the state dir. Works in every
+ * state (running, paused, half-created, already dead) and is idempotent.
+ * Cancels watches on id (their callbacks do not run); a create still in
+ * progress is stopped and its callback gets an error. Mounts need no
+ * cleanup: they exist only in the sandbox's mount namespace. */
+int osb_rt_destroy(struct osb_rt *rt, const char *id, struct osb_err *err) OSB_MUST_CHECK;
+
+/* Kill every process and remove cgroups and the state dir except the log
+ * (<state>/sandboxes/<id>/log): what a sandbox that ended on its own keeps
+ * for diagnostics until osb_rt_destroy removes the rest. Cancels watches
+ * on id; idempotent. */
+int osb_rt_stop(struct osb_rt *rt, const char *id, struct osb_err *err) OSB_MUST_CHECK;
+
+/* Whether the sandbox's PID 1 is still the process the handle names. */
+bool osb_rt_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
+/* Watch a sandbox (child or not): its PID 1 via a pidfd, and execd's
+ * report pipe (common/endreport.h; a copy of its read end is taken from
+ * execd with pidfd_getfd, so a line written while no server ran is read
+ * once one watches again). cb runs once, at the first of the two; the
+ * sandbox's processes are still there then (osb_rt_stop or osb_rt_destroy
+ * end them). Used for new sandboxes and for those re-adopted after a
+ * restart. OSB_E_NOTFOUND if it is not running (any more) when called. */
+int osb_rt_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
+                 osb_rt_exit_cb cb, void *ud, struct osb_err *err) OSB_MUST_CHECK;
+/* Remove everything of sandboxes the server does not know (after a crash):
+ * cgroups, state dirs, processes. known: NULL-terminated ids. Creates in
+ * progress in this process are spared. */
+int osb_rt_cleanup_orphans(struct osb_rt *rt, const char *const *known,
+                           struct osb_err *err) OSB_MUST_CHECK;
+
+int osb_rt_stats(struct osb_rt *rt, const char *id, struct osb_rt_stats *out,
+                 struct osb_err *err) OSB_MUST_CHECK;
 
 /* Take over a running sandbox after a server restart: refills h's paths
  * and drains its output pipe again (a copy of the read end execd keeps,
  * OSB_SANDBOX_LOG_FD, taken with pidfd_getfd). Creates do this
  * themselves. OSB_E_NOTFOUND if it is not running. */
-int osb_rt_adopt(struct osb_rt *rt, const char *id, struct osb_rt_handle *h, struct osb_err *err);
+int osb_rt_adopt(struct osb_rt *rt, const char *id, struct osb_rt_handle *h,
+                 struct osb_err *err) OSB_MUST_CHECK;
 
-/* Snapshots: copy the sandbox's writable layer (overlayfs upper dir, with
- * its whiteouts and opaque dirs) into dst_dir, a new layer directory (see
- * src/image/layer.h), with the sandbox frozen for the copy. The copy runs
- * on the libuv thread pool; cb runs on the loop once it is done and the
- * sandbox thawed (it runs even if the sandbox was destroyed meanwhile, with
- * an error). Returns -1 (cb never runs) if the sandbox is not running or
- * cannot be frozen. The runtime reaches the layer through a descriptor
- * execd keeps for it (OSB_SANDBOX_LAYER_FD), taken with pidfd_getfd. */
-typedef void (*osb_rt_snapshot_cb)(void *ud, const struct osb_err *err /* NULL on success */);
+/* Snapshot the sandbox's writable layer into dst_dir (a new, empty layer
+ * directory) with copy (see osb_rt_copy_fn), the sandbox frozen meanwhile.
+ * cb runs on the loop once the copy is done and the sandbox thawed (it runs
+ * even if the sandbox was destroyed meanwhile, with an error). Returns -1
+ * (cb never runs) if the sandbox is not running or cannot be frozen. */
 int osb_rt_snapshot(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
-                    const char *dst_dir, osb_rt_snapshot_cb cb, void *ud, struct osb_err *err);
-
-/* Images: "host" is built in; the others live in the image store
- * (src/image/store.h): pulled from registries, imported from tars, or
- * snapshots. The runtime resolves an image to its layers (a snapshot's
- * own layer above its base's) when it creates a sandbox. */
-struct osb_istore *osb_rt_images(struct osb_rt *rt);
-/* Whether a sandbox uses the image (directly; the store refuses to remove
- * a base of another image). by gets the sandbox id (may be NULL, n = 0). */
-bool osb_rt_image_in_use(struct osb_rt *rt, const char *name, char *by, size_t n);
-bool osb_rt_image_exists(struct osb_rt *rt, const char *name);
-/* CLI and tests: import a root filesystem tar as a one-layer image; remove
- * an image (OSB_E_EXISTS while a sandbox uses it; "host" is
- * OSB_E_INVALID); list the built-in "host" first, then the store's. */
-int osb_rt_image_import(struct osb_rt *rt, const char *name, const char *tar_path,
-                        struct osb_err *err);
-int osb_rt_image_remove(struct osb_rt *rt, const char *name, struct osb_err *err);
-struct osb_rt_image {
-    char name[256];
-    uint64_t size_bytes;
-    int64_t created_ms;
-};
-/* Fills up to max entries (the built-in "host" first); returns the count. */
-int osb_rt_image_list(struct osb_rt *rt, struct osb_rt_image *out, size_t max,
-                      struct osb_err *err);
+                    const char *dst_dir, osb_rt_copy_fn copy, osb_rt_snapshot_cb cb, void *ud,
+                    struct osb_err *err) OSB_MUST_CHECK;
 #endif

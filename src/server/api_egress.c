@@ -46,7 +46,7 @@ static int commit(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req
         return -1;
     }
     struct osb_apierr e;
-    if (osb_lc_save(srv, s, "EgressPolicy", "The egress policy changed.", &e) < 0)
+    if (osb_sbx_save(srv, s, "EgressPolicy", "The egress policy changed.", &e) < 0)
         osb_err_log("sandbox %s: save the egress policy: %s", s->id, e.msg);
     return 0;
 }

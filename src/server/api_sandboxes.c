@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "common/xalloc.h"
+#include "server/complete.h"
 #include "server/pull.h"
 #include "server/server.h"
 #include "server/snapshots.h"
@@ -52,7 +53,7 @@ static void on_claims(void *ud, const struct osb_apierr *e)
         create_error(p->req, p->spec.id, "volumes", e);
     else if (p->req)
         create_with_claims(p->srv, p->req, &p->spec);
-    osb_spec_free(&p->spec);
+    osb_spec_release(&p->spec);
     free(p);
 }
 
@@ -80,18 +81,27 @@ static void create_with_claims(struct osb_server *srv, struct osb_http_req *req,
     osb_vol_ensure(srv, &p->spec, on_claims, p);
 }
 
-/* The image is in the store: apply its config and build the sandbox. */
+/* The image is resolved (spec->img): complete the spec with it and build
+ * the sandbox. */
 static void create_from_image(struct osb_server *srv, struct osb_http_req *req,
                               struct osb_create_spec *spec)
 {
+    osb_spec_complete(spec, osb_rt_name(srv->rt));
+    create_with_claims(srv, req, spec);
+}
+
+/* After a pull: the one lookup of the image this create makes. */
+static void resolve_and_create(struct osb_server *srv, struct osb_http_req *req,
+                               struct osb_create_spec *spec)
+{
     struct osb_err err = {0};
-    if (osb_pull_apply_config(srv, spec, &err) < 0) {
+    if (osb_spec_resolve(srv->images, spec, &err) < 0) {
         struct osb_apierr e;
         osb_pull_apierr(&err, spec->snapshot_id ? spec->snapshot_id : spec->image, &e);
         create_error(req, spec->id, "image", &e);
         return;
     }
-    create_with_claims(srv, req, spec);
+    create_from_image(srv, req, spec);
 }
 
 static void on_pulled(void *ud, const struct osb_err *err)
@@ -104,9 +114,9 @@ static void on_pulled(void *ud, const struct osb_err *err)
         osb_pull_apierr(err, p->spec.image, &e);
         create_error(p->req, p->spec.id, "image", &e);
     } else if (p->req) {
-        create_from_image(p->srv, p->req, &p->spec);
+        resolve_and_create(p->srv, p->req, &p->spec);
     }
-    osb_spec_free(&p->spec);
+    osb_spec_release(&p->spec);
     free(p);
 }
 
@@ -134,14 +144,22 @@ static void h_create(struct osb_http_req *req, void *ud)
         char image[256];
         if (osb_snaps_image_for(srv, spec.snapshot_id, image, sizeof image, &e) < 0) {
             create_error(req, id, "snapshot", &e);
-            osb_spec_free(&spec);
+            osb_spec_release(&spec);
             return;
         }
         spec.image = osb_xstrdup(image);
     }
-    if (spec.snapshot_id || osb_rt_image_exists(srv->rt, spec.image)) {
+    /* The image is resolved once; only one not in the store (nor a
+     * snapshot's) is pulled first, and resolved after the pull. */
+    struct osb_err ierr = {0};
+    if (spec.snapshot_id) {
+        resolve_and_create(srv, req, &spec);
+        osb_spec_release(&spec);
+        return;
+    }
+    if (osb_spec_resolve(srv->images, &spec, &ierr) == 0) {
         create_from_image(srv, req, &spec);
-        osb_spec_free(&spec);
+        osb_spec_release(&spec);
         return;
     }
     /* Docker provisions inside the request (protocol.md 1.4): so do we,
@@ -247,7 +265,7 @@ static json_t *metadata_filter(struct osb_http_req *req)
     json_t *f = json_object();
     for (size_t i = 0; i < n; i++) {
         if (parse_filter(vals[i], f) < 0) {
-            osb_http_respond_error(req, 400, "INVALID_METADATA_FORMAT",
+            osb_apierr_reply(req, "INVALID_METADATA_FORMAT",
                                    "query parameter 'metadata' must be a query string of key=value "
                                    "pairs joined by '&' (got '%s')",
                                    vals[i]);
@@ -305,7 +323,7 @@ static void h_delete(struct osb_http_req *req, void *ud)
 static int check_patch(json_t *patch, struct osb_apierr *e)
 {
     if (!json_is_object(patch))
-        return osb_apierr_set(e, 400, BAD,
+        return osb_apierr(e, BAD,
                               "request body must be a JSON object (an RFC 7396 merge patch of the "
                               "metadata)");
     const char *k;
@@ -313,14 +331,14 @@ static int check_patch(json_t *patch, struct osb_apierr *e)
     json_object_foreach(patch, k, v)
     {
         if (osb_label_reserved(k))
-            return osb_apierr_set(e, 400, "INVALID_METADATA_LABEL",
+            return osb_apierr(e, "INVALID_METADATA_LABEL",
                                   "metadata key '%s' uses the reserved prefix 'opensandbox.io/'", k);
         if (!json_is_null(v) && !json_is_string(v))
-            return osb_apierr_set(e, 400, BAD, "metadata value for '%s' must be a string or null",
+            return osb_apierr(e, BAD, "metadata value for '%s' must be a string or null",
                                   k);
         char msg[400];
         if (osb_label_check(k, json_is_string(v) ? json_string_value(v) : NULL, msg, sizeof msg) < 0)
-            return osb_apierr_set(e, 400, "INVALID_METADATA_LABEL", "%s", msg);
+            return osb_apierr(e, "INVALID_METADATA_LABEL", "%s", msg);
     }
     return 0;
 }
@@ -352,7 +370,7 @@ static void h_patch(struct osb_http_req *req, void *ud)
     }
     json_decref(patch);
     s->metadata = md;
-    if (osb_lc_save(srv, s, NULL, NULL, &e) < 0) {
+    if (osb_sbx_save(srv, s, NULL, NULL, &e) < 0) {
         s->metadata = old;
         json_decref(md);
         osb_apierr_respond(req, &e);
@@ -395,25 +413,25 @@ static int renew(struct osb_server *srv, struct osb_sbx *s, json_t *body, int64_
                  struct osb_apierr *e)
 {
     if (!json_is_object(body))
-        return osb_apierr_set(e, 400, BAD, "request body must be a JSON object {\"expiresAt\": ...}");
+        return osb_apierr(e, BAD, "request body must be a JSON object {\"expiresAt\": ...}");
     json_t *v = json_object_get(body, "expiresAt");
     if (!v || json_is_null(v))
-        return osb_apierr_set(e, 400, BAD, "field 'expiresAt' is required");
+        return osb_apierr(e, BAD, "field 'expiresAt' is required");
     if (!json_is_string(v) || osb_timefmt_parse(json_string_value(v), t) < 0)
-        return osb_apierr_set(e, 400, BAD,
+        return osb_apierr(e, BAD,
                               "field 'expiresAt' must be an RFC 3339 date-time such as "
                               "\"2030-01-02T03:04:05Z\"");
     if (!s->expires_us)
-        return osb_apierr_set(e, 409, "SANDBOX::INVALID_EXPIRATION",
+        return osb_apierr(e, "SANDBOX::INVALID_EXPIRATION#manual",
                               "Sandbox %s has no expiration (manual cleanup); it cannot be renewed.",
                               s->id);
     int64_t now = osb_now_us();
     if (*t <= now)
-        return osb_apierr_set(e, 400, "SANDBOX::INVALID_EXPIRATION",
+        return osb_apierr(e, "SANDBOX::INVALID_EXPIRATION",
                               "New expiration time must be in the future.");
     int64_t max = srv->limits.max_timeout_s;
     if (max > 0 && *t - now > max * 1000000)
-        return osb_apierr_set(e, 400, "SANDBOX::INVALID_EXPIRATION",
+        return osb_apierr(e, "SANDBOX::INVALID_EXPIRATION",
                               "New expiration time must be at most %lld seconds from now "
                               "(server.max_sandbox_timeout_seconds).",
                               (long long)max);
@@ -436,7 +454,7 @@ static void h_renew(struct osb_http_req *req, void *ud)
     char when[OSB_TIMEFMT_LEN];
     osb_timefmt_us(t, when);
     s->expires_us = t;
-    if (rc < 0 || osb_lc_save(srv, s, "Renewed", when, &e) < 0) {
+    if (rc < 0 || osb_sbx_save(srv, s, "Renewed", when, &e) < 0) {
         s->expires_us = old;
         osb_apierr_respond(req, &e);
         return;

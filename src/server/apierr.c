@@ -150,31 +150,6 @@ void osb_apierr_reply(struct osb_http_req *req, const char *key, const char *fmt
     osb_apierr_respond(req, &e);
 }
 
-/* Whether a row (its "#reason" rows too) gives wire code `code` this status. */
-static bool table_allows(const char *code, int status)
-{
-    for (size_t i = 0; i < OSB_ARRAY_LEN(codes); i++) {
-        const char *w = codes[i].code ? codes[i].code : codes[i].key;
-        if (codes[i].status == status && strcmp(w, code) == 0)
-            return true;
-    }
-    return false;
-}
-
-int osb_apierr_set(struct osb_apierr *e, int status, const char *code, const char *fmt, ...)
-{
-    if (!table_allows(code, status))
-        osb_warn("API error %s raised with %d, a status the error table (src/server/apierr.c) "
-                 "does not give it", code, status);
-    e->status = status;
-    e->code = code;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 void osb_apierr_respond(struct osb_http_req *req, const struct osb_apierr *e)
 {
     osb_http_respond_error(req, e->status, e->code, "%s", e->msg);

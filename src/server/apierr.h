@@ -34,11 +34,6 @@ int osb_apierr_from_err(struct osb_apierr *e, const struct osb_err *err, const c
 /* Answers req at once with the error of key (osb_apierr + osb_apierr_respond). */
 void osb_apierr_reply(struct osb_http_req *req, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* The older form with a status chosen by the caller; a status no row of
- * the code gives (its "#reason" rows included) is logged: the table is the
- * contract. New code calls osb_apierr. Returns -1. */
-int osb_apierr_set(struct osb_apierr *e, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 /* Answers {"code","message"} with e's status. */
 void osb_apierr_respond(struct osb_http_req *req, const struct osb_apierr *e);
 /* Every error the lifecycle server answers goes out with a status the
@@ -47,6 +42,7 @@ void osb_apierr_install(struct osb_http_server *http);
 
 /* For the static analyzer, which cannot see the -1 from here (common/err.h). */
 #if defined(__clang_analyzer__) && !defined(OSB_APIERR_DEFINING)
-#define osb_apierr_set(...) ({ (void)osb_apierr_set(__VA_ARGS__); -1; })
+#define osb_apierr(...) ({ (void)osb_apierr(__VA_ARGS__); -1; })
+#define osb_apierr_from_err(...) ({ (void)osb_apierr_from_err(__VA_ARGS__); -1; })
 #endif
 #endif

@@ -41,17 +41,11 @@ struct osb_create_op {
 
 static void on_exit_cb(void *ud, const char *id, const struct osb_rt_end *end);
 
-int osb_lc_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type, const char *ev_msg,
-                struct osb_apierr *e)
+/* The backend a record names (NULL: this server has not opened it; msg
+ * says why). */
+static struct osb_rt *rt_of(struct osb_server *srv, const struct osb_sbx *s, char *msg, size_t n)
 {
-    struct osb_err err = {0};
-    if (osb_store_put(srv->store, s, ev_type, ev_msg, &err) == 0)
-        return 0;
-    osb_err_log("store sandbox %s: %s", s->id, err.msg);
-    if (e)
-        osb_apierr_set(e, 500, "SANDBOX::STORE_FAILED", "Could not record sandbox %s: %s", s->id,
-                       err.msg);
-    return -1;
+    return osb_backend_get(srv, s->runtime, msg, n);
 }
 
 /* Forget a record: store row, registry entry, memory. */
@@ -66,10 +60,12 @@ static void forget(struct osb_server *srv, struct osb_sbx *s)
     osb_sbx_free(s);
 }
 
-static void destroy_rt(struct osb_server *srv, const char *id)
+/* rt may be NULL (a record of a backend this server has not opened):
+ * there is nothing it can destroy then. */
+static void destroy_rt(struct osb_rt *rt, const char *id)
 {
     struct osb_err err = {0};
-    if (osb_rt_destroy(srv->rt, id, &err) < 0)
+    if (rt && osb_rt_destroy(rt, id, &err) < 0)
         osb_err_log("destroy sandbox %s: %s", id, err.msg);
 }
 
@@ -87,7 +83,8 @@ static void end_sandbox(struct osb_server *srv, struct osb_sbx *s, const struct 
                         bool quiet)
 {
     struct osb_err err = {0};
-    if (osb_rt_stop(srv->rt, s->id, &err) < 0)
+    struct osb_rt *rt = rt_of(srv, s, NULL, 0);
+    if (rt && osb_rt_stop(rt, s->id, &err) < 0)
         osb_err_log("stop sandbox %s: %s", s->id, err.msg);
     osb_network_detach(srv, s);
     if (!quiet)
@@ -95,13 +92,14 @@ static void end_sandbox(struct osb_server *srv, struct osb_sbx *s, const struct 
                 "sandbox %s ended: %s (%s): %s", s->id, osb_state_name(e->state), e->reason,
                 e->message);
     osb_sbx_set_status(s, e->state, e->reason, e->message, osb_now_us());
-    osb_lc_save(srv, s, osb_state_name(e->state), e->message, NULL);
+    osb_sbx_record(srv, s, osb_state_name(e->state), e->message);
 }
 
 /* Watch the sandbox (its PID 1 and execd's report of the entrypoint). */
-static int watch(struct osb_server *srv, struct osb_sbx *s, struct osb_err *err)
+static int watch(struct osb_server *srv, struct osb_rt *rt, struct osb_sbx *s,
+                 struct osb_err *err)
 {
-    return osb_rt_watch(srv->rt, s->id, &s->handle, on_exit_cb, srv, err);
+    return osb_rt_watch(rt, s->id, &s->handle, on_exit_cb, srv, err);
 }
 
 /* ------------------------------------------------------------- create */
@@ -130,13 +128,13 @@ static void op_free(struct osb_create_op *op)
 }
 
 /* The create ended without a sandbox: answer everybody, drop the record. */
-static void op_fail(struct osb_create_op *op, int status, const char *code, const char *msg)
+static void op_fail(struct osb_create_op *op, const char *code, const char *msg)
 {
     struct osb_server *srv = op->srv;
     struct osb_http_req *req;
     op_take_req(op, &req);
     if (req)
-        osb_http_respond_error(req, status, code, "%s", msg);
+        osb_apierr_reply(req, code, "%s", msg);
     for (size_t i = 0; i < op->nwaiters; i++)
         osb_http_respond_empty(op->waiters[i], 204);
     struct osb_sbx *s = op->s;
@@ -152,7 +150,7 @@ static void op_cancelled(struct osb_create_op *op)
     char msg[160];
     snprintf(msg, sizeof msg, "Sandbox %s was deleted before it became ready.", op->s->id);
     osb_lc_create_failed(op->s->id, "cancelled", 409, "SANDBOX::DELETED", msg);
-    op_fail(op, 409, "SANDBOX::DELETED", msg);
+    op_fail(op, "SANDBOX::DELETED", msg);
 }
 
 /* The answer to the POST once the create is over, ended or running. */
@@ -190,20 +188,20 @@ static void on_ready(void *ud, int ok, const char *why)
     struct osb_sbx *s = op->s;
     op->ping = NULL;
     if (ok < 0) {
-        destroy_rt(srv, s->id);
+        destroy_rt(rt_of(srv, s, NULL, 0), s->id);
         char msg[400];
         snprintf(msg, sizeof msg, "Sandbox %s did not become ready: execd did not answer /ping "
                  "within %lld ms (%s).", s->id, (long long)srv->ready_timeout_ms, why);
         osb_lc_create_failed(s->id, "readiness", 500, "SANDBOX::START_FAILED", msg);
-        op_fail(op, 500, "SANDBOX::START_FAILED", msg);
+        op_fail(op, "SANDBOX::START_FAILED", msg);
         return;
     }
     osb_sbx_set_status(s, OSB_ST_RUNNING, "SANDBOX_RUNNING", "Sandbox is running.", osb_now_us());
     struct osb_apierr e;
-    if (osb_lc_save(srv, s, "Running", "execd answered /ping; the sandbox is ready.", &e) < 0) {
-        destroy_rt(srv, s->id);
+    if (osb_sbx_save(srv, s, "Running", "execd answered /ping; the sandbox is ready.", &e) < 0) {
+        destroy_rt(rt_of(srv, s, NULL, 0), s->id);
         osb_lc_create_failed(s->id, "store", e.status, e.code, e.msg);
-        op_fail(op, e.status, e.code, e.msg);
+        op_fail(op, e.code, e.msg);
         return;
     }
     osb_debug("sandbox %s ready: runtime %lld ms + execd /ping %lld ms", s->id,
@@ -223,30 +221,29 @@ static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb
         }
         char msg[600];
         snprintf(msg, sizeof msg, "Sandbox %s failed to start: %s", s->id, err->msg);
-        int status = err->code == OSB_E_INVALID ? 400 : 500;
         const char *code =
             err->code == OSB_E_INVALID ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED";
-        osb_lc_create_failed(s->id, "runtime start", status, code, msg);
-        op_fail(op, status, code, msg);
+        osb_lc_create_failed(s->id, "runtime start", osb_apierr_status(code), code, msg);
+        op_fail(op, code, msg);
         return;
     }
     s->handle = *h;
     s->has_handle = true;
     op->t_runtime = osb_mono_ms();
     if (op->cancelled) {
-        destroy_rt(srv, s->id);
+        destroy_rt(rt_of(srv, s, NULL, 0), s->id);
         op_cancelled(op);
         return;
     }
     /* Watched from now on: an entrypoint that fails at once ends the
      * create instead of leaving /ping to time out. */
     struct osb_err werr = {0};
-    if (watch(srv, s, &werr) < 0) {
-        destroy_rt(srv, s->id);
+    if (watch(srv, rt_of(srv, s, NULL, 0), s, &werr) < 0) {
+        destroy_rt(rt_of(srv, s, NULL, 0), s->id);
         char msg[600];
         snprintf(msg, sizeof msg, "Sandbox %s failed to start: %s", s->id, werr.msg);
         osb_lc_create_failed(s->id, "readiness", 500, "SANDBOX::START_FAILED", msg);
-        op_fail(op, 500, "SANDBOX::START_FAILED", msg);
+        op_fail(op, "SANDBOX::START_FAILED", msg);
         return;
     }
     op->ping = osb_ping_start(srv->loop, h->sock_path, s->token, srv->ready_timeout_ms, on_ready, op);
@@ -265,6 +262,8 @@ static struct osb_sbx *new_record(struct osb_create_spec *spec)
     if (spec->timeout_s)
         s->expires_us = s->created_us + spec->timeout_s * 1000000;
     s->spec = osb_spec_record(spec);
+    snprintf(s->runtime, sizeof s->runtime, "%s", spec->runtime);
+    snprintf(s->image, sizeof s->image, "%s", spec->img.name);
     s->metadata = spec->metadata;
     spec->metadata = NULL;
     osb_sbx_set_status(s, OSB_ST_PENDING, "SANDBOX_PENDING", "Sandbox is being created.",
@@ -272,38 +271,28 @@ static struct osb_sbx *new_record(struct osb_create_spec *spec)
     return s;
 }
 
+/* The last of the spec: the record's id and execd token, the volumes'
+ * mount list, the network slot; then the backend builds the sandbox. */
 static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
-                         const struct osb_create_spec *spec, struct osb_apierr *e)
+                         struct osb_create_spec *spec, struct osb_apierr *e)
 {
-    struct osb_rt_spec rs = {
-        .id = op->s->id,
-        .image = spec->image,
-        .entrypoint = (const char *const *)spec->entrypoint,
-        /* The client asked for a sandbox that stays up (the keep-alive
-         * default); the image's own command runs, but its end is not the
-         * sandbox's. */
-        .keep_running = spec->entrypoint_from_image,
-        .env = (const char *const *)spec->env,
-        .cpu_millicores = spec->cpu_millicores,
-        .memory_bytes = spec->memory_bytes,
-        .pids_max = spec->pids_max,
-        .disk_bytes = spec->disk_bytes,
-        .workdir = spec->workdir,
-        .user = spec->user,
-        .execd_token = op->s->token,
-    };
-    _cleanup_free_ struct osb_rt_volume *vols = osb_vol_rt(spec);
-    rs.volumes = vols;
-    rs.n_volumes = spec->n_volumes;
-    if (osb_network_attach(srv, op->s, spec, &rs, e) < 0) {
+    struct osb_sandbox_spec *sb = &spec->sb;
+    sb->id = op->s->id;
+    sb->execd_token = op->s->token;
+    free(sb->volumes);
+    sb->volumes = osb_vol_rt(spec);
+    sb->n_volumes = spec->n_volumes;
+    if (osb_network_attach(srv, op->s, spec, sb, e) < 0) {
         osb_lc_create_failed(op->s->id, "network", e->status, e->code, e->msg);
         return -1;
     }
     struct osb_err err = {0};
-    if (osb_rt_create(srv->rt, &rs, on_created, op, &err) < 0) {
+    struct osb_rt *rt = rt_of(srv, op->s, err.msg, sizeof err.msg);
+    if (!rt)
+        err.code = OSB_E_INVALID;
+    if (!rt || osb_rt_create(rt, sb, on_created, op, &err) < 0) {
         bool bad = err.code == OSB_E_INVALID || err.code == OSB_E_NOTFOUND;
-        osb_apierr_set(e, bad ? 400 : 500, bad ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED",
-                       "%s", err.msg);
+        osb_apierr(e, bad ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED", "%s", err.msg);
         osb_lc_create_failed(op->s->id, "runtime start", e->status, e->code, e->msg);
         return -1;
     }
@@ -314,7 +303,7 @@ void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_
 {
     struct osb_apierr e;
     if (spec->network_policy && !osb_network_enabled(srv)) {
-        osb_apierr_set(&e, 400, "SANDBOX::INVALID_PARAMETER",
+        osb_apierr(&e, "SANDBOX::INVALID_PARAMETER",
                        "field 'networkPolicy': this server's sandboxes have no network "
                        "([network] mode = \"none\")");
         osb_lc_create_failed(spec->id, "network", e.status, e.code, e.msg);
@@ -329,7 +318,7 @@ void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_
         return;
     }
     struct osb_sbx *s = new_record(spec);
-    if (osb_lc_save(srv, s, "Pending", "Sandbox accepted; building it.", &e) < 0) {
+    if (osb_sbx_save(srv, s, "Pending", "Sandbox accepted; building it.", &e) < 0) {
         osb_lc_create_failed(s->id, "store", e.status, e.code, e.msg);
         osb_sbx_free(s);
         osb_apierr_respond(req, &e);
@@ -344,7 +333,7 @@ void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_
     s->op = op;
     osb_http_req_on_close(req, op_close_cb, op);
     if (start_runtime(srv, op, spec, &e) < 0) {
-        op_fail(op, e.status, e.code, e.msg);
+        op_fail(op, e.code, e.msg);
         return;
     }
     osb_lc_ttl_rearm(srv);
@@ -364,12 +353,12 @@ static void delete_creating(struct osb_server *srv, struct osb_sbx *s, struct os
     op->cancelled = true;
     osb_sbx_set_status(s, OSB_ST_STOPPING, "SANDBOX_DELETING", "Sandbox is being deleted.",
                        osb_now_us());
-    osb_lc_save(srv, s, "Stopping", "Delete requested while the sandbox was being created.", NULL);
+    osb_sbx_record(srv, s, "Stopping", "Delete requested while the sandbox was being created.");
     if (op->ping) {
         /* The runtime already reported back: tear the sandbox down now. */
         osb_ping_cancel(op->ping);
         op->ping = NULL;
-        destroy_rt(srv, s->id);
+        destroy_rt(rt_of(srv, s, NULL, 0), s->id);
         op_cancelled(op);
         return;
     }
@@ -378,7 +367,7 @@ static void delete_creating(struct osb_server *srv, struct osb_sbx *s, struct os
      * op and s must not be touched after it). */
     char id[sizeof s->id];
     memcpy(id, s->id, sizeof id);
-    destroy_rt(srv, id);
+    destroy_rt(rt_of(srv, s, NULL, 0), id);
 }
 
 void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req)
@@ -388,10 +377,13 @@ void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_re
         return;
     }
     struct osb_err err = {0};
-    if (osb_rt_destroy(srv->rt, s->id, &err) < 0) {
+    struct osb_rt *rt = rt_of(srv, s, err.msg, sizeof err.msg);
+    if (!rt)
+        osb_warn("delete sandbox %s: %s; only its record is removed", s->id, err.msg);
+    else if (osb_rt_destroy(rt, s->id, &err) < 0) {
         osb_err_log("delete sandbox %s: %s", s->id, err.msg);
         if (req)
-            osb_http_respond_error(req, 500, "SANDBOX::DELETE_FAILED",
+            osb_apierr_reply(req, "SANDBOX::DELETE_FAILED",
                                    "Failed to delete sandbox %s: %s", s->id, err.msg);
         return;
     }
@@ -406,35 +398,37 @@ void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_re
 int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e)
 {
     if (s->snapshotting)
-        return osb_apierr_set(e, 409, "SANDBOX::SNAPSHOT_IN_PROGRESS",
+        return osb_apierr(e, "SANDBOX::SNAPSHOT_IN_PROGRESS",
                               "Sandbox %s is being snapshotted; try again in a moment.", s->id);
     if (s->state != OSB_ST_RUNNING || s->op)
-        return osb_apierr_set(e, 409, "SANDBOX::NOT_RUNNING",
+        return osb_apierr(e, "SANDBOX::NOT_RUNNING",
                               "Sandbox is not in a running state (sandbox %s is %s).", s->id,
                               osb_state_name(s->state));
     struct osb_err err = {0};
-    if (osb_rt_pause(srv->rt, s->id, &err) < 0)
-        return osb_apierr_set(e, 500, "SANDBOX::PAUSE_FAILED", "Failed to pause sandbox %s: %s",
+    struct osb_rt *rt = rt_of(srv, s, err.msg, sizeof err.msg);
+    if (!rt || osb_rt_pause(rt, s->id, &err) < 0)
+        return osb_apierr(e, "SANDBOX::PAUSE_FAILED", "Failed to pause sandbox %s: %s",
                               s->id, err.msg);
     osb_sbx_set_status(s, OSB_ST_PAUSED, "SANDBOX_PAUSED", "Sandbox is paused.", osb_now_us());
-    return osb_lc_save(srv, s, "Paused", "Sandbox paused (cgroup freezer).", e);
+    return osb_sbx_save(srv, s, "Paused", "Sandbox paused (cgroup freezer).", e);
 }
 
 int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e)
 {
     if (s->snapshotting)
-        return osb_apierr_set(e, 409, "SANDBOX::SNAPSHOT_IN_PROGRESS",
+        return osb_apierr(e, "SANDBOX::SNAPSHOT_IN_PROGRESS",
                               "Sandbox %s is being snapshotted; try again in a moment.", s->id);
     if (s->state != OSB_ST_PAUSED)
-        return osb_apierr_set(e, 409, "SANDBOX::NOT_PAUSED",
+        return osb_apierr(e, "SANDBOX::NOT_PAUSED",
                               "Sandbox is not in a paused state (sandbox %s is %s).", s->id,
                               osb_state_name(s->state));
     struct osb_err err = {0};
-    if (osb_rt_resume(srv->rt, s->id, &err) < 0)
-        return osb_apierr_set(e, 500, "SANDBOX::RESUME_FAILED", "Failed to resume sandbox %s: %s",
+    struct osb_rt *rt = rt_of(srv, s, err.msg, sizeof err.msg);
+    if (!rt || osb_rt_resume(rt, s->id, &err) < 0)
+        return osb_apierr(e, "SANDBOX::RESUME_FAILED", "Failed to resume sandbox %s: %s",
                               s->id, err.msg);
     osb_sbx_set_status(s, OSB_ST_RUNNING, "SANDBOX_RUNNING", "Sandbox is running.", osb_now_us());
-    return osb_lc_save(srv, s, "Resumed", "Sandbox resumed.", e);
+    return osb_sbx_save(srv, s, "Resumed", "Sandbox resumed.", e);
 }
 
 /* ---------------------------------------------------------- the end */
@@ -517,15 +511,15 @@ static void mark_failed(struct osb_server *srv, struct osb_sbx *s, const char *r
 {
     osb_warn("sandbox %s: %s", s->id, msg);
     osb_sbx_set_status(s, OSB_ST_FAILED, reason, msg, osb_now_us());
-    osb_lc_save(srv, s, "Failed", msg, NULL);
+    osb_sbx_record(srv, s, "Failed", msg);
 }
 
 /* Its socket path and its output pipe's drain, as this process sees them.
  * A failure leaves the sandbox running (its output waits in the pipe). */
-static void adopt(struct osb_server *srv, struct osb_sbx *s)
+static void adopt(struct osb_rt *rt, struct osb_sbx *s)
 {
     struct osb_err err = {0};
-    if (osb_rt_adopt(srv->rt, s->id, &s->handle, &err) < 0)
+    if (osb_rt_adopt(rt, s->id, &s->handle, &err) < 0)
         osb_warn("adopt sandbox %s: %s", s->id, err.msg);
 }
 
@@ -539,17 +533,34 @@ static void end_lost(struct osb_server *srv, struct osb_sbx *s)
     end_sandbox(srv, s, &e, false);
 }
 
+/* A record naming a backend this server has not opened: nothing can be
+ * done to its sandbox here, so it is marked Failed, saying why; a server
+ * with that backend still finds the sandbox known (not an orphan). */
+static bool recover_unknown(struct osb_server *srv, struct osb_sbx *s, const char *why)
+{
+    if (s->state == OSB_ST_TERMINATED || s->state == OSB_ST_FAILED)
+        return true;
+    char msg[400];
+    snprintf(msg, sizeof msg, "The sandbox cannot be recovered: %s.", why);
+    mark_failed(srv, s, "RUNTIME_UNKNOWN", msg);
+    return true;
+}
+
 /* Decide one record's fate after a restart; returns false when it is gone. */
 static bool recover_one(struct osb_server *srv, struct osb_sbx *s)
 {
+    char why[300];
+    struct osb_rt *rt = rt_of(srv, s, why, sizeof why);
+    if (!rt)
+        return recover_unknown(srv, s, why);
     switch (s->state) {
     case OSB_ST_RUNNING:
     case OSB_ST_PAUSED: {
         /* A report execd wrote while we were down is read by the watch. */
         struct osb_err err = {0};
-        if (s->has_handle && osb_rt_alive(srv->rt, s->id, &s->handle)) {
-            adopt(srv, s);
-            if (watch(srv, s, &err) == 0)
+        if (s->has_handle && osb_rt_alive(rt, s->id, &s->handle)) {
+            adopt(rt, s);
+            if (watch(srv, rt, s, &err) == 0)
                 return true;
             osb_warn("watch sandbox %s: %s", s->id, err.msg);
         }
@@ -557,13 +568,13 @@ static bool recover_one(struct osb_server *srv, struct osb_sbx *s)
         return true;
     }
     case OSB_ST_PENDING:
-        destroy_rt(srv, s->id);
+        destroy_rt(rt, s->id);
         s->has_handle = false;
         mark_failed(srv, s, "PROVISIONING_INTERRUPTED",
                     "The server stopped while the sandbox was being created.");
         return true;
     case OSB_ST_STOPPING:
-        destroy_rt(srv, s->id);
+        destroy_rt(rt, s->id);
         forget(srv, s);
         return false;
     case OSB_ST_TERMINATED:
@@ -590,7 +601,9 @@ int osb_lc_recover(struct osb_server *srv, struct osb_err *err)
     const char **known = osb_xcalloc(n + 1, sizeof *known);
     for (size_t i = 0; i < n; i++)
         known[i] = osb_reg_at(srv->reg, i)->id;
-    int rc = osb_rt_cleanup_orphans(srv->rt, known, err);
+    int rc = 0;
+    for (size_t i = 0; i < srv->n_rts && rc == 0; i++)
+        rc = osb_rt_cleanup_orphans(srv->rts[i], known, err);
     free(known);
     if (rc < 0)
         return osb_err_wrap(err, "clean up orphaned sandboxes");

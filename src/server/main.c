@@ -24,6 +24,7 @@
 #include "common/xalloc.h"
 #include "common/version.h"
 #include "net/hostnet.h"
+#include "image/store.h"
 #include "server/image_cli.h"
 #include "server/network.h"
 #include "server/pull.h"
@@ -110,6 +111,11 @@ static int cmd_init_config(int argc, char **argv)
 
 /* -------------------------------------------------------------- image */
 
+static void add_record(void *ud, struct osb_sbx *s)
+{
+    osb_reg_add(ud, s);
+}
+
 static int make_state_dir(const char *dir)
 {
     struct osb_err err = {0};
@@ -120,60 +126,65 @@ static int make_state_dir(const char *dir)
     return 0;
 }
 
-static int open_runtime(const struct osb_config *cfg, uv_loop_t *loop, struct osb_rt **rt)
+/* The records of the sandboxes (of a server running now or before): an
+ * image they run is in use. None when no server ever ran here. */
+static struct osb_sbx_index *load_records(const char *state_dir)
 {
-    struct osb_rt_config rc = {.state_dir = cfg->native.state_dir,
-                               .execd_path = cfg->runtime.execd_path,
-                               .init_path = cfg->runtime.init_path};
+    struct osb_sbx_index *reg = osb_reg_new();
+    char *path = osb_xasprintf("%s/opensandbox.db", state_dir);
+    struct osb_store *st = NULL;
     struct osb_err err = {0};
-    if (make_state_dir(cfg->native.state_dir) != 0)
-        return 1;
-    if (osb_rt_open(&rc, loop, rt, &err) < 0)
-        return fail("open the native runtime", &err);
-    return 0;
-}
-
-static bool image_in_use(void *ud, const char *name)
-{
-    return osb_rt_image_in_use(ud, name, NULL, 0);
+    if (access(path, F_OK) == 0 && osb_store_open(path, &st, &err) == 0 &&
+        osb_store_load(st, add_record, reg, &err) < 0)
+        osb_warn("image: read the sandbox records: %s", err.msg);
+    osb_store_close(st);
+    free(path);
+    return reg;
 }
 
 /* `image export|push SNAPSHOT_ID`: snapshots are stored as snapshot/<id>. */
-static void snapshot_alias(struct osb_rt *rt, int argc, char **argv, char *buf, size_t n)
+static void snapshot_alias(struct osb_istore *images, int argc, char **argv, char *buf, size_t n)
 {
-    if (argc < 3 || (strcmp(argv[1], "export") != 0 && strcmp(argv[1], "push") != 0) ||
-        osb_rt_image_exists(rt, argv[2]))
+    struct osb_image im;
+    if (argc < 3 || (strcmp(argv[1], "export") != 0 && strcmp(argv[1], "push") != 0))
         return;
+    if (osb_istore_get(images, argv[2], &im, NULL) == 0) {
+        osb_image_free(&im);
+        return;
+    }
     snprintf(buf, n, OSB_SNAP_IMAGE_PREFIX "%s", argv[2]);
-    if (osb_rt_image_exists(rt, buf))
+    if (osb_istore_get(images, buf, &im, NULL) == 0) {
+        osb_image_free(&im);
         argv[2] = buf;
+    }
 }
 
+/* The image store directly; "in use" from the sandbox records. */
 static int cmd_image(const char *config, int argc, char **argv)
 {
     struct osb_config cfg = {0};
     struct osb_err err = {0};
     if (osb_config_load(config, &cfg, &err) < 0)
         return fail("config", &err);
-    uv_loop_t *loop = uv_default_loop();
-    struct osb_rt *rt = NULL;
-    int rc = open_runtime(&cfg, loop, &rt);
+    struct osb_istore *images = NULL;
+    int rc = make_state_dir(cfg.native.state_dir);
+    if (rc == 0 && osb_istore_open(cfg.native.state_dir, &images, &err) < 0)
+        rc = fail("image store", &err);
     if (rc == 0) {
         struct osb_registry_opts opts;
         char alias[300];
         osb_pull_opts(&cfg, &opts);
-        snapshot_alias(rt, argc, argv, alias, sizeof alias);
-        rc = osb_image_cli(osb_rt_images(rt), &opts, image_in_use, rt, argc, argv);
-        osb_rt_close(rt);
-        uv_run(loop, UV_RUN_NOWAIT);
+        snapshot_alias(images, argc, argv, alias, sizeof alias);
+        struct osb_sbx_index *reg = load_records(cfg.native.state_dir);
+        rc = osb_image_cli(images, &opts, osb_images_in_use_cb, reg, argc, argv);
+        osb_reg_free(reg);
     }
+    osb_istore_close(images);
     osb_config_free(&cfg);
     return rc;
 }
 
 /* ------------------------------------------------------------- serve */
-
-static struct osb_server server;
 
 static void on_signal(uv_signal_t *h, int sig)
 {
@@ -232,8 +243,16 @@ static int start(struct osb_server *srv)
 {
     const struct osb_config *cfg = srv->cfg;
     struct osb_err err = {0};
-    if (make_state_dir(cfg->native.state_dir) != 0 || lock_state_dir(cfg->native.state_dir) < 0 ||
-        open_runtime(cfg, srv->loop, &srv->rt) != 0 || open_store(srv) != 0)
+    if (make_state_dir(cfg->native.state_dir) != 0 || lock_state_dir(cfg->native.state_dir) < 0)
+        return 1;
+    if (osb_backends_open(srv, &err) < 0) {
+        char what[64];
+        snprintf(what, sizeof what, "open the %s runtime", cfg->runtime.type);
+        return fail(what, &err);
+    }
+    if (osb_istore_open(cfg->native.state_dir, &srv->images, &err) < 0)
+        return fail("image store", &err);
+    if (open_store(srv) != 0)
         return 1;
     srv->reg = osb_reg_new();
     osb_lc_init(srv);
@@ -260,13 +279,13 @@ static void stop(struct osb_server *srv)
     if (srv->http)
         osb_http_server_close(srv->http);
     osb_lc_close(srv);
-    if (srv->rt)
-        osb_rt_close(srv->rt);
+    osb_backends_close(srv);
     osb_network_close(srv);
     if (srv->cfg)
         osb_vol_close(srv);
     uv_run(srv->loop, UV_RUN_NOWAIT);
     osb_snaps_close(srv);
+    osb_istore_close(srv->images);
     osb_store_close(srv->store);
     osb_reg_free(srv->reg);
 }
@@ -282,6 +301,7 @@ static int serve(const char *config)
         osb_config_free(&cfg);
         return 1;
     }
+    struct osb_server server = {0};
     struct osb_server *srv = &server;
     srv->loop = uv_default_loop();
     srv->cfg = &cfg;

@@ -399,7 +399,7 @@ static void record(struct osb_sbx *s, const struct nsb *n)
 }
 
 int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
-                       const struct osb_create_spec *spec, struct osb_rt_spec *rs,
+                       const struct osb_create_spec *spec, struct osb_sandbox_spec *rs,
                        struct osb_apierr *e)
 {
     if (!osb_network_enabled(srv)) {

@@ -28,7 +28,7 @@ bool osb_network_enabled(const struct osb_server *srv);
  * rs->netns/dns. A policy without networking is a 400. */
 OSB_MUST_CHECK int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
                                       const struct osb_create_spec *spec,
-                                      struct osb_rt_spec *rs, struct osb_apierr *e);
+                                      struct osb_sandbox_spec *rs, struct osb_apierr *e);
 /* The sandbox is gone (its processes are dead): stop DNS, free the slot. */
 void osb_network_detach(struct osb_server *srv, struct osb_sbx *s);
 

@@ -23,7 +23,7 @@ enum osb_sbx_state {
 
 const char *osb_state_name(enum osb_sbx_state st);
 /* Case-insensitive ("RUNNING" works); -1 for an unknown name. */
-int osb_state_parse(const char *name, enum osb_sbx_state *out);
+int osb_state_parse(const char *name, enum osb_sbx_state *out) OSB_MUST_CHECK;
 
 struct osb_create_op; /* lifecycle.c: a create in flight */
 
@@ -36,6 +36,9 @@ struct osb_sbx {
     int64_t expires_us;          /* 0 = manual cleanup */
     json_t *spec;                /* osb_spec_record(): image, entrypoint, platform, ... */
     json_t *metadata;            /* object of strings */
+    char runtime[32];            /* the backend it runs on (runtime.h's table) */
+    char image[256];             /* the stored name of its image ("" unknown), for
+                                    "image in use" */
     struct osb_rt_handle handle;
     bool has_handle;
     struct osb_create_op *op;    /* non-NULL while creating */

@@ -1,7 +1,9 @@
 /* The lifecycle server's shared state and the seams between its modules:
  * api_*.c (HTTP handlers), lifecycle.c (state machine, TTL, restart
- * recovery), store.c (SQLite), registry.c (in-memory index). Everything
- * runs on one libuv loop thread. */
+ * recovery), record.c (persisting a record), store.c (SQLite), registry.c
+ * (in-memory index), backends.c (the runtime backends it opened),
+ * images.c (the image store's users). Everything runs on one libuv loop
+ * thread. */
 #ifndef OSB_SERVER_SERVER_H
 #define OSB_SERVER_SERVER_H
 #include <jansson.h>
@@ -18,10 +20,22 @@
 #include "server/spec.h"
 #include "server/store.h"
 
+struct osb_istore;
+struct osb_pull;
+struct osb_snaps;
+
+/* Backends one server opens at most (today: the configured one). */
+#define OSB_SRV_MAX_BACKENDS 4
+
 struct osb_server {
     uv_loop_t *loop;
     const struct osb_config *cfg;
-    struct osb_rt *rt;
+    struct osb_rt *rts[OSB_SRV_MAX_BACKENDS]; /* opened backends (backends.c) */
+    size_t n_rts;
+    struct osb_rt *rt;            /* the one new sandboxes run on: [runtime] type */
+    struct osb_istore *images;    /* the image store (pulled, imported, snapshots) */
+    struct osb_pull *pulls;       /* pulls in flight (server/pull.c) */
+    struct osb_snaps *snaps;      /* snapshot records (server/snapshots.c) */
     struct osb_store *store;
     struct osb_sbx_index *reg;
     struct osb_http_server *http;
@@ -43,23 +57,45 @@ void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_
 /* Deletes a sandbox in any state. req (may be NULL, for TTL expiry) gets
  * 204 once everything is gone, or 500. */
 void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req);
-int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e);
-int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e);
+int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e) OSB_MUST_CHECK;
+int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e) OSB_MUST_CHECK;
 /* The one log line of a failed create: sandbox id (NULL: none yet), the
  * phase that failed (request, snapshot, image, network, volumes, store,
  * runtime start, readiness, entrypoint, cancelled) and the answer. */
 void osb_lc_create_failed(const char *id, const char *phase, int status, const char *code,
                           const char *msg);
-/* Persist s (and an event when type is non-NULL); 500 apierr on failure. */
-int osb_lc_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type, const char *ev_msg,
-                struct osb_apierr *e);
 /* Re-arm the expiry timer after any change of an expiresAt. */
 void osb_lc_ttl_rearm(struct osb_server *srv);
 /* At start: load the store, re-adopt live sandboxes, fail or destroy the
  * rest, clean orphans, arm the TTL timer. */
-int osb_lc_recover(struct osb_server *srv, struct osb_err *err);
+int osb_lc_recover(struct osb_server *srv, struct osb_err *err) OSB_MUST_CHECK;
 void osb_lc_init(struct osb_server *srv);
 void osb_lc_close(struct osb_server *srv);
+
+/* ---- record.c ---- */
+/* Persist s (and an event when type is non-NULL); 500 apierr on failure
+ * (logged too). osb_sbx_record: the same for a change nobody waits on
+ * (a failure is only logged). */
+void osb_sbx_record(struct osb_server *srv, struct osb_sbx *s, const char *ev_type,
+                    const char *ev_msg);
+int osb_sbx_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type,
+                 const char *ev_msg, struct osb_apierr *e) OSB_MUST_CHECK;
+
+/* ---- backends.c ---- */
+/* Open the configured backend ([runtime] type) as srv->rt. */
+int osb_backends_open(struct osb_server *srv, struct osb_err *err) OSB_MUST_CHECK;
+void osb_backends_close(struct osb_server *srv);
+/* The opened backend named name, or NULL (then msg gets why, naming the
+ * backends this server has). */
+struct osb_rt *osb_backend_get(struct osb_server *srv, const char *name, char *msg, size_t n) OSB_MUST_CHECK;
+
+/* ---- images.c ---- */
+/* Whether a sandbox record that still holds its runtime state (Pending,
+ * Running, Paused, Stopping) runs the image stored as `name` (by gets its
+ * id; may be NULL with n = 0). Also for the CLI, on the store's records. */
+bool osb_images_used_by(const struct osb_sbx_index *reg, const char *name, char *by, size_t n);
+/* osb_istore_in_use_cb over a registry (ud). */
+bool osb_images_in_use_cb(void *ud, const char *name);
 
 /* ---- api.c: routes, auth, request ids, shared JSON ---- */
 void osb_api_register(struct osb_server *srv);

@@ -29,11 +29,13 @@ struct snap {
     int64_t created_us, transition_us;
     char layer[4096];           /* the copied writable layer's dir */
     char base[256];             /* the image the sandbox ran */
-    bool gone;                  /* deleted while its copy was running */
 };
 
-/* Newest first: the list order is the API's order (createdAt desc). */
-static struct snap *snaps;
+/* The server's snapshots (srv->snaps), newest first: the list order is
+ * the API's order (createdAt desc). */
+struct osb_snaps {
+    struct snap *head;
+};
 
 static void snap_free(struct snap *sn)
 {
@@ -43,9 +45,9 @@ static void snap_free(struct snap *sn)
     free(sn);
 }
 
-static struct snap *find(const char *id)
+static struct snap *find(struct osb_server *srv, const char *id)
 {
-    for (struct snap *sn = snaps; sn; sn = sn->next)
+    for (struct snap *sn = srv->snaps->head; sn; sn = sn->next)
         if (strcmp(sn->id, id) == 0)
             return sn;
     return NULL;
@@ -53,7 +55,7 @@ static struct snap *find(const char *id)
 
 static void unlink_snap(struct snap *sn)
 {
-    for (struct snap **p = &snaps; *p; p = &(*p)->next)
+    for (struct snap **p = &sn->srv->snaps->head; *p; p = &(*p)->next)
         if (*p == sn) {
             *p = sn->next;
             return;
@@ -126,14 +128,14 @@ static void load_one(void *ud, json_t *r)
             sn->state = (enum snap_state)i;
     if (sn->state == SNAP_CREATING) {
         /* The server stopped during the copy: what was copied is useless. */
-        osb_istore_discard_layer(osb_rt_images(srv->rt), sn->layer);
+        osb_istore_discard_layer(srv->images, sn->layer);
         set_state(sn, SNAP_FAILED, "snapshot_recovery_failed",
                   "The server restarted while the snapshot was being taken.");
         struct osb_err err = {0};
         save(sn, &err);
     }
     /* Insert sorted by creation, newest first. */
-    struct snap **p = &snaps;
+    struct snap **p = &srv->snaps->head;
     while (*p && (*p)->created_us > sn->created_us)
         p = &(*p)->next;
     sn->next = *p;
@@ -142,31 +144,32 @@ static void load_one(void *ud, json_t *r)
 
 int osb_snaps_open(struct osb_server *srv, struct osb_err *err)
 {
+    srv->snaps = osb_xcalloc(1, sizeof *srv->snaps);
     return osb_store_snap_load(srv->store, load_one, srv, err);
 }
 
 void osb_snaps_close(struct osb_server *srv)
 {
-    (void)srv;
-    while (snaps) {
-        struct snap *sn = snaps;
-        snaps = sn->next;
-        if (sn->state == SNAP_CREATING) {
-            sn->gone = true; /* the runtime's callback never runs after close */
-        }
+    if (!srv->snaps)
+        return;
+    /* The runtime's callbacks never run after it is closed. */
+    while (srv->snaps->head) {
+        struct snap *sn = srv->snaps->head;
+        srv->snaps->head = sn->next;
         snap_free(sn);
     }
+    free(srv->snaps);
+    srv->snaps = NULL;
 }
 
 int osb_snaps_image_for(struct osb_server *srv, const char *id, char *image, size_t n,
                         struct osb_apierr *e)
 {
-    (void)srv;
-    struct snap *sn = find(id);
+    struct snap *sn = find(srv, id);
     if (!sn)
-        return osb_apierr_set(e, 404, "SNAPSHOT::NOT_FOUND", "Snapshot %s not found.", id);
+        return osb_apierr(e, "SNAPSHOT::NOT_FOUND", "Snapshot %s not found.", id);
     if (sn->state != SNAP_READY)
-        return osb_apierr_set(e, 409, "SNAPSHOT::NOT_READY", "Snapshot %s is %s, not Ready.", id,
+        return osb_apierr(e, "SNAPSHOT::NOT_READY", "Snapshot %s is %s, not Ready.", id,
                               state_names[sn->state]);
     snprintf(image, n, OSB_SNAP_IMAGE_PREFIX "%s", id);
     return 0;
@@ -199,6 +202,10 @@ static json_t *snap_json(const struct snap *sn)
 static int base_of(struct osb_server *srv, const struct osb_sbx *s, char *out, size_t n,
                    struct osb_err *err)
 {
+    if (s->image[0]) { /* resolved at its create */
+        snprintf(out, n, "%s", s->image);
+        return 0;
+    }
     const char *snap = json_string_value(json_object_get(s->spec, "snapshotId"));
     if (snap) {
         snprintf(out, n, OSB_SNAP_IMAGE_PREFIX "%s", snap);
@@ -211,7 +218,7 @@ static int base_of(struct osb_server *srv, const struct osb_sbx *s, char *out, s
         return 0;
     }
     struct osb_image im;
-    if (osb_istore_get(osb_rt_images(srv->rt), uri, &im, err) < 0)
+    if (osb_istore_get(srv->images, uri, &im, err) < 0)
         return -1;
     snprintf(out, n, "%s", im.name);
     osb_image_free(&im);
@@ -222,7 +229,7 @@ static int base_of(struct osb_server *srv, const struct osb_sbx *s, char *out, s
  * Env, WorkingDir and User (a restore runs `tail -f /dev/null`). */
 static int add_image(struct snap *sn, struct osb_err *err)
 {
-    struct osb_istore *store = osb_rt_images(sn->srv->rt);
+    struct osb_istore *store = sn->srv->images;
     struct osb_image base = {0}, im = {0};
     bool have_base = strcmp(sn->base, "host") != 0;
     if (have_base && osb_istore_get(store, sn->base, &base, err) < 0)
@@ -259,7 +266,7 @@ static void on_snapshot(void *ud, const struct osb_err *rterr)
         osb_info("snapshot %s of sandbox %s ready", sn->id, sn->sandbox_id);
     } else {
         osb_warn("snapshot %s of sandbox %s failed: %s", sn->id, sn->sandbox_id, err.msg);
-        osb_istore_discard_layer(osb_rt_images(srv->rt), sn->layer);
+        osb_istore_discard_layer(srv->images, sn->layer);
         char msg[600];
         snprintf(msg, sizeof msg, "Snapshot failed: %s", err.msg);
         set_state(sn, SNAP_FAILED, "snapshot_runtime_failed", msg);
@@ -287,8 +294,20 @@ static int create_body(struct osb_http_req *req, char **name)
         *name = osb_xstrdup(json_string_value(n));
     json_decref(body);
     if (problem)
-        osb_http_respond_error(req, 400, "SNAPSHOT::INVALID_PARAMETER", "%s", problem);
+        osb_apierr_reply(req, "SNAPSHOT::INVALID_PARAMETER", "%s", problem);
     return problem ? -1 : 0;
+}
+
+/* The copy is the image store's (the runtime only freezes and hands over
+ * the writable layer). */
+static int snapshot(struct osb_server *srv, struct osb_sbx *s, struct snap *sn,
+                    struct osb_err *err)
+{
+    struct osb_rt *rt = osb_backend_get(srv, s->runtime, err->msg, sizeof err->msg);
+    if (!rt)
+        return osb_err_set(err, OSB_E_UNSUPPORTED, "%s", err->msg);
+    return osb_rt_snapshot(rt, s->id, &s->handle, sn->layer, osb_layer_copy_tree, on_snapshot,
+                           sn, err);
 }
 
 static void h_create(struct osb_http_req *req, void *ud)
@@ -300,7 +319,7 @@ static void h_create(struct osb_http_req *req, void *ud)
         return;
     if (s->state != OSB_ST_RUNNING || s->op || !s->has_handle) {
         free(name);
-        osb_http_respond_error(req, 409, "SNAPSHOT::INVALID_SOURCE_STATE",
+        osb_apierr_reply(req, "SNAPSHOT::INVALID_SOURCE_STATE",
                                "Sandbox %s is %s; only a Running sandbox can be snapshotted.",
                                s->id, osb_state_name(s->state));
         return;
@@ -312,22 +331,24 @@ static void h_create(struct osb_http_req *req, void *ud)
     sn->name = name;
     sn->created_us = osb_now_us();
     set_state(sn, SNAP_CREATING, "snapshot_accepted", "Snapshot creation accepted.");
-    osb_istore_new_layer(osb_rt_images(srv->rt), "snap", sn->layer, sizeof sn->layer);
+    osb_istore_new_layer(srv->images, "snap", sn->layer, sizeof sn->layer);
     struct osb_err err = {0};
     if (base_of(srv, s, sn->base, sizeof sn->base, &err) < 0 || save(sn, &err) < 0 ||
-        osb_rt_snapshot(srv->rt, s->id, &s->handle, sn->layer, on_snapshot, sn, &err) < 0) {
-        osb_store_snap_delete(srv->store, sn->id, NULL);
-        osb_istore_discard_layer(osb_rt_images(srv->rt), sn->layer);
-        osb_http_respond_error(req, err.code == OSB_E_EXISTS ? 409 : 500,
-                               err.code == OSB_E_EXISTS ? "SNAPSHOT::INVALID_SOURCE_STATE"
-                                                        : "SNAPSHOT::CREATE_FAILED",
-                               "Snapshot of sandbox %s failed: %s", s->id, err.msg);
+        snapshot(srv, s, sn, &err) < 0) {
+        struct osb_err derr = {0};
+        if (osb_store_snap_delete(srv->store, sn->id, &derr) < 0)
+            osb_err_log("forget snapshot %s: %s", sn->id, derr.msg);
+        osb_istore_discard_layer(srv->images, sn->layer);
+        osb_apierr_reply(req,
+                         err.code == OSB_E_EXISTS ? "SNAPSHOT::INVALID_SOURCE_STATE"
+                                                  : "SNAPSHOT::CREATE_FAILED",
+                         "Snapshot of sandbox %s failed: %s", s->id, err.msg);
         snap_free(sn);
         return;
     }
     s->snapshotting++;
-    sn->next = snaps;
-    snaps = sn;
+    sn->next = srv->snaps->head;
+    srv->snaps->head = sn;
     char loc[80];
     snprintf(loc, sizeof loc, "/v1/snapshots/%s", sn->id);
     osb_http_add_header(req, "Location", loc);
@@ -336,20 +357,19 @@ static void h_create(struct osb_http_req *req, void *ud)
 
 /* ------------------------------------------------------------ get, list, delete */
 
-static struct snap *find_or_404(struct osb_http_req *req)
+static struct snap *find_or_404(struct osb_server *srv, struct osb_http_req *req)
 {
     const char *id = osb_http_req_param(req, "id");
-    struct snap *sn = id ? find(id) : NULL;
+    struct snap *sn = id ? find(srv, id) : NULL;
     if (!sn)
-        osb_http_respond_error(req, 404, "SNAPSHOT::NOT_FOUND", "Snapshot %s not found.",
+        osb_apierr_reply(req, "SNAPSHOT::NOT_FOUND", "Snapshot %s not found.",
                                id ? id : "");
     return sn;
 }
 
 static void h_get(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
-    struct snap *sn = find_or_404(req);
+    struct snap *sn = find_or_404(ud, req);
     if (sn)
         osb_http_respond_json(req, 200, snap_json(sn));
 }
@@ -377,7 +397,7 @@ static unsigned state_mask(struct osb_http_req *req, bool *given)
 
 static void h_list(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_server *srv = ud;
     long page, size;
     if (osb_api_page(req, &page, &size) < 0)
         return;
@@ -386,7 +406,7 @@ static void h_list(struct osb_http_req *req, void *ud)
     unsigned mask = state_mask(req, &by_state);
     json_t *items = json_array();
     size_t total = 0, first = (size_t)(page - 1) * (size_t)size;
-    for (struct snap *sn = snaps; sn; sn = sn->next) {
+    for (struct snap *sn = srv->snaps->head; sn; sn = sn->next) {
         if ((by_state && !(mask & (1u << sn->state))) ||
             (sandbox && *sandbox && strcmp(sandbox, sn->sandbox_id) != 0))
             continue;
@@ -398,19 +418,14 @@ static void h_list(struct osb_http_req *req, void *ud)
                                               osb_api_pagination(page, size, total)));
 }
 
-static bool in_use_cb(void *ud, const char *name)
-{
-    return osb_rt_image_in_use(ud, name, NULL, 0);
-}
-
 static void h_delete(struct osb_http_req *req, void *ud)
 {
     struct osb_server *srv = ud;
-    struct snap *sn = find_or_404(req);
+    struct snap *sn = find_or_404(srv, req);
     if (!sn)
         return;
     if (sn->state == SNAP_CREATING) {
-        osb_http_respond_error(req, 409, "SNAPSHOT::INVALID_STATE",
+        osb_apierr_reply(req, "SNAPSHOT::INVALID_STATE",
                                "Snapshot %s is still being created.", sn->id);
         return;
     }
@@ -418,23 +433,22 @@ static void h_delete(struct osb_http_req *req, void *ud)
     snprintf(name, sizeof name, OSB_SNAP_IMAGE_PREFIX "%s", sn->id);
     struct osb_err err = {0};
     if (sn->state == SNAP_READY) {
-        if (osb_rt_image_in_use(srv->rt, name, by, sizeof by)) {
-            osb_http_respond_error(req, 409, "SNAPSHOT::IN_USE",
+        if (osb_images_used_by(srv->reg, name, by, sizeof by)) {
+            osb_apierr_reply(req, "SNAPSHOT::IN_USE",
                                    "Snapshot %s is in use by sandbox %s.", sn->id, by);
             return;
         }
-        if (osb_istore_remove(osb_rt_images(srv->rt), name, in_use_cb, srv->rt, &err) < 0 &&
+        if (osb_istore_remove(srv->images, name, osb_images_in_use_cb, srv->reg, &err) < 0 &&
             err.code != OSB_E_NOTFOUND) {
             bool busy = err.code == OSB_E_EXISTS;
-            osb_http_respond_error(req, busy ? 409 : 500,
-                                   busy ? "SNAPSHOT::IN_USE" : "SNAPSHOT::DELETE_FAILED",
+            osb_apierr_reply(req, busy ? "SNAPSHOT::IN_USE" : "SNAPSHOT::DELETE_FAILED",
                                    "Snapshot %s: %s", sn->id, err.msg);
             return;
         }
-        osb_istore_discard_layer(osb_rt_images(srv->rt), sn->layer);
+        osb_istore_discard_layer(srv->images, sn->layer);
     }
     if (osb_store_snap_delete(srv->store, sn->id, &err) < 0) {
-        osb_http_respond_error(req, 500, "SNAPSHOT::DELETE_FAILED", "Snapshot %s: %s", sn->id,
+        osb_apierr_reply(req, "SNAPSHOT::DELETE_FAILED", "Snapshot %s: %s", sn->id,
                                err.msg);
         return;
     }

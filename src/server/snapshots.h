@@ -11,13 +11,13 @@
 
 struct osb_snaps;
 /* Load the records; snapshots left Creating by a crash become Failed. */
-int osb_snaps_open(struct osb_server *srv, struct osb_err *err);
+int osb_snaps_open(struct osb_server *srv, struct osb_err *err) OSB_MUST_CHECK;
 void osb_snaps_close(struct osb_server *srv);
 
 /* For a create with snapshotId: the image name to run ("snapshot/<id>"),
  * or an API error (404 SNAPSHOT::NOT_FOUND, 409 SNAPSHOT::NOT_READY). */
 int osb_snaps_image_for(struct osb_server *srv, const char *id, char *image, size_t n,
-                        struct osb_apierr *e);
+                        struct osb_apierr *e) OSB_MUST_CHECK;
 
 extern const struct osb_http_route osb_api_snapshot_routes[];
 extern const size_t osb_api_snapshot_nroutes;

@@ -20,13 +20,7 @@
  * bound on what the runtime is asked to copy. */
 #define MAX_ARGS 4096
 #define MAX_ENV 4096
-/* Below this execd itself cannot run, so the sandbox would never answer. */
-#define MIN_MEMORY_BYTES (4LL << 20)
-/* cgroup cpu quotas beyond 1024 cores are nonsense on any machine. */
-#define MAX_CPU_MILLIS (1024LL * 1000)
-#define MAX_PIDS 4194304
-/* execd alone runs about two dozen threads. */
-#define MIN_PIDS 32
+/* Limits: the one table in runtime/runtime.h (OSB_LIMIT_*). */
 
 /* -------------------------------------------------------------- labels */
 
@@ -137,10 +131,10 @@ static int parse_auth(json_t *img, struct osb_create_spec *out, struct osb_apier
     if (!auth)
         return 0;
     if (!json_is_object(auth))
-        return osb_apierr_set(e, 400, BAD, "field 'image.auth' must be an object");
+        return osb_apierr(e, BAD, "field 'image.auth' must be an object");
     json_t *u = field(auth, "username"), *p = field(auth, "password");
     if (!json_is_string(u) || !json_is_string(p))
-        return osb_apierr_set(e, 400, BAD,
+        return osb_apierr(e, BAD,
                               "field 'image.auth' needs string fields 'username' and 'password'");
     out->auth_user = osb_xstrdup(json_string_value(u));
     out->auth_pass = osb_xstrdup(json_string_value(p));
@@ -154,32 +148,32 @@ static int parse_image(json_t *body, struct osb_create_spec *out, struct osb_api
     const char *uri = NULL;
     if (img) {
         if (!json_is_object(img))
-            return osb_apierr_set(e, 400, BAD, "field 'image' must be an object {\"uri\": ...}");
+            return osb_apierr(e, BAD, "field 'image' must be an object {\"uri\": ...}");
         json_t *u = field(img, "uri");
         if (u && !json_is_string(u))
-            return osb_apierr_set(e, 400, BAD, "field 'image.uri' must be a string");
+            return osb_apierr(e, BAD, "field 'image.uri' must be a string");
         uri = u ? json_string_value(u) : NULL;
         if (u && osb_ctl_find(uri, json_string_length(u)) >= 0)
-            return osb_apierr_set(e, 400, BAD, "field 'image.uri' contains a control byte");
+            return osb_apierr(e, BAD, "field 'image.uri' contains a control byte");
     }
     bool has_uri = uri && strspn(uri, " \t") != strlen(uri);
     if (snap && !json_is_string(snap))
-        return osb_apierr_set(e, 400, BAD, "field 'snapshotId' must be a string");
+        return osb_apierr(e, BAD, "field 'snapshotId' must be a string");
     if (snap && osb_ctl_find(json_string_value(snap), json_string_length(snap)) >= 0)
-        return osb_apierr_set(e, 400, BAD, "field 'snapshotId' contains a control byte");
+        return osb_apierr(e, BAD, "field 'snapshotId' contains a control byte");
     if (snap && has_uri)
-        return osb_apierr_set(e, 400, BAD, "fields 'image' and 'snapshotId' are mutually exclusive");
+        return osb_apierr(e, BAD, "fields 'image' and 'snapshotId' are mutually exclusive");
     if (snap) {
         const char *id = json_string_value(snap);
         if (!*id || strlen(id) > 64 || strspn(id, "0123456789abcdefABCDEF-") != strlen(id))
-            return osb_apierr_set(e, 404, "SNAPSHOT::NOT_FOUND", "snapshot '%.80s' not found", id);
+            return osb_apierr(e, "SNAPSHOT::NOT_FOUND", "snapshot '%.80s' not found", id);
         out->snapshot_id = osb_xstrdup(id);
         return 0;
     }
     if (!has_uri)
-        return osb_apierr_set(e, 400, BAD, "field 'image.uri' is required");
+        return osb_apierr(e, BAD, "field 'image.uri' is required");
     if (strlen(uri) > 512)
-        return osb_apierr_set(e, 400, BAD, "field 'image.uri' is longer than 512 characters");
+        return osb_apierr(e, BAD, "field 'image.uri' is longer than 512 characters");
     out->image = osb_xstrdup(uri);
     return parse_auth(img, out, e);
 }
@@ -191,60 +185,60 @@ static int parse_entrypoint(json_t *body, struct osb_create_spec *out, struct os
     if (!ep && out->snapshot_id) {
         /* protocol.md 1.4: a restore defaults to the SDKs' keep-alive. */
         static const char *const keep[] = {"tail", "-f", "/dev/null"};
-        out->entrypoint = strv_new(3);
+        out->sb.entrypoint = strv_new(3);
         for (size_t i = 0; i < 3; i++)
-            out->entrypoint[i] = osb_xstrdup(keep[i]);
+            out->sb.entrypoint[i] = osb_xstrdup(keep[i]);
         return 0;
     }
     if (!ep)
-        return osb_apierr_set(e, 400, code, "field 'entrypoint' is required");
+        return osb_apierr(e, code, "field 'entrypoint' is required");
     if (!json_is_array(ep) || json_array_size(ep) == 0)
-        return osb_apierr_set(e, 400, code, "field 'entrypoint' must be a non-empty array of strings");
+        return osb_apierr(e, code, "field 'entrypoint' must be a non-empty array of strings");
     if (json_array_size(ep) > MAX_ARGS)
-        return osb_apierr_set(e, 400, code, "field 'entrypoint' has more than %d elements", MAX_ARGS);
+        return osb_apierr(e, code, "field 'entrypoint' has more than %d elements", MAX_ARGS);
     size_t i;
     json_t *v;
     json_array_foreach(ep, i, v)
     {
         if (!json_is_string(v))
-            return osb_apierr_set(e, 400, code, "field 'entrypoint[%zu]' must be a string", i);
+            return osb_apierr(e, code, "field 'entrypoint[%zu]' must be a string", i);
     }
     if (json_string_length(json_array_get(ep, 0)) == 0)
-        return osb_apierr_set(e, 400, code, "field 'entrypoint[0]' (the program) must not be empty");
-    out->entrypoint = strv_new(json_array_size(ep));
-    json_array_foreach(ep, i, v) out->entrypoint[i] = osb_xstrdup(json_string_value(v));
+        return osb_apierr(e, code, "field 'entrypoint[0]' (the program) must not be empty");
+    out->sb.entrypoint = strv_new(json_array_size(ep));
+    json_array_foreach(ep, i, v) out->sb.entrypoint[i] = osb_xstrdup(json_string_value(v));
     return 0;
 }
 
 static int limit_value(const char *key, json_t *v, const char **s, struct osb_apierr *e)
 {
     if (!json_is_string(v))
-        return osb_apierr_set(e, 400, BAD, "field 'resourceLimits.%s' must be a string", key);
+        return osb_apierr(e, BAD, "field 'resourceLimits.%s' must be a string", key);
     *s = json_string_value(v);
     return 0;
 }
 
 static int parse_limit_cpu(const char *s, struct osb_create_spec *out, struct osb_apierr *e)
 {
-    if (osb_quantity_millicpu(s, &out->cpu_millicores) < 0 || out->cpu_millicores <= 0)
-        return osb_apierr_set(e, 400, BAD,
+    if (osb_quantity_millicpu(s, &out->sb.cpu_millicores) < 0 || out->sb.cpu_millicores <= 0)
+        return osb_apierr(e, BAD,
                               "field 'resourceLimits.cpu': '%s' is not a CPU quantity (e.g. "
                               "\"500m\", \"1\", \"2.5\")",
                               s);
-    if (out->cpu_millicores > MAX_CPU_MILLIS)
-        return osb_apierr_set(e, 400, BAD, "field 'resourceLimits.cpu': '%s' is too large", s);
+    if (out->sb.cpu_millicores > OSB_LIMIT_MAX_CPU_MILLIS)
+        return osb_apierr(e, BAD, "field 'resourceLimits.cpu': '%s' is too large", s);
     return 0;
 }
 
 static int parse_limit_bytes(const char *key, const char *s, int64_t *dst, struct osb_apierr *e)
 {
     if (osb_quantity_bytes(s, dst) < 0)
-        return osb_apierr_set(e, 400, BAD,
+        return osb_apierr(e, BAD,
                               "field 'resourceLimits.%s': '%s' is not a byte quantity (e.g. "
                               "\"512Mi\", \"2Gi\", \"1G\", \"1048576\")",
                               key, s);
-    if (*dst < MIN_MEMORY_BYTES)
-        return osb_apierr_set(e, 400, BAD,
+    if (*dst < OSB_LIMIT_MIN_MEMORY)
+        return osb_apierr(e, BAD,
                               "field 'resourceLimits.%s': '%s' is below the minimum of 4Mi", key, s);
     return 0;
 }
@@ -253,12 +247,11 @@ static int parse_limit_pids(const char *s, struct osb_create_spec *out, struct o
 {
     char *end;
     long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v < MIN_PIDS || v > MAX_PIDS)
-        return osb_apierr_set(e, 400, BAD,
+    if (!*s || *end || v < OSB_LIMIT_MIN_PIDS || v > OSB_LIMIT_MAX_PIDS)
+        return osb_apierr(e, BAD,
                               "field 'resourceLimits.pids': '%s' must be an integer in %d..%d", s,
-                              MIN_PIDS,
-                              MAX_PIDS);
-    out->pids_max = v;
+                              OSB_LIMIT_MIN_PIDS, OSB_LIMIT_MAX_PIDS);
+    out->sb.pids_max = v;
     return 0;
 }
 
@@ -268,15 +261,15 @@ static int parse_limit(const char *key, const char *s, struct osb_create_spec *o
     if (strcmp(key, "cpu") == 0)
         return parse_limit_cpu(s, out, e);
     if (strcmp(key, "memory") == 0)
-        return parse_limit_bytes(key, s, &out->memory_bytes, e);
+        return parse_limit_bytes(key, s, &out->sb.memory_bytes, e);
     if (strcmp(key, "ephemeral-storage") == 0 || strcmp(key, "disk") == 0)
-        return parse_limit_bytes(key, s, &out->disk_bytes, e);
+        return parse_limit_bytes(key, s, &out->sb.disk_bytes, e);
     if (strcmp(key, "pids") == 0)
         return parse_limit_pids(s, out, e);
     if (strcmp(key, "gpu") == 0 || strcmp(key, "nvidia.com/gpu") == 0) {
         if (strcmp(s, "0") == 0)
             return 0;
-        return osb_apierr_set(e, 400, BAD,
+        return osb_apierr(e, BAD,
                               "field 'resourceLimits.%s': GPUs are not available on the native "
                               "runtime",
                               key);
@@ -290,7 +283,7 @@ static int parse_limits(json_t *body, struct osb_create_spec *out, struct osb_ap
     if (!rl)
         return 0;
     if (!json_is_object(rl))
-        return osb_apierr_set(e, 400, BAD, "field 'resourceLimits' must be an object of strings");
+        return osb_apierr(e, BAD, "field 'resourceLimits' must be an object of strings");
     const char *k;
     json_t *v;
     json_object_foreach(rl, k, v)
@@ -310,20 +303,20 @@ static int parse_timeout(json_t *body, const struct osb_spec_limits *lim,
     if (!t)
         return 0; /* omitted or null: manual cleanup */
     if (!json_is_integer(t))
-        return osb_apierr_set(e, 400, BAD,
+        return osb_apierr(e, BAD,
                               "field 'timeout' must be an integer number of seconds or null");
     json_int_t v = json_integer_value(t);
     if (v < lim->min_timeout_s)
-        return osb_apierr_set(e, 400, BAD, "field 'timeout' must be at least %lld seconds (got %lld)",
+        return osb_apierr(e, BAD, "field 'timeout' must be at least %lld seconds (got %lld)",
                               (long long)lim->min_timeout_s, (long long)v);
     if (lim->max_timeout_s > 0 && v > lim->max_timeout_s)
-        return osb_apierr_set(e, 400, BAD,
+        return osb_apierr(e, BAD,
                               "field 'timeout' must be at most %lld seconds "
                               "(server.max_sandbox_timeout_seconds; got %lld)",
                               (long long)lim->max_timeout_s, (long long)v);
     /* A century: keeps expiresAt arithmetic far from overflow. */
     if (v > 100LL * 365 * 86400)
-        return osb_apierr_set(e, 400, BAD, "field 'timeout' is too large (got %lld)", (long long)v);
+        return osb_apierr(e, BAD, "field 'timeout' is too large (got %lld)", (long long)v);
     out->timeout_s = v;
     return 0;
 }
@@ -339,10 +332,10 @@ static int parse_env(json_t *body, struct osb_create_spec *out, struct osb_apier
     if (!env)
         return 0;
     if (!json_is_object(env))
-        return osb_apierr_set(e, 400, BAD, "field 'env' must be an object of strings");
+        return osb_apierr(e, BAD, "field 'env' must be an object of strings");
     if (json_object_size(env) > MAX_ENV)
-        return osb_apierr_set(e, 400, BAD, "field 'env' has more than %d entries", MAX_ENV);
-    out->env = strv_new(json_object_size(env));
+        return osb_apierr(e, BAD, "field 'env' has more than %d entries", MAX_ENV);
+    out->sb.env = strv_new(json_object_size(env));
     size_t n = 0;
     const char *k;
     json_t *v;
@@ -351,10 +344,10 @@ static int parse_env(json_t *body, struct osb_create_spec *out, struct osb_apier
         if (json_is_null(v))
             continue; /* null values are skipped (protocol.md 1.4) */
         if (!json_is_string(v))
-            return osb_apierr_set(e, 400, BAD, "field 'env.%s' must be a string or null", k);
+            return osb_apierr(e, BAD, "field 'env.%s' must be a string or null", k);
         if (!env_key_ok(k))
-            return osb_apierr_set(e, 400, BAD, "field 'env': invalid variable name '%s'", k);
-        out->env[n++] = osb_xasprintf("%s=%s", k, json_string_value(v));
+            return osb_apierr(e, BAD, "field 'env': invalid variable name '%s'", k);
+        out->sb.env[n++] = osb_xasprintf("%s=%s", k, json_string_value(v));
     }
     return 0;
 }
@@ -367,19 +360,19 @@ static int parse_metadata(json_t *body, struct osb_create_spec *out, struct osb_
     if (!md)
         return 0;
     if (!json_is_object(md))
-        return osb_apierr_set(e, 400, code, "field 'metadata' must be an object of strings");
+        return osb_apierr(e, code, "field 'metadata' must be an object of strings");
     const char *k;
     json_t *v;
     json_object_foreach(md, k, v)
     {
         if (!json_is_string(v))
-            return osb_apierr_set(e, 400, code, "field 'metadata.%s' must be a string", k);
+            return osb_apierr(e, code, "field 'metadata.%s' must be a string", k);
         if (osb_label_reserved(k))
-            return osb_apierr_set(e, 400, code,
+            return osb_apierr(e, code,
                                   "metadata key '%s' uses the reserved prefix 'opensandbox.io/'", k);
         char msg[400];
         if (osb_label_check(k, json_string_value(v), msg, sizeof msg) < 0)
-            return osb_apierr_set(e, 400, code, "%s", msg);
+            return osb_apierr(e, code, "%s", msg);
         json_object_set(out->metadata, k, v);
     }
     return 0;
@@ -390,9 +383,9 @@ static int platform_field(json_t *p, const char *key, const char *const *allowed
 {
     json_t *v = field(p, key);
     if (!v)
-        return osb_apierr_set(e, 400, BAD, "field 'platform.%s' is required", key);
+        return osb_apierr(e, BAD, "field 'platform.%s' is required", key);
     if (!json_is_string(v) || json_string_length(v) >= n)
-        return osb_apierr_set(e, 400, BAD, "field 'platform.%s' must be one of %s, %s", key,
+        return osb_apierr(e, BAD, "field 'platform.%s' must be one of %s, %s", key,
                               allowed[0], allowed[1]);
     const char *s = json_string_value(v);
     size_t i = 0;
@@ -400,7 +393,7 @@ static int platform_field(json_t *p, const char *key, const char *const *allowed
         buf[i] = (char)tolower((unsigned char)s[i]);
     buf[i] = '\0';
     if (strcmp(buf, allowed[0]) != 0 && strcmp(buf, allowed[1]) != 0)
-        return osb_apierr_set(e, 400, BAD, "field 'platform.%s' must be one of %s, %s (got '%s')",
+        return osb_apierr(e, BAD, "field 'platform.%s' must be one of %s, %s (got '%s')",
                               key, allowed[0], allowed[1], s);
     return 0;
 }
@@ -421,15 +414,15 @@ static int parse_platform(json_t *body, struct osb_create_spec *out, struct osb_
     if (!p)
         return 0;
     if (!json_is_object(p))
-        return osb_apierr_set(e, 400, BAD, "field 'platform' must be an object {os, arch}");
+        return osb_apierr(e, BAD, "field 'platform' must be an object {os, arch}");
     char os[16], arch[16];
     if (platform_field(p, "os", oses, os, sizeof os, e) < 0 ||
         platform_field(p, "arch", arches, arch, sizeof arch, e) < 0)
         return -1;
     if (strcmp(os, "linux") != 0)
-        return osb_apierr_set(e, 400, BAD, "field 'platform.os': only linux sandboxes are supported");
+        return osb_apierr(e, BAD, "field 'platform.os': only linux sandboxes are supported");
     if (strcmp(arch, host_arch()) != 0)
-        return osb_apierr_set(e, 400, BAD, "field 'platform.arch': this server runs %s sandboxes only",
+        return osb_apierr(e, BAD, "field 'platform.arch': this server runs %s sandboxes only",
                               host_arch());
     out->platform = json_pack("{s:s,s:s}", "os", os, "arch", arch);
     return 0;
@@ -439,7 +432,7 @@ static int parse_platform(json_t *body, struct osb_create_spec *out, struct osb_
 
 /* Far beyond any real request; each one is a mount in the sandbox. */
 #define MAX_VOLUMES 64
-#define VBAD(...) osb_apierr_set(e, 400, BAD, __VA_ARGS__)
+#define VBAD(...) osb_apierr(e, BAD, __VA_ARGS__)
 
 /* Paths the runtime itself mounts or needs: a volume on, under or above
  * one of them would hide or replace it (execd's binary and socket, the
@@ -630,10 +623,10 @@ static int parse_host(json_t *h, size_t i, struct osb_volume *v, struct osb_apie
 static int pvc_size(const char *st, size_t i, int64_t *out, struct osb_apierr *e)
 {
     if (osb_quantity_bytes(st, out) < 0)
-        return osb_apierr_set(e, 400, "VOLUME::INVALID_SIZE",
+        return osb_apierr(e, "VOLUME::INVALID_SIZE",
                               "field 'volumes[%zu].pvc.storage': '%s' is too large", i, st);
     if (*out < OSB_CLAIM_MIN_BYTES)
-        return osb_apierr_set(e, 400, "VOLUME::INVALID_SIZE",
+        return osb_apierr(e, "VOLUME::INVALID_SIZE",
                               "field 'volumes[%zu].pvc.storage': '%s' is below the smallest "
                               "claim, %lld bytes (8Mi)",
                               i, st, (long long)OSB_CLAIM_MIN_BYTES);
@@ -691,7 +684,7 @@ static int parse_ossfs(json_t *o, size_t i, struct osb_apierr *e)
     if (vol_strings(o, "options", i, "ossfs.", &opts, e) < 0)
         return -1;
     json_decref(opts);
-    return osb_apierr_set(e, 400, "VOLUME::UNSUPPORTED_BACKEND",
+    return osb_apierr(e, "VOLUME::UNSUPPORTED_BACKEND",
                           "field 'volumes[%zu].ossfs': ossfs volumes are not supported by this "
                           "runtime (use a host or pvc volume)",
                           i);
@@ -811,11 +804,11 @@ static int parse_network_policy(json_t *body, struct osb_create_spec *out, struc
     if (!v)
         return 0;
     if (!json_is_object(v))
-        return osb_apierr_set(e, 400, BAD, "field 'networkPolicy' must be an object");
+        return osb_apierr(e, BAD, "field 'networkPolicy' must be an object");
     struct osb_policy p;
     struct osb_err err = {0};
     if (osb_policy_parse(v, &p, &err) < 0)
-        return osb_apierr_set(e, 400, BAD, "field 'networkPolicy': %s", err.msg);
+        return osb_apierr(e, BAD, "field 'networkPolicy': %s", err.msg);
     out->network_policy = osb_xmalloc(sizeof *out->network_policy);
     *out->network_policy = p;
     return 0;
@@ -825,23 +818,23 @@ static int parse_unsupported(json_t *body, struct osb_apierr *e)
 {
     json_t *v;
     if ((v = field(body, "networkPolicy")) && !json_is_object(v))
-        return osb_apierr_set(e, 400, BAD, "field 'networkPolicy' must be an object");
+        return osb_apierr(e, BAD, "field 'networkPolicy' must be an object");
     if ((v = field(body, "credentialProxy"))) {
         if (!json_is_object(v))
-            return osb_apierr_set(e, 400, BAD, "field 'credentialProxy' must be an object");
+            return osb_apierr(e, BAD, "field 'credentialProxy' must be an object");
         json_t *en = field(v, "enabled");
         if (en && !json_is_boolean(en))
-            return osb_apierr_set(e, 400, BAD, "field 'credentialProxy.enabled' must be a boolean");
+            return osb_apierr(e, BAD, "field 'credentialProxy.enabled' must be a boolean");
         if (json_is_true(en))
-            return osb_apierr_set(e, 400, "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED",
+            return osb_apierr(e, "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED",
                                   "field 'credentialProxy': the credential proxy is not implemented "
                                   "by this server yet");
     }
     if ((v = field(body, "secureAccess"))) {
         if (!json_is_boolean(v))
-            return osb_apierr_set(e, 400, BAD, "field 'secureAccess' must be a boolean");
+            return osb_apierr(e, BAD, "field 'secureAccess' must be a boolean");
         if (json_is_true(v))
-            return osb_apierr_set(e, 400, BAD,
+            return osb_apierr(e, BAD,
                                   "field 'secureAccess': secure access is only available with the "
                                   "Kubernetes gateway; this server protects execd with a per-sandbox "
                                   "token instead");
@@ -855,16 +848,16 @@ static int parse_extensions(json_t *body, struct osb_apierr *e)
     if (!x)
         return 0;
     if (!json_is_object(x))
-        return osb_apierr_set(e, 400, BAD, "field 'extensions' must be an object of strings");
+        return osb_apierr(e, BAD, "field 'extensions' must be an object of strings");
     const char *k;
     json_t *v;
     json_object_foreach(x, k, v)
     {
         if (!json_is_string(v))
-            return osb_apierr_set(e, 400, BAD, "field 'extensions.%s' must be a string", k);
+            return osb_apierr(e, BAD, "field 'extensions.%s' must be a string", k);
     }
     if (field(x, "poolRef"))
-        return osb_apierr_set(e, 400, "SANDBOX::UNSUPPORTED_POOL_REF",
+        return osb_apierr(e, "SANDBOX::UNSUPPORTED_POOL_REF",
                               "field 'extensions.poolRef': pools are only available with the "
                               "Kubernetes runtime");
     json_t *ext = field(x, "access.renew.extend.seconds");
@@ -872,7 +865,7 @@ static int parse_extensions(json_t *body, struct osb_apierr *e)
         char *end;
         long long s = strtoll(json_string_value(ext), &end, 10);
         if (*end || end == json_string_value(ext) || s < 300 || s > 86400)
-            return osb_apierr_set(e, 400, BAD,
+            return osb_apierr(e, BAD,
                                   "field 'extensions.access.renew.extend.seconds' must be an "
                                   "integer in 300..86400");
     }
@@ -884,7 +877,7 @@ int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
 {
     memset(out, 0, sizeof *out);
     if (!json_is_object(body))
-        return osb_apierr_set(e, 400, BAD, "request body must be a JSON object");
+        return osb_apierr(e, BAD, "request body must be a JSON object");
     if (parse_image(body, out, e) < 0 || parse_entrypoint(body, out, e) < 0 ||
         parse_limits(body, out, e) < 0 || parse_timeout(body, lim, out, e) < 0 ||
         parse_env(body, out, e) < 0 || parse_metadata(body, out, e) < 0 ||
@@ -905,13 +898,14 @@ void osb_spec_free(struct osb_create_spec *s)
     if (s->auth_pass)
         explicit_bzero(s->auth_pass, strlen(s->auth_pass));
     free(s->auth_pass);
-    free(s->workdir);
-    free(s->user);
+    free(s->sb.workdir);
+    free(s->sb.user);
     if (s->network_policy)
         osb_policy_free(s->network_policy);
     free(s->network_policy);
-    strv_free(s->entrypoint);
-    strv_free(s->env);
+    strv_free(s->sb.entrypoint);
+    strv_free(s->sb.env);
+    free(s->sb.volumes); /* the mount list; its strings are the volumes' (below) */
     json_decref(s->metadata);
     json_decref(s->platform);
     json_decref(s->resource_limits);
@@ -924,8 +918,8 @@ void osb_spec_free(struct osb_create_spec *s)
 json_t *osb_spec_record(const struct osb_create_spec *s)
 {
     json_t *ep = json_array();
-    for (size_t i = 0; s->entrypoint[i]; i++)
-        json_array_append_new(ep, json_string(s->entrypoint[i]));
+    for (size_t i = 0; s->sb.entrypoint[i]; i++)
+        json_array_append_new(ep, json_string(s->sb.entrypoint[i]));
     json_t *r = json_pack("{s:o}", "entrypoint", ep);
     if (s->snapshot_id)
         json_object_set_new(r, "snapshotId", json_string(s->snapshot_id));

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "image/resolve.h"
+#include "runtime/runtime.h"
 #include "server/apierr.h"
 
 /* One entry of "volumes" (protocol.md 1.9), shape-checked only: where a
@@ -49,17 +51,17 @@ struct osb_create_spec {
     char *auth_pass;
     struct osb_policy *network_policy; /* networkPolicy, parsed (src/net/policy.h), or
                                           NULL: no egress policy */
-    char *workdir;             /* from the image config (set by the server) */
-    char *user;
-    char **entrypoint;         /* NULL-terminated, >= 1 element */
-    bool entrypoint_from_image; /* the request asked for the SDKs' keep-alive default and the
-                                   image's Entrypoint+Cmd runs instead (set by the server): its
-                                   end does not end the sandbox */
-    char **env;                /* NULL-terminated "K=V" */
-    int64_t cpu_millicores;    /* 0 = no limit */
-    int64_t memory_bytes;      /* 0 = no limit */
-    int64_t disk_bytes;        /* 0 = runtime default */
-    int64_t pids_max;          /* 0 = runtime default */
+    /* What the runtime gets, owned here. The parser fills entrypoint
+     * (NULL-terminated, >= 1 element), env (NULL-terminated "K=V") and the
+     * limits (0 = none/default); osb_spec_complete (server/complete.c) the
+     * image's layers and config (workdir, user, env below the request's,
+     * Entrypoint+Cmd for the SDKs' keep-alive default, which sets
+     * keep_running: its end does not end the sandbox) and the limit
+     * defaults; the create (lifecycle.c) the id, token, volumes and
+     * network slot. */
+    struct osb_sandbox_spec sb;
+    struct osb_image_res img;  /* the image, resolved once (osb_spec_resolve) */
+    const char *runtime;       /* the backend to run on (a constant name; set by the server) */
     int64_t timeout_s;         /* 0 = manual cleanup */
     json_t *metadata;          /* object of strings, never NULL */
     json_t *platform;          /* NULL or {"os","arch"} lower-cased */
@@ -75,9 +77,10 @@ struct osb_spec_limits {
 };
 
 /* body: the parsed request object (borrowed). On success out owns copies;
- * free with osb_spec_free. On failure out is left empty. */
+ * free with osb_spec_free (or, once its image is resolved, with
+ * osb_spec_release: server/complete.h). On failure out is left empty. */
 int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
-                          struct osb_create_spec *out, struct osb_apierr *e);
+                          struct osb_create_spec *out, struct osb_apierr *e) OSB_MUST_CHECK;
 void osb_spec_free(struct osb_create_spec *s);
 
 /* The spec kept in the store and echoed by GET: image, entrypoint,
@@ -87,7 +90,7 @@ json_t *osb_spec_record(const struct osb_create_spec *s);
 
 /* Kubernetes label rules for one metadata entry (value may be NULL to check
  * only the key). Returns 0, or -1 with a message naming the problem. */
-int osb_label_check(const char *key, const char *value, char *msg, size_t n);
+int osb_label_check(const char *key, const char *value, char *msg, size_t n) OSB_MUST_CHECK;
 /* Whether the key uses the reserved "opensandbox.io/" prefix. */
 int osb_label_reserved(const char *key);
 #endif

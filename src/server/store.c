@@ -27,6 +27,7 @@ static const char schema[] =
     " start_time INTEGER,"
     " sock_path TEXT,"
     " log_path TEXT);"
+    /* Added columns: see add_columns(). */
     "CREATE TABLE IF NOT EXISTS events ("
     " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
     " sandbox_id TEXT NOT NULL,"
@@ -57,15 +58,17 @@ enum {
 
 static const char *const queries[Q_COUNT] = {
     [Q_PUT] = "INSERT OR REPLACE INTO sandboxes (id, spec, state, reason, message, created_us,"
-              " transition_us, expires_us, metadata, token, pid, start_time, sock_path, log_path)"
-              " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+              " transition_us, expires_us, metadata, token, pid, start_time, sock_path, log_path,"
+              " runtime, image)"
+              " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     [Q_EVENT] = "INSERT INTO events (sandbox_id, ts_us, type, message) VALUES (?1, ?2, ?3, ?4)",
     [Q_TRIM] = "DELETE FROM events WHERE sandbox_id = ?1 AND seq <= (SELECT seq FROM events"
                " WHERE sandbox_id = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
     [Q_DEL] = "DELETE FROM sandboxes WHERE id = ?1",
     [Q_DEL_EVENTS] = "DELETE FROM events WHERE sandbox_id = ?1",
     [Q_LOAD] = "SELECT id, spec, state, reason, message, created_us, transition_us, expires_us,"
-               " metadata, token, pid, start_time, sock_path, log_path FROM sandboxes",
+               " metadata, token, pid, start_time, sock_path, log_path, runtime, image"
+               " FROM sandboxes",
     [Q_EVENTS] = "SELECT ts_us, type, message FROM (SELECT seq, ts_us, type, message FROM events"
                  " WHERE sandbox_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
     [Q_SNAP_PUT] = "INSERT OR REPLACE INTO snapshots (id, record) VALUES (?1, ?2)",
@@ -86,6 +89,27 @@ static int db_err(struct osb_store *st, struct osb_err *err, const char *what)
     return osb_err_set(err, OSB_E_INTERNAL, "sqlite: %s: %s", what, sqlite3_errmsg(st->db));
 }
 
+/* Columns newer than the first schema, added to an older database in
+ * place (SQLite has no ADD COLUMN IF NOT EXISTS): the runtime backend a
+ * sandbox runs on (NULL in older rows: "native") and the stored name of its
+ * image (NULL: unknown, such a sandbox holds no image). */
+static int add_columns(struct osb_store *st, const char *path, struct osb_err *err)
+{
+    static const char *const cols[] = {"runtime", "image"};
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+        char sql[128], *msg = NULL;
+        snprintf(sql, sizeof sql, "ALTER TABLE sandboxes ADD COLUMN %s TEXT", cols[i]);
+        if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK &&
+            !(msg && strstr(msg, "duplicate column name"))) {
+            osb_err_set(err, OSB_E_INTERNAL, "upgrade database `%s`: %s", path, msg ? msg : "?");
+            sqlite3_free(msg);
+            return -1;
+        }
+        sqlite3_free(msg);
+    }
+    return 0;
+}
+
 int osb_store_open(const char *path, struct osb_store **out, struct osb_err *err)
 {
     struct osb_store *st = osb_xcalloc(1, sizeof *st);
@@ -102,6 +126,10 @@ int osb_store_open(const char *path, struct osb_store **out, struct osb_err *err
     if (sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
         osb_err_set(err, OSB_E_INTERNAL, "initialise database `%s`: %s", path, msg ? msg : "?");
         sqlite3_free(msg);
+        osb_store_close(st);
+        return -1;
+    }
+    if (add_columns(st, path, err) < 0) {
         osb_store_close(st);
         return -1;
     }
@@ -172,6 +200,8 @@ static int put_row(struct osb_store *st, const struct osb_sbx *s, struct osb_err
         bind_text(q, 13, s->handle.sock_path);
         bind_text(q, 14, s->handle.log_path);
     }
+    bind_text(q, 15, s->runtime);
+    bind_text(q, 16, s->image[0] ? s->image : NULL);
     return step_done(st, Q_PUT, err);
 }
 
@@ -256,8 +286,8 @@ static struct osb_sbx *row_to_sbx(sqlite3_stmt *q)
     struct osb_sbx *s = osb_sbx_new(col_text(q, 0));
     s->spec = col_json(q, 1, true);
     enum osb_sbx_state stt = OSB_ST_FAILED;
-    if (col_text(q, 2))
-        osb_state_parse(col_text(q, 2), &stt);
+    if (col_text(q, 2) && osb_state_parse(col_text(q, 2), &stt) < 0)
+        stt = OSB_ST_FAILED; /* a state this version does not know */
     s->state = stt;
     s->reason = col_dup(q, 3);
     s->message = col_dup(q, 4);
@@ -275,6 +305,8 @@ static struct osb_sbx *row_to_sbx(sqlite3_stmt *q)
         snprintf(s->handle.log_path, sizeof s->handle.log_path, "%s",
                  col_text(q, 13) ? col_text(q, 13) : "");
     }
+    snprintf(s->runtime, sizeof s->runtime, "%s", col_text(q, 14) ? col_text(q, 14) : "native");
+    snprintf(s->image, sizeof s->image, "%s", col_text(q, 15) ? col_text(q, 15) : "");
     return s;
 }
 

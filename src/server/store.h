@@ -17,19 +17,19 @@
 
 struct osb_store;
 
-int osb_store_open(const char *path, struct osb_store **out, struct osb_err *err);
+int osb_store_open(const char *path, struct osb_store **out, struct osb_err *err) OSB_MUST_CHECK;
 void osb_store_close(struct osb_store *st);
 
 /* Insert or replace the whole record and, when ev_type is non-NULL, append
  * an event; one transaction. */
 int osb_store_put(struct osb_store *st, const struct osb_sbx *s, const char *ev_type,
-                  const char *ev_msg, struct osb_err *err);
+                  const char *ev_msg, struct osb_err *err) OSB_MUST_CHECK;
 /* Remove the record and its events. */
-int osb_store_delete(struct osb_store *st, const char *id, struct osb_err *err);
+int osb_store_delete(struct osb_store *st, const char *id, struct osb_err *err) OSB_MUST_CHECK;
 
 /* Every stored record, each handed to cb (which takes ownership). */
 typedef void (*osb_store_load_cb)(void *ud, struct osb_sbx *s);
-int osb_store_load(struct osb_store *st, osb_store_load_cb cb, void *ud, struct osb_err *err);
+int osb_store_load(struct osb_store *st, osb_store_load_cb cb, void *ud, struct osb_err *err) OSB_MUST_CHECK;
 
 struct osb_store_event {
     int64_t ts_us;
@@ -39,16 +39,16 @@ struct osb_store_event {
 /* The last `limit` events of a sandbox, oldest first. *out is an array the
  * caller frees with osb_store_events_free. */
 int osb_store_events(struct osb_store *st, const char *id, size_t limit,
-                     struct osb_store_event **out, size_t *n, struct osb_err *err);
+                     struct osb_store_event **out, size_t *n, struct osb_err *err) OSB_MUST_CHECK;
 void osb_store_events_free(struct osb_store_event *ev, size_t n);
 
 /* Snapshot records (server/snapshots.c owns their JSON shape). */
 int osb_store_snap_put(struct osb_store *st, const char *id, const json_t *record,
-                       struct osb_err *err);
-int osb_store_snap_delete(struct osb_store *st, const char *id, struct osb_err *err);
+                       struct osb_err *err) OSB_MUST_CHECK;
+int osb_store_snap_delete(struct osb_store *st, const char *id, struct osb_err *err) OSB_MUST_CHECK;
 /* Every record, each lent to cb. */
 typedef void (*osb_store_snap_cb)(void *ud, json_t *record);
-int osb_store_snap_load(struct osb_store *st, osb_store_snap_cb cb, void *ud, struct osb_err *err);
+int osb_store_snap_load(struct osb_store *st, osb_store_snap_cb cb, void *ud, struct osb_err *err) OSB_MUST_CHECK;
 
 /* Events kept per sandbox; older ones are dropped as new ones arrive. */
 #define OSB_STORE_MAX_EVENTS 1000

@@ -31,7 +31,7 @@ struct osb_sbx;
  * when a claim to be made is above [storage] volume_max_size or the free
  * space of volumes_dir, or the 400 of a bad host volume (so that no claim
  * is made for a create that is refused anyway). Changes nothing. */
-int osb_vol_check(struct osb_server *srv, struct osb_create_spec *spec, struct osb_apierr *e);
+int osb_vol_check(struct osb_server *srv, struct osb_create_spec *spec, struct osb_apierr *e) OSB_MUST_CHECK;
 /* Make or mount, on the thread pool, the claims osb_vol_check wants (once
  * however many creates wait for one) and mark the ones this request makes
  * as created. cb runs on the loop, e NULL on success (then check again:
@@ -46,7 +46,7 @@ void osb_vol_ensure(struct osb_server *srv, struct osb_create_spec *spec, osb_vo
  * a claim osb_vol_ensure did not make ready. Claims made for a request
  * that then fails stay until its record goes (they are empty). */
 int osb_vol_prepare(const struct osb_config *cfg, struct osb_create_spec *spec,
-                    struct osb_apierr *e);
+                    struct osb_apierr *e) OSB_MUST_CHECK;
 /* The runtime's view of spec's prepared volumes (strings borrowed from
  * spec); NULL when there are none; caller frees. */
 struct osb_rt_volume *osb_vol_rt(const struct osb_create_spec *spec);

@@ -146,7 +146,8 @@ static char **build_argv(const struct osb_init_spec *s, int readyfd)
     return argv;
 }
 
-void osb_init_child(const struct osb_init_spec *s, const struct osb_init_fds *fds)
+void osb_init_child(const struct osb_init_spec *s, const struct osb_init_fds *fds,
+                    const struct sock_fprog *filter)
 {
     struct osb_err err = {0};
     int errfd = fds->err, readyfd = fds->ready;
@@ -188,7 +189,7 @@ void osb_init_child(const struct osb_init_spec *s, const struct osb_init_fds *fd
     /* execd writes a byte here once it listens, and closes it. */
     if (fcntl(readyfd, F_SETFD, 0) < 0)
         osb_err_sys(&err, "ready pipe"), fail(errfd, &err);
-    if (osb_init_secure(&err) < 0)
+    if (osb_init_secure(filter, &err) < 0)
         fail(errfd, &err);
     osb_init_trace("child: secured");
     execve(argv[0], argv, env);

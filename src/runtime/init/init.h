@@ -5,6 +5,7 @@
  * may allocate freely and the child may exit on the first error. */
 #ifndef OSB_INIT_H
 #define OSB_INIT_H
+#include <linux/filter.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -16,7 +17,7 @@
  * calling process into the v1 ones; *v2fd gets the v2 directory (or -1)
  * for clone3(CLONE_INTO_CGROUP). On failure whatever was created is
  * removed. */
-int osb_init_cgroups_enter(const struct osb_init_spec *s, int *v2fd, struct osb_err *err);
+int osb_init_cgroups_enter(const struct osb_init_spec *s, int *v2fd, struct osb_err *err) OSB_MUST_CHECK;
 /* Move the calling process back to where it was, then remove the sandbox's
  * cgroups (after a failed create). */
 void osb_init_cgroups_leave(const struct osb_init_spec *s, bool remove);
@@ -31,40 +32,46 @@ struct osb_init_fds {
 };
 
 /* child.c: runs as the new PID 1; never returns. Reports a failing step
- * on fds->err and exits 127. */
+ * on fds->err and exits 127. filter: the compiled seccomp program
+ * (osb_init_seccomp_prepare). */
 __attribute__((noreturn)) void osb_init_child(const struct osb_init_spec *s,
-                                              const struct osb_init_fds *fds);
+                                              const struct osb_init_fds *fds,
+                                              const struct sock_fprog *filter);
 
 /* rootfs.c: the pieces of the child's root filesystem. Each returns -1 with
  * err naming the step. */
 /* *layerfd: an O_PATH fd of the writable layer (upper/), for execd to keep. */
 int osb_init_rootfs_prepare(const struct osb_init_spec *s, int *rootfd, int *layerfd,
-                            struct osb_err *err);
-int osb_init_rootfs_pivot(int rootfd, struct osb_err *err);
-int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err);
+                            struct osb_err *err) OSB_MUST_CHECK;
+int osb_init_rootfs_pivot(int rootfd, struct osb_err *err) OSB_MUST_CHECK;
+int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err) OSB_MUST_CHECK;
 
 /* Mount targets inside the root rootfd (resolved with RESOLVE_IN_ROOT,
  * missing components created): an O_PATH fd of a directory, or of a
  * regular file created empty if missing. -1 with err. */
-int osb_init_target_dir(int rootfd, const char *path, struct osb_err *err);
-int osb_init_target_file(int rootfd, const char *path, struct osb_err *err);
+int osb_init_target_dir(int rootfd, const char *path, struct osb_err *err) OSB_MUST_CHECK;
+int osb_init_target_file(int rootfd, const char *path, struct osb_err *err) OSB_MUST_CHECK;
 
 /* volumes.c: before pivot_root, open each volume's source beneath its
  * root on the host and clone it (detached, attributes set): fds[i] for
  * s->volumes[i] (fds has s->n_volumes slots). After the root is complete,
  * attach the clones at their mount paths inside the new root. Errors name
  * the volume. */
-int osb_init_volumes_open(const struct osb_init_spec *s, int *fds, struct osb_err *err);
-int osb_init_volumes_attach(const struct osb_init_spec *s, const int *fds, struct osb_err *err);
+int osb_init_volumes_open(const struct osb_init_spec *s, int *fds, struct osb_err *err) OSB_MUST_CHECK;
+int osb_init_volumes_attach(const struct osb_init_spec *s, const int *fds, struct osb_err *err) OSB_MUST_CHECK;
 
-/* secure.c: capabilities, no_new_privs, seccomp, rlimits. */
-int osb_init_secure(struct osb_err *err);
+/* secure.c: capabilities, no_new_privs, seccomp (filter), rlimits. */
+int osb_init_secure(const struct sock_fprog *filter, struct osb_err *err) OSB_MUST_CHECK;
 /* Before clone, in the helper: load the compiled seccomp filter from its
- * cache in state_dir, or compile it (and cache it). osb_init_secure loads
- * it in the child. */
-int osb_init_seccomp_prepare(const char *state_dir, struct osb_err *err);
+ * cache in state_dir, or compile it (and cache it), into *out (its
+ * program is heap memory the helper never frees: it execs or exits).
+ * osb_init_secure loads it in the child. */
+int osb_init_seccomp_prepare(const char *state_dir, struct sock_fprog *out, struct osb_err *err) OSB_MUST_CHECK;
 
 /* With OSB_INIT_TRACE set in the environment, prints "step +ms" lines to
- * stderr (the server's): where the milliseconds of a create go. */
+ * stderr (the server's): where the milliseconds of a create go, counted
+ * from the helper's start as /proc records it (so no state is kept; that
+ * start has clock-tick granularity, the differences between steps are
+ * exact). */
 void osb_init_trace(const char *step);
 #endif

@@ -250,7 +250,7 @@ static int make_pipes(int ep[2], int rp[2], int op[2], struct osb_err *err)
 }
 
 static pid_t start_child(const struct osb_init_spec *s, int listenfd, int v2fd,
-                         struct osb_err *err)
+                         const struct sock_fprog *filter, struct osb_err *err)
 {
     int p[2], rp[2], op[2];
     if (make_pipes(p, rp, op, err) < 0)
@@ -271,7 +271,7 @@ static pid_t start_child(const struct osb_init_spec *s, int listenfd, int v2fd,
             close(v2fd);
         struct osb_init_fds fds = {.out = op[1], .out_keep = op[0], .listen = listenfd,
                                    .err = p[1], .ready = rp[1]};
-        osb_init_child(s, &fds);
+        osb_init_child(s, &fds, filter);
     }
     close(p[1]);
     close(rp[1]);
@@ -318,7 +318,8 @@ static void close_extra_fds(void)
 }
 
 /* <state>/sandboxes/<id> -> <state> */
-static int prepare_seccomp(const struct osb_init_spec *s, struct osb_err *err)
+static int prepare_seccomp(const struct osb_init_spec *s, struct sock_fprog *filter,
+                           struct osb_err *err)
 {
     char state[PATH_MAX];
     snprintf(state, sizeof state, "%s", s->dir);
@@ -328,7 +329,7 @@ static int prepare_seccomp(const struct osb_init_spec *s, struct osb_err *err)
             return osb_err_set(err, OSB_E_INVALID, "bad sandbox dir `%s`", s->dir);
         *slash = '\0';
     }
-    return osb_init_seccomp_prepare(state, err);
+    return osb_init_seccomp_prepare(state, filter, err);
 }
 
 /* The sandbox's network: a pre-built slot (netns pinned by the server). */
@@ -345,7 +346,8 @@ static int join_netns(const char *path, struct osb_err *err)
 static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
 {
     _cleanup_close_ int listenfd = -1;
-    if (prepare_seccomp(s, err) < 0)
+    struct sock_fprog filter = {0};
+    if (prepare_seccomp(s, &filter, err) < 0)
         return -1;
     osb_init_trace("seccomp ready");
     if (make_state_dir(s, &listenfd, err) < 0) {
@@ -365,7 +367,7 @@ static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
         remove_state_dir(s);
         return -1;
     }
-    *pid = start_child(s, listenfd, v2fd, err);
+    *pid = start_child(s, listenfd, v2fd, &filter, err);
     osb_init_trace("child exec'd");
     if (*pid < 0) {
         osb_init_cgroups_leave(s, true);

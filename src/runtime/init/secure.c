@@ -143,7 +143,6 @@ static int add_rules(scmp_filter_ctx ctx, struct osb_err *err)
 /* The compiled filter (libseccomp's output: ~0.7 ms to build, a third of a
  * sandbox's set-up time here) is cached in the state dir, keyed by this
  * binary's identity, and loaded with a plain prctl in the child. */
-static struct sock_fprog filter;
 
 static int build_filter(int fd, struct osb_err *err)
 {
@@ -175,7 +174,7 @@ static int build_filter(int fd, struct osb_err *err)
 }
 
 /* Reads a whole filter program from fd (at offset 0); -1 if it is not one. */
-static int read_filter(int fd)
+static int read_filter(int fd, struct sock_fprog *filter)
 {
     struct stat st;
     if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) ||
@@ -186,8 +185,8 @@ static int read_filter(int fd)
         free(f);
         return -1;
     }
-    filter.filter = f;
-    filter.len = (unsigned short)(st.st_size / sizeof *f);
+    filter->filter = f;
+    filter->len = (unsigned short)(st.st_size / sizeof *f);
     return 0;
 }
 
@@ -199,36 +198,37 @@ static void cache_path(const char *state_dir, char *out, size_t n)
              (unsigned long)st.st_size, (unsigned long)st.st_mtime);
 }
 
-int osb_init_seccomp_prepare(const char *state_dir, struct osb_err *err)
+int osb_init_seccomp_prepare(const char *state_dir, struct sock_fprog *filter,
+                             struct osb_err *err)
 {
     char path[PATH_MAX], tmp[PATH_MAX + 32];
     cache_path(state_dir, path, sizeof path);
     _cleanup_close_ int cached = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (cached >= 0 && read_filter(cached) == 0)
+    if (cached >= 0 && read_filter(cached, filter) == 0)
         return 0;
     _cleanup_close_ int fd = memfd_create("seccomp", MFD_CLOEXEC);
     if (fd < 0)
         return osb_err_sys(err, "memfd for the seccomp filter");
     if (build_filter(fd, err) < 0)
         return -1;
-    if (read_filter(fd) < 0)
+    if (read_filter(fd, filter) < 0)
         return osb_err_set(err, OSB_E_INTERNAL, "libseccomp produced no filter");
     /* Best effort: a failed write only means the next sandbox compiles too. */
     snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
     _cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    size_t len = filter.len * sizeof *filter.filter;
-    if (out >= 0 && write(out, filter.filter, len) == (ssize_t)len && fsync(out) == 0)
+    size_t len = filter->len * sizeof *filter->filter;
+    if (out >= 0 && write(out, filter->filter, len) == (ssize_t)len && fsync(out) == 0)
         rename(tmp, path);
     else
         unlink(tmp);
     return 0;
 }
 
-static int load_seccomp(struct osb_err *err)
+static int load_seccomp(const struct sock_fprog *filter, struct osb_err *err)
 {
-    if (!filter.filter)
+    if (!filter || !filter->filter)
         return osb_err_set(err, OSB_E_INTERNAL, "the seccomp filter was not prepared");
-    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter, 0, 0) < 0)
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, filter, 0, 0) < 0)
         return osb_err_sys(err, "load the seccomp filter");
     return 0;
 }
@@ -293,11 +293,11 @@ static int set_rlimits(struct osb_err *err)
     return 0;
 }
 
-int osb_init_secure(struct osb_err *err)
+int osb_init_secure(const struct sock_fprog *filter, struct osb_err *err)
 {
     if (set_rlimits(err) < 0 || drop_caps(err) < 0)
         return -1;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return osb_err_sys(err, "set no_new_privs");
-    return load_personality_filter(err) < 0 ? -1 : load_seccomp(err);
+    return load_personality_filter(err) < 0 ? -1 : load_seccomp(filter, err);
 }

@@ -1,9 +1,10 @@
-/* The sandbox spec handed from the runtime (server side) to the
- * osb-sandbox-init helper: compact JSON on the helper's stdin (a memfd, so
- * the server never blocks writing it). The runtime encodes it
- * (native/initspec.c), the helper decodes it (init/spec.c); both share this
- * struct, and a unit test round-trips it. Everything in it is already
- * validated by the runtime; the helper trusts it. */
+/* The sandbox spec handed from the native runtime (server side) to the
+ * osb-sandbox-init helper, on the helper's stdin (a memfd, so the server
+ * never blocks writing it). One field table (native/initspec.c) drives both
+ * the encoder (the runtime) and the decoder (the helper), so no field can be
+ * written and not read; a unit test checks the table covers the struct.
+ * Everything in it is already validated by the runtime; the helper trusts
+ * it, but decodes strictly (a mismatch is a bug or a version skew). */
 #ifndef OSB_INIT_SPEC_H
 #define OSB_INIT_SPEC_H
 #include <stdbool.h>
@@ -89,13 +90,49 @@ struct osb_init_spec {
     size_t n_volumes;
 };
 
+/* The codec (native/initspec.c, linked into the runtime and the helper).
+ * Encoding: a record is a sequence of fields, each a netstring of the name
+ * followed by a netstring of the value ("<len>:<bytes>,"); strings are raw
+ * bytes (no NUL), bools "0"/"1", integers decimal (>= 0), string vectors
+ * and lists of records the concatenation of one netstring per element.
+ * Optional strings are left out when NULL; every other field appears
+ * exactly once. Decoding rejects unknown, duplicate and missing fields,
+ * bad values and trailing bytes. */
 /* Decode; on success *out owns its strings (free with osb_init_spec_free). */
 int osb_init_spec_decode(const char *data, size_t len, struct osb_init_spec *out,
-                         struct osb_err *err);
-/* Encode to compact JSON; caller frees. Defined in native/initspec.c (the
- * runtime side), declared here so both sides see one format. */
-char *osb_init_spec_encode(const struct osb_init_spec *s, size_t *len);
+                         struct osb_err *err) OSB_MUST_CHECK;
+/* Encode; caller frees; NULL only if it would exceed OSB_INIT_SPEC_MAX. */
+char *osb_init_spec_encode(const struct osb_init_spec *s, size_t *len) OSB_MUST_CHECK;
 void osb_init_spec_free(struct osb_init_spec *s);
+#define OSB_INIT_SPEC_MAX (16u << 20)
+
+/* The field table, exported for the unit test that checks it covers every
+ * member of the structs it describes. */
+enum osb_isf_type {
+    OSB_ISF_STR,   /* char *, required */
+    OSB_ISF_OSTR,  /* char *, optional (NULL: left out) */
+    OSB_ISF_BOOL,  /* bool */
+    OSB_ISF_I64,   /* int64_t, >= 0 */
+    OSB_ISF_STRV,  /* char **, NULL-terminated */
+    OSB_ISF_ROLE,  /* enum osb_cg_role, by name */
+    OSB_ISF_LIST,  /* an array of records (sub) with its count at count_off */
+    OSB_ISF_COUNT, /* size_t: the count of a list, which it must match */
+};
+struct osb_isf_table;
+struct osb_isf {
+    const char *name;
+    enum osb_isf_type type;
+    size_t off, size;                 /* the member */
+    size_t count_off;                 /* OSB_ISF_LIST: its size_t count */
+    const struct osb_isf_table *sub;  /* OSB_ISF_LIST: the element's table */
+};
+struct osb_isf_table {
+    const char *name;                 /* in errors */
+    size_t size;                      /* sizeof the struct */
+    const struct osb_isf *f;
+    size_t n;
+};
+extern const struct osb_isf_table osb_init_spec_table;
 
 /* Files the helper leaves in the sandbox dir (it is also where the child
  * mounts its writable layer's tmpfs, inside its own mount namespace). */

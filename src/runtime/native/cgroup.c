@@ -12,6 +12,7 @@
 
 #include "common/cleanup.h"
 #include "common/fsutil.h"
+#include "common/log.h"
 #include "common/timeutil.h"
 #include "runtime/native/fsutil.h"
 
@@ -465,9 +466,11 @@ int osb_cg_kill(const struct osb_cg_set *s, struct osb_err *err)
     if (!killed && fz) {
         /* v1: freeze so nothing forks between listing and killing, kill,
          * thaw so the frozen tasks can act on SIGKILL. */
-        osb_cg_freeze(s, true, NULL);
+        int frozen = osb_cg_freeze(s, true, NULL);
         kill_listed(fz);
-        osb_cg_freeze(s, false, NULL);
+        /* Thawed even after a failed freeze: a half-frozen group waits. */
+        if (osb_cg_freeze(s, false, NULL) < 0 || frozen < 0)
+            osb_debug("cgroup %s: the freeze around the kill failed; killing unfrozen", fz);
     }
     int64_t end = osb_mono_ms() + WAIT_MS;
     for (long us = 50;; us = us < 2000 ? us * 2 : us) {

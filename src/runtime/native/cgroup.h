@@ -63,12 +63,12 @@ void osb_cg_join_path(const char *mnt, const char *mnt_root, const char *own, ch
 void osb_cg_base_name(const char *state_dir, char *out, size_t n);
 /* Detect the layout from /proc/self/{mountinfo,cgroup} and create the
  * base directories (enabling v2 controllers on the way down). */
-int osb_cg_plan_init(struct osb_cg_plan *p, const char *state_dir, struct osb_err *err);
+int osb_cg_plan_init(struct osb_cg_plan *p, const char *state_dir, struct osb_err *err) OSB_MUST_CHECK;
 
 /* One sandbox's cgroups. */
 /* Recreate base groups another runtime on the same state dir removed (each
  * removes the empty ones when it closes). A few mkdir calls. */
-int osb_cg_ensure_bases(const struct osb_cg_plan *p, struct osb_err *err);
+int osb_cg_ensure_bases(const struct osb_cg_plan *p, struct osb_err *err) OSB_MUST_CHECK;
 
 struct osb_cg_set {
     size_t n;
@@ -82,21 +82,21 @@ void osb_cg_set_for(const struct osb_cg_plan *p, const char *id, struct osb_cg_s
  * (an "image <name>" line is skipped).
  * Lines with unknown roles or dirs outside /sys/fs/cgroup-like mounts are
  * rejected: the record decides what gets killed and removed. */
-int osb_cg_set_parse(const char *text, struct osb_cg_set *s, struct osb_err *err);
+int osb_cg_set_parse(const char *text, struct osb_cg_set *s, struct osb_err *err) OSB_MUST_CHECK;
 /* Record if present, else the plan's set. */
 void osb_cg_set_load(const struct osb_cg_plan *p, const char *id, const char *sandbox_dir,
                      struct osb_cg_set *s);
 
 bool osb_cg_exists(const struct osb_cg_set *s);
 /* Freeze (true) or thaw; waits until the kernel reports the new state. */
-int osb_cg_freeze(const struct osb_cg_set *s, bool freeze, struct osb_err *err);
+int osb_cg_freeze(const struct osb_cg_set *s, bool freeze, struct osb_err *err) OSB_MUST_CHECK;
 /* SIGKILL every process and wait until none is left (bounded). */
-int osb_cg_kill(const struct osb_cg_set *s, struct osb_err *err);
+int osb_cg_kill(const struct osb_cg_set *s, struct osb_err *err) OSB_MUST_CHECK;
 /* rmdir every directory (missing ones are fine). */
-int osb_cg_remove(const struct osb_cg_set *s, struct osb_err *err);
+int osb_cg_remove(const struct osb_cg_set *s, struct osb_err *err) OSB_MUST_CHECK;
 
 struct osb_cg_stats {
     uint64_t memory_bytes, cpu_usage_ns, pids;
 };
-int osb_cg_stats(const struct osb_cg_set *s, struct osb_cg_stats *out, struct osb_err *err);
+int osb_cg_stats(const struct osb_cg_set *s, struct osb_cg_stats *out, struct osb_err *err) OSB_MUST_CHECK;
 #endif

@@ -17,7 +17,7 @@ int osb_rtfs_remove_tree(const char *path, struct osb_err *err);
 ssize_t osb_rtfs_read(const char *path, char *buf, size_t cap);
 /* Create path (0644, O_EXCL unless replace) with data. */
 int osb_rtfs_create(const char *path, const char *data, size_t len, int replace,
-                    struct osb_err *err);
+                    struct osb_err *err) OSB_MUST_CHECK;
 /* Bytes used by the regular files under path (st_blocks), no symlinks
  * followed. */
 unsigned long long osb_rtfs_du(const char *path);

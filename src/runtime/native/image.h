@@ -1,9 +1,9 @@
-/* The native runtime's side of images: the built-in `host` image
+/* The native backend's side of images: the built-in `host` image
  * (<state>/images/host/rootfs: a small skeleton with a private /etc and
  * mount points; the host's /usr, /bin, /sbin and /lib* are bound read-only
- * on top, or mirrored as symlinks on merged-/usr hosts), and which sandbox
- * uses an image. Pulled, imported and snapshot images live in the image
- * store (src/image/store.h). */
+ * on top, or mirrored as symlinks on merged-/usr hosts). Pulled, imported
+ * and snapshot images live in the server's image store (src/image/), which
+ * hands a backend their layer directories. */
 #ifndef OSB_RT_IMAGE_H
 #define OSB_RT_IMAGE_H
 #include <limits.h>
@@ -15,7 +15,6 @@
 #include "runtime/init/spec.h"
 
 #define OSB_IMG_HOST "host"
-/* Image names: osb_istore_name_check (src/image/store.h). */
 
 /* The host image's read-only binds (host dirs that are real directories
  * among /usr /bin /sbin /lib /lib32 /lib64 /libx32). */
@@ -25,9 +24,6 @@ struct osb_img_host {
     char storage[8][16];
 };
 /* Build <images>/host if missing or made for another host layout. */
-int osb_img_host_prepare(const char *images_dir, struct osb_img_host *h, struct osb_err *err);
-
-/* Whether a sandbox under sandboxes_dir records image `name` (its id goes
- * to id[0..n), which may be NULL with n = 0). */
-bool osb_img_user_of(const char *sandboxes_dir, const char *name, char *id, size_t n);
+int osb_img_host_prepare(const char *images_dir, struct osb_img_host *h,
+                         struct osb_err *err) OSB_MUST_CHECK;
 #endif

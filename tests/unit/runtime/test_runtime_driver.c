@@ -31,14 +31,21 @@
 
 #include "common/buf.h"
 #include "common/timeutil.h"
+#include "image/resolve.h"
+#include "image/store.h"
 #include "runtime/runtime.h"
 #include "tap.h"
 
 static uv_loop_t *loop;
 static struct osb_rt *rt;
+/* The image store is the caller's (as in the server): the driver resolves
+ * images to layers itself and answers "in use" from its own sandboxes. */
+static struct osb_istore *images;
+static char state_dir[4096];
 
 struct sb {
     char id[OSB_RT_ID_MAX + 1];
+    char image[256];
     struct osb_rt_handle h;
     struct sb *next;
 };
@@ -87,7 +94,10 @@ static int open_rt(const char *state, struct osb_err *err)
     binary("EXECD_BIN", "execd", execd, sizeof execd);
     binary("OSB_INIT_BIN", "osb-sandbox-init", init, sizeof init);
     struct osb_rt_config cfg = {.state_dir = state, .execd_path = execd, .init_path = init};
-    return osb_rt_open(&cfg, loop, &rt, err);
+    snprintf(state_dir, sizeof state_dir, "%s", state);
+    if (osb_rt_open(OSB_RT_DEFAULT, &cfg, loop, &rt, err) < 0)
+        return -1;
+    return osb_istore_open(state, &images, err);
 }
 
 /* ------------------------------------------------------------ serve */
@@ -122,6 +132,7 @@ struct pending {
     json_int_t seq;
     double t0;
     char id[OSB_RT_ID_MAX + 1];
+    char image[256];
 };
 
 static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb_err *err)
@@ -133,6 +144,7 @@ static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb
     if (h) {
         struct sb *s = calloc(1, sizeof *s);
         snprintf(s->id, sizeof s->id, "%s", p->id);
+        snprintf(s->image, sizeof s->image, "%s", p->image);
         s->h = *h;
         s->next = sandboxes;
         sandboxes = s;
@@ -157,31 +169,47 @@ static const char **strv(json_t *a)
     return v;
 }
 
+static char *jstr(json_t *req, const char *k)
+{
+    return (char *)json_string_value(json_object_get(req, k));
+}
+
 static void op_create(json_t *req, json_int_t seq)
 {
     struct osb_err err = {0};
     const char **entry = strv(json_object_get(req, "entrypoint"));
     const char **env = strv(json_object_get(req, "env"));
-    struct osb_rt_spec spec = {
-        .id = json_string_value(json_object_get(req, "id")),
-        .image = json_string_value(json_object_get(req, "image")),
-        .entrypoint = entry,
-        .env = env,
+    struct osb_image_res im;
+    if (osb_image_resolve(images, jstr(req, "image"), &im, &err) < 0) {
+        emit(reply(seq, &err));
+        free(entry);
+        free(env);
+        return;
+    }
+    struct osb_sandbox_spec spec = {
+        .id = jstr(req, "id"),
+        .image = im.name,
+        .layers = im.layers,
+        .image_host = im.host,
+        .entrypoint = (char **)entry,
+        .env = (char **)env,
         .cpu_millicores = json_integer_value(json_object_get(req, "cpu")),
         .memory_bytes = json_integer_value(json_object_get(req, "memory")),
         .pids_max = json_integer_value(json_object_get(req, "pids")),
         .disk_bytes = json_integer_value(json_object_get(req, "disk")),
-        .hostname = json_string_value(json_object_get(req, "hostname")),
-        .execd_token = json_string_value(json_object_get(req, "token")),
+        .hostname = jstr(req, "hostname"),
+        .execd_token = jstr(req, "token"),
     };
     struct pending *p = calloc(1, sizeof *p);
     p->seq = seq;
     p->t0 = now_ms();
     snprintf(p->id, sizeof p->id, "%s", spec.id ? spec.id : "");
+    snprintf(p->image, sizeof p->image, "%s", im.name);
     if (osb_rt_create(rt, &spec, on_created, p, &err) < 0) {
         emit(reply(seq, &err));
         free(p);
     }
+    osb_image_res_free(&im);
     free(entry);
     free(env);
 }
@@ -220,6 +248,64 @@ static void op_simple(const char *op, json_t *req, json_int_t seq)
     emit(j);
 }
 
+/* Whether one of our sandboxes runs image name (its id into by). */
+static bool in_use(const char *name, char *by, size_t n)
+{
+    struct osb_image im;
+    char canon[256];
+    snprintf(canon, sizeof canon, "%s", name);
+    if (osb_istore_get(images, name, &im, NULL) == 0) {
+        snprintf(canon, sizeof canon, "%s", im.name);
+        osb_image_free(&im);
+    }
+    for (struct sb *s = sandboxes; s; s = s->next)
+        if (strcmp(s->image, canon) == 0) {
+            snprintf(by, n, "%s", s->id);
+            return true;
+        }
+    return false;
+}
+
+static bool in_use_cb(void *ud, const char *name)
+{
+    (void)ud;
+    char by[OSB_RT_ID_MAX + 1];
+    return in_use(name, by, sizeof by);
+}
+
+static int image_remove(const char *name, struct osb_err *err)
+{
+    char by[OSB_RT_ID_MAX + 1];
+    if (name && strcmp(name, OSB_IMAGE_HOST) != 0 && in_use(name, by, sizeof by))
+        return osb_err_set(err, OSB_E_EXISTS, "image `%s` is in use by sandbox `%s`", name, by);
+    return osb_istore_remove(images, name ? name : "", in_use_cb, NULL, err);
+}
+
+/* The built-in host image first, then the store's. */
+static int image_list(json_t *a, struct osb_err *err)
+{
+    char host[4200];
+    struct stat st;
+    json_int_t created = 0;
+    snprintf(host, sizeof host, "%s/images/%s", state_dir, OSB_IMAGE_HOST);
+    if (stat(host, &st) == 0)
+        created = (json_int_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+    json_array_append_new(a, json_pack("{s:s,s:I,s:I}", "name", OSB_IMAGE_HOST, "size",
+                                       (json_int_t)0, "created_ms", created));
+    struct osb_image *ims;
+    size_t n;
+    if (osb_istore_list(images, &ims, &n, err) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(a, json_pack("{s:s,s:I,s:I}", "name", ims[i].name, "size",
+                                           (json_int_t)ims[i].size_bytes, "created_ms",
+                                           (json_int_t)ims[i].created_ms));
+        osb_image_free(&ims[i]);
+    }
+    free(ims);
+    return (int)n + 1;
+}
+
 static void op_images(json_t *req, const char *op, json_int_t seq)
 {
     struct osb_err err = {0};
@@ -228,17 +314,12 @@ static void op_images(json_t *req, const char *op, json_int_t seq)
     int r = 0;
     json_t *extra = json_object();
     if (strcmp(op, "import") == 0) {
-        r = osb_rt_image_import(rt, name, json_string_value(json_object_get(req, "tar")), &err);
+        r = osb_istore_import(images, name ? name : "", jstr(req, "tar"), &err);
     } else if (strcmp(op, "rmimage") == 0) {
-        r = osb_rt_image_remove(rt, name, &err);
+        r = image_remove(name, &err);
     } else {
-        struct osb_rt_image imgs[64];
-        r = osb_rt_image_list(rt, imgs, 64, &err);
         json_t *a = json_array();
-        for (int i = 0; i < r; i++)
-            json_array_append_new(a, json_pack("{s:s,s:I,s:I}", "name", imgs[i].name, "size",
-                                               (json_int_t)imgs[i].size_bytes, "created_ms",
-                                               (json_int_t)imgs[i].created_ms));
+        r = image_list(a, &err);
         json_object_set_new(extra, "images", a);
     }
     json_t *j = reply(seq, r < 0 ? &err : NULL);
@@ -305,6 +386,9 @@ static void handle_line(const char *line)
         emit(reply(seq, NULL));
         uv_read_stop((uv_stream_t *)&in);
         osb_rt_close(rt);
+        rt = NULL;
+        osb_istore_close(images);
+        images = NULL;
         uv_close((uv_handle_t *)&in, NULL);
     } else {
         op_simple(op, req, seq);
@@ -325,6 +409,9 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     if (n < 0) {
         uv_read_stop(s);
         osb_rt_close(rt);
+        rt = NULL;
+        osb_istore_close(images);
+        images = NULL;
         uv_close((uv_handle_t *)s, NULL);
         return;
     }
@@ -404,9 +491,11 @@ static void smoke_create(void)
 {
     struct osb_err err = {0};
     const char *entry[] = {"/bin/sh", "-c", "echo smoke-entrypoint; exec sleep 600", NULL};
-    struct osb_rt_spec spec = {.id = "smoke-1", .image = "host", .entrypoint = entry,
-                               .memory_bytes = 256 << 20, .cpu_millicores = 500,
-                               .execd_token = "smoke"};
+    char *no_layers[] = {NULL};
+    struct osb_sandbox_spec spec = {.id = "smoke-1", .image = "host", .image_host = true,
+                                    .layers = no_layers, .entrypoint = (char **)entry,
+                                    .memory_bytes = 256 << 20, .cpu_millicores = 500,
+                                    .execd_token = "smoke"};
     double t0 = now_ms();
     OK(osb_rt_create(rt, &spec, smoke_created, NULL, &err) == 0, "create starts");
     run_until(&smoke_done, 10000);
@@ -480,6 +569,8 @@ int main(int argc, char **argv)
         smoke_create();
         smoke_checks();
         osb_rt_close(rt);
+        rt = NULL;
+        osb_istore_close(images);
         uv_run(loop, UV_RUN_NOWAIT);
     }
     char cmd[256];

@@ -1,6 +1,5 @@
-/* Pieces of the native runtime that need no root: the runtime -> helper
- * spec (encode here, decode in the helper: included below), cgroup layout
- * parsing, cgroup records, image names, the no-follow tree removal. */
+/* Pieces of the native runtime that need no root (the helper's spec has
+ * its own test, test_initspec.c): cgroup layout parsing, cgroup records, image names, the no-follow tree removal. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,96 +9,13 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
-#include "runtime/init/spec.c" /* the helper's decoder is not in the runtime library */
+#include "runtime/init/spec.h"
 #include "runtime/native/cgroup.h"
+#include "runtime/runtime.h"
 #include "runtime/native/fsutil.h"
 #include "image/store.h"
 #include "runtime/native/image.h"
 #include "tap.h"
-
-static void test_spec_roundtrip(void)
-{
-    char *entry[] = {"/bin/sh", "-c", "echo \"hi\"\n", NULL};
-    char *env[] = {"A=1", "B=with = and spaces", NULL};
-    struct osb_init_bind binds[] = {{"/usr", "/usr"}, {"/lib64", "/lib64"}};
-    struct osb_init_cgroup cgs[] = {
-        {OSB_CG_UNIFIED, "/sys/fs/cgroup/unified/opensandbox-1/x", "/sys/fs/cgroup/unified"},
-        {OSB_CG_MEMORY, "/sys/fs/cgroup/memory/a/opensandbox-1/x", "/sys/fs/cgroup/memory/a"},
-    };
-    struct osb_init_volume vols[] = {
-        {"data", "/data", "team/a", "", "/mnt/data", true},
-        {"claim", "/s/volumes/c/data", "", "sub/dir", "/work", false},
-    };
-    struct osb_init_spec in = {
-        .id = "x", .dir = "/s/sandboxes/x", .image = "library/busybox:1", .lower = "/s/i/rootfs",
-        .execd = "/b/execd", .hostname = "x-host", .token = "tok\"en", .entrypoint = entry,
-        .env = env, .binds = binds, .n_binds = 2, .cgroups = cgs, .n_cgroups = 2,
-        .memory_bytes = 64 << 20, .cpu_millicores = 1500, .pids_max = 64, .disk_bytes = 1 << 30,
-        .volumes = vols, .n_volumes = 2,
-    };
-    size_t len;
-    char *json = osb_init_spec_encode(&in, &len);
-    struct osb_init_spec out;
-    struct osb_err err = {0};
-    IS_INT(osb_init_spec_decode(json, len, &out, &err), 0, "spec decodes");
-    IS_STR(out.id, "x", "id");
-    IS_STR(out.image, "library/busybox:1", "image");
-    IS_STR(out.token, "tok\"en", "token with a quote");
-    IS_STR(out.entrypoint[2], "echo \"hi\"\n", "entrypoint with quotes and a newline");
-    OK(out.entrypoint[3] == NULL, "entrypoint is NULL-terminated");
-    IS_STR(out.env[1], "B=with = and spaces", "env");
-    IS_INT(out.n_binds, 2, "binds");
-    IS_STR(out.binds[1].dst, "/lib64", "bind dst");
-    IS_INT(out.n_cgroups, 2, "cgroups");
-    IS_INT(out.cgroups[1].role, OSB_CG_MEMORY, "cgroup role");
-    IS_STR(out.cgroups[0].home, "/sys/fs/cgroup/unified", "cgroup home");
-    IS_INT(out.memory_bytes, 64 << 20, "memory");
-    IS_INT(out.cpu_millicores, 1500, "cpu");
-    IS_INT(out.pids_max, 64, "pids");
-    IS_INT(out.disk_bytes, 1 << 30, "disk");
-    IS_INT(out.n_volumes, 2, "volumes");
-    IS_STR(out.volumes[0].src_rel, "team/a", "volume src_rel");
-    OK(out.volumes[0].read_only && !out.volumes[1].read_only, "volume read_only");
-    IS_STR(out.volumes[1].sub_path, "sub/dir", "volume sub_path");
-    IS_STR(out.volumes[1].src_root, "/s/volumes/c/data", "volume src_root");
-    IS_STR(out.volumes[1].dst, "/work", "volume dst");
-    IS_STR(out.volumes[1].name, "claim", "volume name");
-    osb_init_spec_free(&out);
-    free(json);
-}
-
-static void decode_fails(const char *json, const char *want, const char *what)
-{
-    struct osb_init_spec out;
-    struct osb_err err = {0};
-    int r = osb_init_spec_decode(json, strlen(json), &out, &err);
-    OK(r < 0 && strstr(err.msg, want), what);
-    if (r == 0 || !strstr(err.msg, want))
-        printf("# got: %s\n", err.msg);
-}
-
-static void test_spec_errors(void)
-{
-    const char *base = "\"dir\":\"d\",\"image\":\"i\",\"lower\":\"l\",\"execd\":\"e\","
-                       "\"hostname\":\"h\",\"token\":\"t\"";
-    char buf[1024];
-    decode_fails("[]", "not a JSON object", "a non-object spec is refused");
-    snprintf(buf, sizeof buf, "{%s}", base);
-    decode_fails(buf, "\"id\"", "a missing id is named");
-    snprintf(buf, sizeof buf, "{\"id\":1,%s}", base);
-    decode_fails(buf, "\"id\" must be a string", "a wrong type is named");
-    snprintf(buf, sizeof buf, "{\"id\":\"x\",%s,\"entrypoint\":[]}", base);
-    decode_fails(buf, "entrypoint", "an empty entrypoint is refused");
-    snprintf(buf, sizeof buf,
-             "{\"id\":\"x\",%s,\"entrypoint\":[\"a\"],\"cgroups\":[{\"role\":\"blkio\","
-             "\"dir\":\"/x\",\"home\":\"/\"}]}",
-             base);
-    decode_fails(buf, "unknown role", "an unknown cgroup role is refused");
-    snprintf(buf, sizeof buf, "{\"id\":\"x\",%s,\"entrypoint\":[\"a\"],\"memory\":-1,"
-                              "\"cgroups\":[]}",
-             base);
-    decode_fails(buf, "\"memory\"", "a negative limit is refused");
-}
 
 static const char hybrid[] =
     "22 27 0:21 / /proc rw,relatime - proc proc rw\n"
@@ -245,10 +161,28 @@ static void test_remove_tree(void)
     IS_INT(osb_rtfs_remove_tree(top, &err), 0, "cleanup");
 }
 
+/* The backend table: names resolve to ops that implement every call. */
+static void test_backends(void)
+{
+    const struct osb_runtime_ops *n = osb_rt_backend("native");
+    OK(n && strcmp(n->name, "native") == 0, "the native backend is in the table");
+    OK(n && n->open && n->close && n->describe && n->create && n->destroy && n->stop &&
+           n->pause && n->resume && n->snapshot && n->watch && n->alive && n->adopt &&
+           n->stats && n->cleanup_orphans,
+       "it implements every op");
+    OK(osb_rt_backend("nosuch") == NULL && osb_rt_backend(NULL) == NULL,
+       "an unknown name has no backend");
+    struct osb_rt_config cfg = {.state_dir = "/nonexistent"};
+    struct osb_rt *rt = NULL;
+    struct osb_err err = {0};
+    OK(osb_rt_open("nosuch", &cfg, NULL, &rt, &err) < 0 && err.code == OSB_E_NOTFOUND &&
+           strstr(err.msg, "`nosuch`") && strstr(err.msg, "native") && !rt,
+       "opening an unknown backend is a clear error naming the known ones");
+}
+
 int main(void)
 {
-    test_spec_roundtrip();
-    test_spec_errors();
+    test_backends();
     test_mountinfo();
     test_own_cgroup();
     test_cg_sets();

@@ -43,11 +43,6 @@ static void test_from_err(void)
     osb_err_set(&err, OSB_E_EXISTS, "busy");
     osb_apierr_from_err(&e, &err, "NO::SUCH_CODE");
     IS_INT(e.status, 409, "a code not in the table takes osb_err_http_status");
-    osb_apierr_set(&e, 409, "SANDBOX::NOT_RUNNING", "old form");
-    IS_INT(e.status, 409, "osb_apierr_set keeps working");
-    IS_STR(e.code, "SANDBOX::NOT_RUNNING", "with its code");
-    osb_apierr_set(&e, 409, "SANDBOX::INVALID_EXPIRATION", "no expiry");
-    IS_INT(e.status, 409, "the old form may name a status of a #reason row");
 }
 
 int main(void)

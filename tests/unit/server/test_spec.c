@@ -50,15 +50,15 @@ static void test_valid(void)
                  &s, &e),
            0, "full valid request");
     IS_STR(s.image, "host", "image");
-    IS_STR(s.entrypoint[2], "/dev/null", "entrypoint");
-    OK(s.entrypoint[3] == NULL, "entrypoint NULL-terminated");
-    IS_INT(s.cpu_millicores, 500, "cpu 500m");
-    IS_INT(s.memory_bytes, 2LL << 30, "memory 2Gi");
-    IS_INT(s.disk_bytes, 1000000000, "ephemeral-storage 1G");
-    IS_INT(s.pids_max, 100, "pids");
+    IS_STR(s.sb.entrypoint[2], "/dev/null", "entrypoint");
+    OK(s.sb.entrypoint[3] == NULL, "entrypoint NULL-terminated");
+    IS_INT(s.sb.cpu_millicores, 500, "cpu 500m");
+    IS_INT(s.sb.memory_bytes, 2LL << 30, "memory 2Gi");
+    IS_INT(s.sb.disk_bytes, 1000000000, "ephemeral-storage 1G");
+    IS_INT(s.sb.pids_max, 100, "pids");
     IS_INT(s.timeout_s, 600, "timeout");
-    IS_STR(s.env[0], "A=1", "env");
-    OK(s.env[1] == NULL, "null env values skipped");
+    IS_STR(s.sb.env[0], "A=1", "env");
+    OK(s.sb.env[1] == NULL, "null env values skipped");
     IS_INT(json_object_size(s.metadata), 2, "metadata");
     IS_STR(json_string_value(json_object_get(s.platform, "os")), "linux", "platform lower-cased");
     json_t *rec = osb_spec_record(&s);
@@ -77,8 +77,8 @@ static void test_valid(void)
                  "\"1048576000\"}}",
                  &s, &e),
            0, "timeout at the minimum, decimal cpu, plain bytes");
-    IS_INT(s.cpu_millicores, 2500, "cpu 2.5");
-    IS_INT(s.memory_bytes, 1048576000, "memory in bytes");
+    IS_INT(s.sb.cpu_millicores, 2500, "cpu 2.5");
+    IS_INT(s.sb.memory_bytes, 1048576000, "memory in bytes");
     osb_spec_free(&s);
 }
 
@@ -91,8 +91,8 @@ static void test_snapshot_and_auth(void)
            "snapshotId without entrypoint");
     IS_STR(s.snapshot_id, "0a1b2c3d-aaaa-4bbb-8ccc-0123456789ab", "snapshot id");
     OK(s.image == NULL, "no image");
-    IS_STR(s.entrypoint[0], "tail", "entrypoint defaults to tail -f /dev/null");
-    IS_STR(s.entrypoint[2], "/dev/null", "  (all of it)");
+    IS_STR(s.sb.entrypoint[0], "tail", "entrypoint defaults to tail -f /dev/null");
+    IS_STR(s.sb.entrypoint[2], "/dev/null", "  (all of it)");
     json_t *rec = osb_spec_record(&s);
     OK(json_is_string(json_object_get(rec, "snapshotId")) && !json_object_get(rec, "image"),
        "record holds snapshotId, no image");

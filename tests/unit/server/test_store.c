@@ -106,8 +106,10 @@ static void test_store(void)
     a->expires_us = 5000;
     osb_sbx_set_status(a, OSB_ST_RUNNING, "SANDBOX_RUNNING", NULL, 1500);
     IS_INT(osb_store_put(st, a, "Running", "ready", &err), 0, "update a");
+    int fails = 0;
     for (int i = 0; i < OSB_STORE_MAX_EVENTS + 20; i++)
-        osb_store_put(st, b, "Tick", NULL, &err);
+        fails += osb_store_put(st, b, "Tick", NULL, &err) < 0;
+    IS_INT(fails, 0, "many events stored");
     IS_INT(osb_store_delete(st, "bbb", &err), 0, "delete b");
     IS_INT(osb_store_put(st, b, "Again", NULL, &err), 0, "re-put b");
     osb_store_close(st);
@@ -159,13 +161,16 @@ static void test_event_trim(void)
     char *path = osb_xasprintf("%s/db", dir);
     struct osb_store *st = NULL;
     struct osb_err err = {0};
-    osb_store_open(path, &st, &err);
+    IS_INT(osb_store_open(path, &st, &err), 0, "open");
     struct osb_sbx *s = make("t", 1);
+    int fails = 0;
     for (int i = 0; i < OSB_STORE_MAX_EVENTS + 50; i++)
-        osb_store_put(st, s, i == OSB_STORE_MAX_EVENTS + 49 ? "Last" : "Tick", NULL, &err);
+        fails += osb_store_put(st, s, i == OSB_STORE_MAX_EVENTS + 49 ? "Last" : "Tick", NULL,
+                               &err) < 0;
+    IS_INT(fails, 0, "every event stored");
     struct osb_store_event *ev = NULL;
     size_t n = 0;
-    osb_store_events(st, "t", 100000, &ev, &n, &err);
+    IS_INT(osb_store_events(st, "t", 100000, &ev, &n, &err), 0, "read the events");
     IS_INT(n, OSB_STORE_MAX_EVENTS, "events trimmed to the cap");
     IS_STR(ev[n - 1].type, "Last", "newest kept");
     osb_store_events_free(ev, n);
