@@ -20,7 +20,10 @@
     "{\"code\":\"PROXY::BAD_GATEWAY\",\"message\":\"Bad Gateway: nothing answered on the " \
     "proxied port.\"}"
 
+static const struct osb_http_mode proxy_mode;
+
 struct proxy {
+    struct osb_http_server *srv;
     struct conn *c;            /* client connection, NULL once gone */
     struct osb_http_req *req;  /* until the request is done or taken over */
     union {
@@ -113,7 +116,7 @@ static void proxy_close(struct proxy *p)
             req->keep_alive = false;
             osb_http_end(req);
         }
-    } else if (c && c->mode == CONN_PROXY) {
+    } else if (c && c->mode == &proxy_mode) {
         c->mode_ctx = NULL;
         if (!p->got_answer) {
             static const char bad[] =
@@ -148,10 +151,17 @@ static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         uv_read_stop(&p->up.stream);
 }
 
+static void up_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    struct proxy *p = h->data;
+    *buf = osb_http__slab(p->srv);
+}
+
 static void client_drained(struct proxy *p)
 {
     if (p && !p->closing && p->connected)
-        uv_read_start(&p->up.stream, osb_http__alloc_slab, up_read);
+        uv_read_start(&p->up.stream, up_alloc, up_read);
 }
 
 static void on_connect(uv_connect_t *cr, int status)
@@ -168,7 +178,7 @@ static void on_connect(uv_connect_t *cr, int status)
     osb_buf_init(&p->pending, SIZE_MAX);
     up_send(p, pend.data, pend.len);
     osb_buf_free(&pend);
-    uv_read_start(&p->up.stream, osb_http__alloc_slab, up_read);
+    uv_read_start(&p->up.stream, up_alloc, up_read);
 }
 
 /* ---- request side ---- */
@@ -199,7 +209,7 @@ static void body_end(struct osb_http_req *req, void *ud)
     if (p->upgrade) {
         p->req = NULL;
         p->c = req->c;
-        osb_http__take_over(req, CONN_PROXY, p);
+        osb_http__take_over(req, &proxy_mode, p);
     }
 }
 
@@ -293,6 +303,7 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
     if (!c)
         return;
     struct proxy *p = osb_xcalloc(1, sizeof *p);
+    p->srv = c->srv;
     p->c = c;
     p->req = req;
     osb_buf_init(&p->pending, SIZE_MAX);
@@ -315,7 +326,7 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
 
 /* ---- raw mode hooks (after an upgrade) ---- */
 
-void osb_http__proxy_on_data(struct conn *c, const char *data, size_t len)
+static void proxy_on_data(struct conn *c, const char *data, size_t len)
 {
     struct proxy *p = c->mode_ctx;
     if (!p)
@@ -323,12 +334,11 @@ void osb_http__proxy_on_data(struct conn *c, const char *data, size_t len)
     up_send(p, data, len);
     if (p->up_queued + p->pending.len > OSB_WRITE_HIGH_WATER) {
         p->client_paused = true;
-        uv_read_stop(&c->h.stream);
-        c->reading = false;
+        osb_http__conn_update_read(c);
     }
 }
 
-void osb_http__proxy_on_close(struct conn *c)
+static void proxy_on_close(struct conn *c)
 {
     struct proxy *p = c->mode_ctx;
     c->mode_ctx = NULL;
@@ -338,7 +348,21 @@ void osb_http__proxy_on_close(struct conn *c)
     proxy_close(p);
 }
 
-void osb_http__proxy_on_drain(struct conn *c)
+/* Raw mode reads the client only while the upstream keeps up. */
+static bool proxy_want_read(const struct conn *c)
+{
+    const struct proxy *p = c->mode_ctx;
+    return !p || !p->client_paused;
+}
+
+static void proxy_on_drain(struct conn *c)
 {
     client_drained(c->mode_ctx);
 }
+
+static const struct osb_http_mode proxy_mode = {
+    .on_data = proxy_on_data,
+    .on_drain = proxy_on_drain,
+    .on_close = proxy_on_close,
+    .want_read = proxy_want_read,
+};

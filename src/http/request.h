@@ -1,8 +1,11 @@
-/* Request-target parsing and routing (internal to src/http). */
+/* Requests: lifetime, request-target parsing and routing (internal to
+ * src/http). */
 #ifndef OSB_HTTP_REQUEST_H
 #define OSB_HTTP_REQUEST_H
 #include "http/conn.h"
 
+struct osb_http_req *osb_http__req_new(struct conn *c);
+void osb_http__req_free(struct osb_http_req *req);
 /* Split req->target into the decoded path and query parameters; -1 on a
  * bad percent-escape. A control byte in the decoded path or in a query
  * name or value is not an error here: it is reported in *ctl (code

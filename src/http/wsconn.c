@@ -10,6 +10,8 @@
 #include "http/conn.h"
 #include "http/ws.h"
 
+static const struct osb_http_mode ws_mode;
+
 struct osb_ws {
     struct conn *c;
     struct osb_ws_reader reader;
@@ -54,7 +56,7 @@ struct osb_ws *osb_http_ws_accept(struct osb_http_req *req, const struct osb_ws_
     osb_http_add_header(req, "Sec-WebSocket-Accept", accept);
     req->keep_alive = true; /* no "Connection: close" on a 101 */
     osb_http_start(req, 101, NULL, -1);
-    osb_http__take_over(req, CONN_WS, ws);
+    osb_http__take_over(req, &ws_mode, ws);
     return ws;
 }
 
@@ -123,7 +125,7 @@ static int on_control(void *ud, int opcode, const uint8_t *data, size_t len)
     return 0;
 }
 
-void osb_http__ws_on_data(struct conn *c, const char *data, size_t len)
+static void ws_on_data(struct conn *c, const char *data, size_t len)
 {
     struct osb_ws *ws = c->mode_ctx;
     if (!ws || ws->closed)
@@ -139,7 +141,7 @@ void osb_http__ws_on_data(struct conn *c, const char *data, size_t len)
     }
 }
 
-void osb_http__ws_on_close(struct conn *c)
+static void ws_on_close(struct conn *c)
 {
     struct osb_ws *ws = c->mode_ctx;
     c->mode_ctx = NULL;
@@ -152,9 +154,15 @@ void osb_http__ws_on_close(struct conn *c)
     free(ws);
 }
 
-void osb_http__ws_on_drain(struct conn *c)
+static void ws_on_drain(struct conn *c)
 {
     struct osb_ws *ws = c->mode_ctx;
     if (ws && ws->cbs.on_drain)
         ws->cbs.on_drain(ws, ws->ud);
 }
+
+static const struct osb_http_mode ws_mode = {
+    .on_data = ws_on_data,
+    .on_drain = ws_on_drain,
+    .on_close = ws_on_close,
+};
