@@ -134,7 +134,7 @@ static size_t name_len(const char *s)
  * missing name to `missing`) and returns the bytes consumed, 0 if s is not a
  * variable reference. */
 static size_t expand_var(const char *s, char *const *envp, struct osb_buf *out,
-                         struct osb_buf *missing)
+                         struct osb_buf *missing, int *rc)
 {
     bool braced = s[1] == '{';
     const char *name = s + 1 + braced;
@@ -143,11 +143,11 @@ static size_t expand_var(const char *s, char *const *envp, struct osb_buf *out,
         return 0;
     const char *v = env_lookup(envp, name, len);
     if (v) {
-        osb_buf_adds(out, v);
+        *rc |= osb_buf_adds(out, v);
     } else {
         if (missing->len)
-            osb_buf_adds(missing, ",");
-        osb_buf_add(missing, name, len);
+            *rc |= osb_buf_adds(missing, ",");
+        *rc |= osb_buf_add(missing, name, len);
     }
     return 1 + braced + len + braced;
 }
@@ -170,13 +170,21 @@ int osb_cmd_expand_path(const char *path, char *const *envp, char **out, struct 
     struct osb_buf b, missing;
     osb_buf_init(&b, 1 << 20);
     osb_buf_init(&missing, 1 << 16);
-    for (const char *s = path; *s;) {
-        size_t used = *s == '$' ? expand_var(s, envp, &b, &missing) : 0;
+    int rc = 0;
+    for (const char *s = path; *s && rc == 0;) {
+        size_t used = *s == '$' ? expand_var(s, envp, &b, &missing, &rc) : 0;
         if (!used) {
-            osb_buf_add(&b, s, 1);
+            rc |= osb_buf_add(&b, s, 1);
             used = 1;
         }
         s += used;
+    }
+    if (rc < 0) {
+        osb_err_set(err, OSB_E_INVALID, "cannot resolve working directory: it is too long to "
+                    "expand (limits: 1 MiB, 64 KiB of undefined variable names)");
+        osb_buf_free(&b);
+        osb_buf_free(&missing);
+        return -1;
     }
     if (missing.len) {
         osb_err_set(err, OSB_E_INVALID,

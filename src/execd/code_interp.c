@@ -298,8 +298,8 @@ static int utf8_seq(const unsigned char *s, size_t n)
 
 /* Valid UTF-8 of data into out (U+FFFD for bad bytes). Unless `final`, an
  * incomplete sequence at the end goes back into the stream's carry. */
-static void utf8_clean(struct stream *s, const unsigned char *data, size_t n, bool final,
-                       struct osb_buf *out)
+static int utf8_clean(struct stream *s, const unsigned char *data, size_t n, bool final,
+                      struct osb_buf *out)
 {
     size_t i = 0;
     while (i < n) {
@@ -307,16 +307,19 @@ static void utf8_clean(struct stream *s, const unsigned char *data, size_t n, bo
         if (len < 0 && !final) {
             s->ncarry = n - i;
             memcpy(s->carry, data + i, s->ncarry);
-            return;
+            return 0;
         }
         if (len <= 0) {
-            osb_buf_add(out, "\xef\xbf\xbd", 3);
+            if (osb_buf_add(out, "\xef\xbf\xbd", 3) < 0)
+                return -1;
             i++;
             continue;
         }
-        osb_buf_add(out, data + i, (size_t)len);
+        if (osb_buf_add(out, data + i, (size_t)len) < 0)
+            return -1;
         i += (size_t)len;
     }
+    return 0;
 }
 
 static void on_hold_timer(uv_timer_t *t);
@@ -360,14 +363,23 @@ static void emit(struct stream *s, const unsigned char *data, size_t n, bool fin
         memcpy(buf + len, data, n);
     len += n;
     s->ncarry = 0;
+    /* Both buffers have room for any read (the hold is unbounded, the
+     * startup tail is trimmed after each); a full one would mean lost
+     * output, so the interpreter is ended instead and its exit reported. */
     if (ip->ready) {
-        utf8_clean(s, buf, len, final, &s->hold);
+        if (utf8_clean(s, buf, len, final, &s->hold) < 0) {
+            osb_err_log("interpreter %d: output buffer full; killing it", (int)ip->pid);
+            kill(-ip->pid, SIGKILL);
+        }
         deliver(s, final);
         return;
     }
     if (s->id != 2)
         return;
-    utf8_clean(s, buf, len, true, &ip->startup_err);
+    if (utf8_clean(s, buf, len, true, &ip->startup_err) < 0) {
+        osb_err_log("interpreter %d: startup stderr buffer full; killing it", (int)ip->pid);
+        kill(-ip->pid, SIGKILL);
+    }
     if (ip->startup_err.len > STARTUP_STDERR_MAX)
         osb_buf_consume(&ip->startup_err, ip->startup_err.len - STARTUP_STDERR_MAX);
 }
@@ -864,20 +876,28 @@ int osb_interp_start(enum osb_code_lang lang, const char *cwd, const struct osb_
 
 void osb_interp_run(struct osb_interp *ip, const char *code, size_t len)
 {
+    int rc;
     if (ip->lang == OSB_CODE_BASH) {
         /* bash reads up to a NUL, and a bash string cannot hold one. */
-        osb_buf_add(&ip->ctl_out, code, strnlen(code, len));
-        osb_buf_add(&ip->ctl_out, "", 1);
+        rc = osb_buf_add(&ip->ctl_out, code, strnlen(code, len));
+        rc |= osb_buf_add(&ip->ctl_out, "", 1);
     } else {
         json_t *req = json_object();
         json_object_set_new(req, "code", json_stringn_nocheck(code, len));
         json_object_set_new(req, "sigints", json_integer(ip->sigints));
         size_t n;
         char *s = osb_json_dump(req, &n);
-        osb_buf_add(&ip->ctl_out, s, n);
-        osb_buf_add(&ip->ctl_out, "\n", 1);
+        rc = osb_buf_add(&ip->ctl_out, s, n);
+        rc |= osb_buf_add(&ip->ctl_out, "\n", 1);
         free(s);
         json_decref(req);
+    }
+    if (rc < 0) {
+        /* ctl_out is unbounded (only a size_t wrap gets here); as for a
+         * runaway reply line, the exit that follows ends the run. */
+        osb_err_log("interpreter %d: run does not fit the control queue; killing it",
+                    (int)ip->pid);
+        kill(-ip->pid, SIGKILL);
     }
     ctl_write(ip);
     ctl_update(ip);

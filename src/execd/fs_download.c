@@ -100,7 +100,13 @@ static bool deliver(struct dl *d, size_t n)
     size_t queued;
     bool done = false;
     if (d->line_mode) {
-        done = osb_fs_lines_feed(&d->lines, d->buf, n, &d->out);
+        int rc = osb_fs_lines_feed(&d->lines, d->buf, n, &d->out);
+        if (rc < 0) { /* a full d->out: the response is dropped, never cut short */
+            osb_http_abort(d->req);
+            d->req = NULL;
+            return false;
+        }
+        done = rc > 0;
         queued = osb_http_write(d->req, d->out.data, d->out.len);
         osb_buf_reset(&d->out);
     } else {
@@ -122,8 +128,12 @@ static void on_read(uv_fs_t *fs)
     /* d->busy is still set: a write that closes the connection cannot free
      * d under us. */
     if (d->req && n == 0 && d->line_mode) {
-        osb_fs_lines_finish(&d->lines, &d->out);
-        osb_http_write(d->req, d->out.data, d->out.len);
+        if (osb_fs_lines_finish(&d->lines, &d->out) < 0) {
+            osb_http_abort(d->req);
+            d->req = NULL;
+        } else {
+            osb_http_write(d->req, d->out.data, d->out.len);
+        }
     }
     /* An error or an early EOF (the file shrank) cuts the body short; the
      * client sees fewer bytes than Content-Length. */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/err.h"
 
 struct osb_fs_lines {
     int64_t first, last; /* selected line numbers, inclusive */
@@ -22,9 +23,10 @@ struct osb_fs_lines {
 
 /* offset >= 1, limit >= 1 (INT64_MAX: all). */
 void osb_fs_lines_init(struct osb_fs_lines *l, int64_t offset, int64_t limit);
-/* Feed file bytes; appends output to out. Returns true once past the last
- * selected line (stop reading). */
-bool osb_fs_lines_feed(struct osb_fs_lines *l, const char *data, size_t len, struct osb_buf *out);
-/* At EOF: flush a final line that had no terminator. */
-void osb_fs_lines_finish(struct osb_fs_lines *l, struct osb_buf *out);
+/* Feed file bytes; appends output to out. Returns 1 once past the last
+ * selected line (stop reading), 0 for more, -1 if out is full. */
+OSB_MUST_CHECK int osb_fs_lines_feed(struct osb_fs_lines *l, const char *data, size_t len,
+                                     struct osb_buf *out);
+/* At EOF: flush a final line that had no terminator. -1 if out is full. */
+OSB_MUST_CHECK int osb_fs_lines_finish(struct osb_fs_lines *l, struct osb_buf *out);
 #endif

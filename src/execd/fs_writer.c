@@ -153,7 +153,10 @@ void osb_fs_writer_write(struct osb_fs_writer *w, int fd, const void *data, size
     if (w->cur_fd != fd)
         flush_cur(w, false);
     w->cur_fd = fd;
-    osb_buf_add(&w->cur, data, len);
+    if (osb_buf_add(&w->cur, data, len) < 0) { /* unbounded: only a size_t wrap-around */
+        w->err = EFBIG;
+        return;
+    }
     w->pending += len;
     if (w->cur.len >= BATCH)
         flush_cur(w, false);

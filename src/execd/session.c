@@ -566,15 +566,16 @@ static void run_gone(void *ud)
 }
 
 /* Single-quote s for the shell: ' becomes '\''. */
-static void add_quoted(struct osb_buf *b, const char *s)
+static int add_quoted(struct osb_buf *b, const char *s)
 {
-    osb_buf_add(b, "'", 1);
+    int rc = osb_buf_add(b, "'", 1);
     for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
-        osb_buf_add(b, s, (size_t)(q - s));
-        osb_buf_add(b, "'\\''", 4);
+        rc |= osb_buf_add(b, s, (size_t)(q - s));
+        rc |= osb_buf_add(b, "'\\''", 4);
     }
-    osb_buf_adds(b, s);
-    osb_buf_add(b, "'", 1);
+    rc |= osb_buf_adds(b, s);
+    rc |= osb_buf_add(b, "'", 1);
+    return rc;
 }
 
 /* Long commands are read from a file by `eval "$(< file)"`. */
@@ -599,25 +600,29 @@ static int build_wrapper(struct run *r, const char *command, const char *cwd,
 {
     bool bash = strcmp(osb_cmd_shell(), "bash") == 0;
     const char *bi = bash ? "\\builtin" : "\\command";
-    osb_buf_adds(b, "{ ");
+    int rc = osb_buf_adds(b, "{ ");
     if (cwd) {
-        osb_buf_addf(b, "%s cd -- ", bi);
-        add_quoted(b, cwd);
-        osb_buf_adds(b, " && ");
+        rc |= osb_buf_addf(b, "%s cd -- ", bi);
+        rc |= add_quoted(b, cwd);
+        rc |= osb_buf_adds(b, " && ");
     }
     if (strlen(command) > INLINE_COMMAND_MAX) {
         if (script_file(r, command, err) < 0)
             return -1;
         /* bash reads `$(< f)` without a cat process; POSIX sh needs cat. */
-        osb_buf_addf(b, "%s eval \"$(%s ", bi, bash ? "<" : "cat");
-        add_quoted(b, r->script_path);
-        osb_buf_adds(b, ")\"");
+        rc |= osb_buf_addf(b, "%s eval \"$(%s ", bi, bash ? "<" : "cat");
+        rc |= add_quoted(b, r->script_path);
+        rc |= osb_buf_adds(b, ")\"");
     } else {
-        osb_buf_addf(b, "%s eval ", bi);
-        add_quoted(b, command);
+        rc |= osb_buf_addf(b, "%s eval ", bi);
+        rc |= add_quoted(b, command);
     }
-    osb_buf_addf(b, "\n} 3>&- </dev/null\n%s printf '%%s %%d %%s\\0' %s \"$?\" \"$PWD\" >&3\n",
-                 bi, r->marker);
+    rc |= osb_buf_addf(b, "\n} 3>&- </dev/null\n%s printf '%%s %%d %%s\\0' %s \"$?\" \"$PWD\" >&3\n",
+                       bi, r->marker);
+    /* A cut command must never reach the shell. */
+    if (rc < 0)
+        return osb_err_set(err, OSB_E_INVALID, "the command and its working directory, quoted "
+                           "for the shell, exceed %d bytes", OSB_MAX_JSON_BODY * 2);
     return 0;
 }
 

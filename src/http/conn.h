@@ -99,6 +99,7 @@ struct osb_http_req {
         head_only, paused, keep_alive, taken_over;
     bool collect; /* a streaming route buffers its body after all (osb_http_req_collect) */
     bool drop_body; /* a small body no handler reads: dropped, the answer follows it */
+    bool head_overflow; /* resp_headers filled up: the response cannot be sent */
     osb_http_body_cb on_body;
     osb_http_end_cb on_end;
     void *body_ud;

@@ -71,7 +71,8 @@ static void up_send(struct proxy *p, const void *data, size_t len)
     if (p->closing || len == 0)
         return;
     if (!p->connected) {
-        osb_buf_add(&p->pending, data, len);
+        if (osb_buf_add(&p->pending, data, len) < 0)
+            proxy_close(p); /* unbounded: only a size_t wrap-around gets here */
         return;
     }
     struct pwrite *pw = osb_xmalloc(sizeof *pw + len);
@@ -246,34 +247,35 @@ static bool listed(const char *name, const char *const *list)
     return false;
 }
 
-static void build_head(struct proxy *p, struct osb_http_req *req, const char *target,
+static int build_head(struct proxy *p, struct osb_http_req *req, const char *target,
                        const char *const *extra, const char *const *drop)
 {
     struct osb_buf *h = &p->pending;
-    osb_buf_addf(h, "%s %s HTTP/1.1\r\n", req->method, target);
+    int rc = osb_buf_addf(h, "%s %s HTTP/1.1\r\n", req->method, target);
     const char *name, *value;
     for (size_t i = 0; osb_http_req_header_at(req, i, &name, &value); i++)
         if (!hop_by_hop(name) && !listed(name, drop))
-            osb_buf_addf(h, "%s: %s\r\n", name, value);
+            rc |= osb_buf_addf(h, "%s: %s\r\n", name, value);
     for (; extra && extra[0] && extra[1]; extra += 2)
-        osb_buf_addf(h, "%s: %s\r\n", extra[0], extra[1]);
+        rc |= osb_buf_addf(h, "%s: %s\r\n", extra[0], extra[1]);
     if (p->chunked)
-        osb_buf_adds(h, "Transfer-Encoding: chunked\r\n");
+        rc |= osb_buf_adds(h, "Transfer-Encoding: chunked\r\n");
     if (p->upgrade)
-        osb_buf_addf(h, "Connection: Upgrade\r\nUpgrade: %s\r\n",
-                     osb_http_req_header(req, "upgrade"));
+        rc |= osb_buf_addf(h, "Connection: Upgrade\r\nUpgrade: %s\r\n",
+                           osb_http_req_header(req, "upgrade"));
     else
-        osb_buf_adds(h, "Connection: close\r\n");
+        rc |= osb_buf_adds(h, "Connection: close\r\n");
     /* One X-Forwarded-For: the client's chain plus this hop's peer (a unix
      * socket peer has no address to add). */
     const char *xff = osb_http_req_header(req, "x-forwarded-for");
     const char *peer = osb_http_req_peer(req);
     bool has_peer = *peer && strcmp(peer, "unix") != 0 && strcmp(peer, "fd") != 0;
     if (xff && has_peer)
-        osb_buf_addf(h, "X-Forwarded-For: %s, %s\r\n", xff, peer);
+        rc |= osb_buf_addf(h, "X-Forwarded-For: %s, %s\r\n", xff, peer);
     else if (xff || has_peer)
-        osb_buf_addf(h, "X-Forwarded-For: %s\r\n", xff ? xff : peer);
-    osb_buf_adds(h, "\r\n");
+        rc |= osb_buf_addf(h, "X-Forwarded-For: %s\r\n", xff ? xff : peer);
+    rc |= osb_buf_adds(h, "\r\n");
+    return rc;
 }
 
 static int start_connect(struct proxy *p, struct conn *c, const struct osb_http_upstream *up)
@@ -312,14 +314,17 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
     p->upgrade = c->parser.upgrade || (osb_http_req_header(req, "upgrade") &&
                                        strcasestr(osb_http_req_header(req, "connection") ?: "",
                                                   "upgrade"));
-    build_head(p, req, target, extra_headers, up->drop_headers);
-    osb_http_req_on_body(req, body_chunk, body_end, p);
-    osb_http_req_on_close(req, client_gone, p);
-    osb_http_req_on_drain(req, client_drain, p);
-    if (start_connect(p, c, up) < 0) {
+    /* The head goes into the unbounded pending buffer, so building it
+     * fails only on a size_t wrap-around: answered as any failed proxy. The
+     * connect is started first because proxy_close closes its handle. */
+    if (start_connect(p, c, up) < 0 ||
+        build_head(p, req, target, extra_headers, up->drop_headers) < 0) {
         proxy_close(p);
         return;
     }
+    osb_http_req_on_body(req, body_chunk, body_end, p);
+    osb_http_req_on_close(req, client_gone, p);
+    osb_http_req_on_drain(req, client_drain, p);
     if (req->complete)
         body_end(req, p);
 }

@@ -453,6 +453,8 @@ void osb_http__take_over(struct osb_http_req *req, const struct osb_http_mode *m
 
 /* ---------- responses ---------- */
 
+/* A head that cannot be built (a handler's headers past the head cap) is
+ * logged and the connection dropped: a response cut short would be worse. */
 static void write_head(struct osb_http_req *req, int status, const char *ctype, int64_t clen)
 {
     struct conn *c = req->c;
@@ -460,18 +462,25 @@ static void write_head(struct osb_http_req *req, int status, const char *ctype, 
     osb_time_http(time(NULL), date, sizeof date);
     struct osb_buf h;
     osb_buf_init(&h, SIZE_MAX);
-    osb_buf_addf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, osb_http_reason(status), date);
+    int rc = osb_buf_addf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status,
+                          osb_http_reason(status), date);
     if (ctype)
-        osb_buf_addf(&h, "Content-Type: %s\r\n", ctype);
+        rc |= osb_buf_addf(&h, "Content-Type: %s\r\n", ctype);
     if (clen >= 0)
-        osb_buf_addf(&h, "Content-Length: %lld\r\n", (long long)clen);
+        rc |= osb_buf_addf(&h, "Content-Length: %lld\r\n", (long long)clen);
     else if (status != 101 && status != 204 && status != 304)
-        osb_buf_adds(&h, "Transfer-Encoding: chunked\r\n");
+        rc |= osb_buf_adds(&h, "Transfer-Encoding: chunked\r\n");
     if (!req->keep_alive && status != 101)
-        osb_buf_adds(&h, "Connection: close\r\n");
-    osb_buf_add(&h, req->resp_headers.data, req->resp_headers.len);
-    osb_buf_adds(&h, "\r\n");
-    osb_http__conn_write(c, h.data, h.len);
+        rc |= osb_buf_adds(&h, "Connection: close\r\n");
+    rc |= osb_buf_add(&h, req->resp_headers.data, req->resp_headers.len);
+    rc |= osb_buf_adds(&h, "\r\n");
+    if (rc < 0 || req->head_overflow) {
+        osb_err_log("%s %s: response headers past %d bytes; connection dropped",
+                    req->method, osb_http_req_path(req), OSB_MAX_HEAD_BYTES);
+        osb_http__conn_doom(c);
+    } else {
+        osb_http__conn_write(c, h.data, h.len);
+    }
     osb_buf_free(&h);
 }
 
@@ -479,7 +488,8 @@ void osb_http_add_header(struct osb_http_req *req, const char *name, const char 
 {
     if (req->started)
         return;
-    osb_buf_addf(&req->resp_headers, "%s: %s\r\n", name, value);
+    if (osb_buf_addf(&req->resp_headers, "%s: %s\r\n", name, value) < 0)
+        req->head_overflow = true; /* write_head refuses to send the head */
 }
 
 void osb_http_start(struct osb_http_req *req, int status, const char *content_type,

@@ -73,6 +73,7 @@ struct rt_create {
     void *ud;
     bool finished;            /* EOF or error seen: callback ran or will not */
     bool timed_out, destroyed;
+    bool out_full;            /* the helper's result did not fit in out */
 };
 
 struct rt_watch {
@@ -731,6 +732,9 @@ static void finish_create(struct rt_create *c)
     else if (c->timed_out)
         r = osb_err_set(&err, OSB_E_INTERNAL, "creating sandbox `%s` took over %d ms", c->id,
                         CREATE_TIMEOUT_MS);
+    else if (c->out_full)
+        r = osb_err_set(&err, OSB_E_INTERNAL, "the helper's result for `%s` exceeds %zu bytes",
+                        c->id, c->out.max);
     if (r == 0) {
         kid_add(rt, h.pid);
         fill_paths(rt, c->id, &h);
@@ -760,7 +764,8 @@ static void on_result_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct rt_create *c = s->data;
     if (n > 0) {
-        osb_buf_add(&c->out, buf->base, (size_t)n);
+        if (osb_buf_add(&c->out, buf->base, (size_t)n) < 0)
+            c->out_full = true;
         return;
     }
     if (n == 0 || c->finished)
@@ -822,11 +827,14 @@ static char *image_lowers(struct osb_rt *rt, const char *image, bool *host, char
         osb_err_set(err, OSB_E_INVALID, "`%.200s` is not an image name or reference", name);
         return NULL;
     }
+    bool full = false;
     for (int depth = 0; depth < MAX_IMAGE_CHAIN; depth++) {
         if (depth == 0 && stored_n)
             snprintf(stored, stored_n, "%s", name);
         if (strcmp(name, OSB_IMG_HOST) == 0) {
-            osb_buf_addf(&b, "%s%s/%s/rootfs", b.len ? ":" : "", rt->images_dir, OSB_IMG_HOST);
+            if ((full = osb_buf_addf(&b, "%s%s/%s/rootfs", b.len ? ":" : "", rt->images_dir,
+                                     OSB_IMG_HOST) < 0))
+                break;
             *host = true;
             return osb_buf_steal(&b, NULL);
         }
@@ -840,12 +848,21 @@ static char *image_lowers(struct osb_rt *rt, const char *image, bool *host, char
         size_t n = 0;
         while (im.layers && im.layers[n])
             n++;
+        int rc = 0;
         for (size_t i = n; i-- > 0;)
-            osb_buf_addf(&b, "%s%s", b.len ? ":" : "", im.layers[i]);
+            rc |= osb_buf_addf(&b, "%s%s", b.len ? ":" : "", im.layers[i]);
         snprintf(name, sizeof name, "%s", im.base);
         osb_image_free(&im);
+        if ((full = rc < 0))
+            break;
         if (!name[0])
             return osb_buf_steal(&b, NULL);
+    }
+    if (full) {
+        osb_err_set(err, OSB_E_INVALID, "image `%s`: its layer paths exceed %zu bytes", image,
+                    b.max);
+        osb_buf_free(&b);
+        return NULL;
     }
     osb_buf_free(&b);
     osb_err_set(err, OSB_E_INVALID, "image `%s`: its chain of bases is longer than %d", image,

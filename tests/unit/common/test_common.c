@@ -29,8 +29,10 @@ static void test_buf(void)
     free(s);
     IS_INT(b.len, 0, "empty after steal");
     osb_buf_init(&b, SIZE_MAX);
+    int rc = 0;
     for (int i = 0; i < 1000; i++)
-        osb_buf_adds(&b, "0123456789");
+        rc |= osb_buf_adds(&b, "0123456789");
+    IS_INT(rc, 0, "unbounded buffer takes every piece");
     IS_INT(b.len, 10000, "unbounded buffer grows");
     osb_buf_free(&b);
 }

@@ -99,15 +99,18 @@ static char *lines(const char *in, int64_t offset, int64_t limit, size_t step)
     osb_buf_init(&out, 1 << 20);
     osb_fs_lines_init(&l, offset, limit);
     size_t n = strlen(in), i = 0;
-    bool done = false;
-    while (i < n && !done) {
+    int rc = 0;
+    while (i < n && rc == 0) {
         size_t k = n - i < step ? n - i : step;
-        done = osb_fs_lines_feed(&l, in + i, k, &out);
+        rc = osb_fs_lines_feed(&l, in + i, k, &out);
         i += k;
     }
-    if (!done)
-        osb_fs_lines_finish(&l, &out);
-    osb_buf_add(&out, "", 1);
+    if (rc == 0)
+        rc = osb_fs_lines_finish(&l, &out);
+    if (rc < 0) {
+        osb_buf_free(&out);
+        return NULL;
+    }
     return osb_buf_steal(&out, NULL);
 }
 

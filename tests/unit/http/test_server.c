@@ -155,7 +155,7 @@ static void *client_main(void *arg)
     char buf[65536];
     ssize_t n;
     while ((n = read(c->fd, buf, sizeof buf)) > 0)
-        osb_buf_add(&c->resp, buf, (size_t)n);
+        MUST(osb_buf_add(&c->resp, buf, (size_t)n));
     /* The server may be lingering on a connection it answered early. */
     shutdown(c->fd, SHUT_WR);
     uv_async_send(&c->done);
@@ -236,9 +236,9 @@ static void test_streaming_body(void)
     memset(body, 'x', n);
     struct osb_buf req;
     osb_buf_init(&req, SIZE_MAX);
-    osb_buf_addf(&req, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
-                       "Connection: close\r\n\r\n", n);
-    osb_buf_add(&req, body, n);
+    MUST(osb_buf_addf(&req, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
+                            "Connection: close\r\n\r\n", n));
+    MUST(osb_buf_add(&req, body, n));
     free(body);
     _cleanup_free_ char *r = exchange(req.data, req.len);
     osb_buf_free(&req);
@@ -267,10 +267,10 @@ static void test_errors(void)
     OK(strstr(r1, "HTTP/1.1 400 ") && strstr(r1, "\"code\":\"BAD_REQUEST\""), "garbage -> 400");
     struct osb_buf big;
     osb_buf_init(&big, SIZE_MAX);
-    osb_buf_adds(&big, "GET /hello HTTP/1.1\r\nX-Big: ");
+    MUST(osb_buf_adds(&big, "GET /hello HTTP/1.1\r\nX-Big: "));
     for (int i = 0; i < 70000; i++)
-        osb_buf_adds(&big, "a");
-    osb_buf_adds(&big, "\r\n\r\n");
+        MUST(osb_buf_adds(&big, "a"));
+    MUST(osb_buf_adds(&big, "\r\n\r\n"));
     _cleanup_free_ char *r2 = exchange(big.data, big.len);
     osb_buf_free(&big);
     OK(strstr(r2, "HTTP/1.1 431 ") && strstr(r2, "\"message\""), "huge header -> 431");
@@ -279,9 +279,9 @@ static void test_errors(void)
              OSB_MAX_JSON_BODY + 10);
     struct osb_buf b;
     osb_buf_init(&b, SIZE_MAX);
-    osb_buf_adds(&b, head);
+    MUST(osb_buf_adds(&b, head));
     char *pad = calloc(1, OSB_MAX_JSON_BODY + 10);
-    osb_buf_add(&b, pad, OSB_MAX_JSON_BODY + 10);
+    MUST(osb_buf_add(&b, pad, OSB_MAX_JSON_BODY + 10));
     free(pad);
     _cleanup_free_ char *r3 = exchange(b.data, b.len);
     osb_buf_free(&b);
@@ -321,9 +321,9 @@ static void test_auth_early(void)
     size_t n = 8 << 20;
     struct osb_buf req;
     osb_buf_init(&req, SIZE_MAX);
-    osb_buf_addf(&req, "POST /secret-stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", n);
+    MUST(osb_buf_addf(&req, "POST /secret-stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", n));
     char *body = calloc(1, n);
-    osb_buf_add(&req, body, n);
+    MUST(osb_buf_add(&req, body, n));
     free(body);
     stream_calls = 0;
     _cleanup_free_ char *r4 = exchange(req.data, req.len);
