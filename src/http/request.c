@@ -88,8 +88,10 @@ static int decode_checked(char *s, bool form, const char *what, struct osb_err *
     long n = osb_http_url_decode(s, form);
     if (n < 0)
         return -1;
-    if (ctl->code == OSB_E_OK)
-        osb_ctl_check(what, s, (size_t)n, ctl);
+    /* A control byte is no parse error: *ctl keeps the first one found
+     * for the server's 400, which is all osb_ctl_check's -1 says. */
+    if (ctl->code == OSB_E_OK && osb_ctl_check(what, s, (size_t)n, ctl) < 0)
+        return 0;
     return 0;
 }
 

@@ -548,7 +548,9 @@ int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
     }
     fill_addrs(n);
     if (start_dns(n, &err) < 0) {
-        osb_net_release(g.net, s->id, NULL);
+        struct osb_err rerr;
+        if (osb_net_release(g.net, s->id, &rerr) < 0)
+            osb_err_log("sandbox %s: release its network slot: %s", s->id, rerr.msg);
         nsb_free(n);
         return osb_apierr_set(e, 500, "SANDBOX::NETWORK_FAILED", "Sandbox %s: DNS forwarder: %s",
                               s->id, err.msg);

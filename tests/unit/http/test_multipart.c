@@ -458,8 +458,8 @@ static void test_head_limit(void)
     /* An endless header block fails once the cap is reached, while feeding. */
     struct osb_multipart *mp = osb_multipart_new(CT, &cbs, &r, &err);
     rec_init(&r);
-    osb_multipart_feed(mp, "--XyZ\r\n", 7, &err);
-    int rc = 0;
+    int rc = osb_multipart_feed(mp, "--XyZ\r\n", 7, &err);
+    OK(rc == 0, "the opening boundary is taken");
     size_t fed = 0;
     while (rc == 0 && fed < 10 * OSB_MAX_PART_HEAD) {
         rc = osb_multipart_feed(mp, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 29, &err);

@@ -176,7 +176,7 @@ static char *exchange(const char *req, size_t len)
     int sv[2];
     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
     struct osb_err err = {0};
-    osb_http_server_adopt_fd(srv, sv[0], &err);
+    MUST(osb_http_server_adopt_fd(srv, sv[0], &err));
     struct client c = {.fd = sv[1], .req = req, .req_len = len, .half_close = half_close_next};
     half_close_next = false;
     osb_buf_init(&c.resp, 64 << 20);
