@@ -107,6 +107,18 @@ static void h_abort(struct osb_http_req *req, void *ud)
     osb_http_write(req, "late", 4); /* a no-op after abort */
 }
 
+/* Response headers past the head cap (64 KiB): 2 KiB each, 40 of them. */
+static void h_bigheaders(struct osb_http_req *req, void *ud)
+{
+    (void)ud;
+    char v[2048];
+    memset(v, 'v', sizeof v - 1);
+    v[sizeof v - 1] = '\0';
+    for (int i = 0; i < 40; i++)
+        osb_http_add_header(req, "X-Big", v);
+    osb_http_respond(req, 200, "text/plain", "whole", 5);
+}
+
 static bool auth(struct osb_http_req *req, void *ud)
 {
     (void)ud;
@@ -127,6 +139,7 @@ static const struct osb_http_route routes[] = {
     {"POST", "/secret-echo", h_echo, 0, NULL},
     {"POST", "/secret-stream", h_stream, OSB_ROUTE_STREAM_BODY, NULL},
     {"GET", "/abort", h_abort, OSB_ROUTE_PUBLIC, NULL},
+    {"GET", "/bigheaders", h_bigheaders, OSB_ROUTE_PUBLIC, NULL},
 };
 
 /* ---- client side ---- */
@@ -375,6 +388,15 @@ static void test_head(void)
     OK(strstr(r, "Content-Length: 2\r\n") && !strstr(r, "\r\n\r\nhi"), "HEAD has no body");
 }
 
+static void test_head_overflow(void)
+{
+    /* Keep-alive request: only dropping the connection ends it. */
+    _cleanup_free_ char *r = xs("GET /bigheaders HTTP/1.1\r\nHost: x\r\n\r\n");
+    IS_INT(strlen(r), 0, "headers past the cap: nothing is sent, not a cut head");
+    _cleanup_free_ char *r2 = xs("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    OK(strncmp(r2, "HTTP/1.1 200 OK\r\n", 17) == 0, "the server answers the next connection");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -397,5 +419,6 @@ int main(void)
     test_abort();
     test_auth_early();
     test_control_bytes();
+    test_head_overflow();
     return tap_done();
 }
