@@ -10,7 +10,8 @@
 OSB_MUST_CHECK int osb_mkdir_p(const char *path, mode_t mode, struct osb_err *err);
 /* Write data to an existing file (cgroup and proc knobs), relative to dirfd
  * (AT_FDCWD for plain paths); a symlink is refused. */
-OSB_MUST_CHECK int osb_write_fileat(int dirfd, const char *path, const char *data, struct osb_err *err);
+OSB_MUST_CHECK int osb_write_fileat(int dirfd, const char *path, const char *data,
+                                    struct osb_err *err);
 /* openat2(dirfd, rel, flags | O_CLOEXEC) with RESOLVE_BENEATH |
  * RESOLVE_NO_MAGICLINKS: neither "..", an absolute path nor a symlink may
  * lead outside dirfd (a symlink to "/" inside it fails with EXDEV instead of

@@ -27,7 +27,7 @@
  * tables is "name[0]" ("servers[1].host"), a table header maps its own path.
  * On failure nothing is returned and err (OSB_E_INVALID) says where. */
 OSB_MUST_CHECK int osb_toml_parse(const char *text, size_t len, json_t **out, json_t **lines,
-                   struct osb_err *err);
+                                  struct osb_err *err);
 
 /* The line recorded for path in a lines object, or 0 if unknown. */
 int osb_toml_line(const json_t *lines, const char *path);

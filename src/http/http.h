@@ -79,16 +79,19 @@ void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status
 void osb_http_server_set_invalid_code(struct osb_http_server *srv, const char *code);
 /* Body for unmatched routes; default is gin's "404 page not found" text. */
 OSB_MUST_CHECK int osb_http_listen_tcp(struct osb_http_server *srv, const char *host, int port,
-                        struct osb_err *err);
+                                       struct osb_err *err);
 /* Returns the bound port (useful with port 0), or -1. */
 OSB_MUST_CHECK int osb_http_server_port(struct osb_http_server *srv);
-OSB_MUST_CHECK int osb_http_listen_unix(struct osb_http_server *srv, const char *path, struct osb_err *err);
+OSB_MUST_CHECK int osb_http_listen_unix(struct osb_http_server *srv, const char *path,
+                                        struct osb_err *err);
 /* Listen on an inherited unix stream socket, already bound (by whoever
  * made it, e.g. the sandbox runtime). Takes the place of --unix: one or
  * the other. */
-OSB_MUST_CHECK int osb_http_listen_unix_fd(struct osb_http_server *srv, int fd, struct osb_err *err);
+OSB_MUST_CHECK int osb_http_listen_unix_fd(struct osb_http_server *srv, int fd,
+                                           struct osb_err *err);
 /* Serve an already-connected stream socket (socketpair, inherited fd). */
-OSB_MUST_CHECK int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd, struct osb_err *err);
+OSB_MUST_CHECK int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd,
+                                            struct osb_err *err);
 /* Stops listening and closes every connection; frees the server once the
  * handles are closed (run the loop to finish). */
 void osb_http_server_close(struct osb_http_server *srv);
@@ -185,8 +188,8 @@ struct osb_ws_cbs {
 };
 /* Validates the upgrade request and answers 101; on failure answers 400 and
  * returns NULL. The request is consumed either way. */
-OSB_MUST_CHECK struct osb_ws *osb_http_ws_accept(struct osb_http_req *req, const struct osb_ws_cbs *cbs,
-                                  void *ud);
+OSB_MUST_CHECK struct osb_ws *osb_http_ws_accept(struct osb_http_req *req,
+                                                 const struct osb_ws_cbs *cbs, void *ud);
 /* Queue one frame. Once a close was sent or the connection is gone, frames
  * are dropped (as osb_http_write drops writes on an ended request): the
  * sender learns of it from on_close, so there is no result to check. */

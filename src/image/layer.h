@@ -23,8 +23,10 @@ struct osb_layer_writer;
 /* Start unpacking into dir, which must not exist (it is created; its
  * parent must exist). Feed the tar stream with osb_layer_write, then
  * osb_layer_commit; osb_layer_abort (or a failed commit) removes dir. */
-OSB_MUST_CHECK int osb_layer_begin(const char *dir, struct osb_layer_writer **out, struct osb_err *err);
-OSB_MUST_CHECK int osb_layer_write(struct osb_layer_writer *w, const void *data, size_t len, struct osb_err *err);
+OSB_MUST_CHECK int osb_layer_begin(const char *dir, struct osb_layer_writer **out,
+                                   struct osb_err *err);
+OSB_MUST_CHECK int osb_layer_write(struct osb_layer_writer *w, const void *data, size_t len,
+                                   struct osb_err *err);
 /* End of stream: waits for the unpacker; frees w whatever the outcome. */
 OSB_MUST_CHECK int osb_layer_commit(struct osb_layer_writer *w, struct osb_err *err);
 void osb_layer_abort(struct osb_layer_writer *w);

@@ -62,7 +62,8 @@ size_t osb_dns_reply_error(const uint8_t *query, size_t qlen, const struct osb_d
 /* Check that msg is a well-formed response to q: same id, QR set, the same
  * single question (name case-insensitive, type, class), and every record
  * in bounds. Returns 0 or -1. */
-OSB_MUST_CHECK int osb_dns_check_response(const uint8_t *msg, size_t len, const struct osb_dns_query *q);
+OSB_MUST_CHECK int osb_dns_check_response(const uint8_t *msg, size_t len,
+                                          const struct osb_dns_query *q);
 
 /* The rcode of a message of at least a header's length. */
 OSB_MUST_CHECK int osb_dns_rcode(const uint8_t *msg, size_t len);
@@ -73,11 +74,13 @@ OSB_MUST_CHECK int osb_dns_rcode(const uint8_t *msg, size_t len);
  * 16 bytes. Returns how many addresses were reported, or -1 when the
  * message is malformed (fn may have been called before). */
 typedef void (*osb_dns_addr_fn)(void *ud, int family, const uint8_t *addr, uint32_t ttl);
-OSB_MUST_CHECK int osb_dns_answer_addrs(const uint8_t *msg, size_t len, osb_dns_addr_fn fn, void *ud);
+OSB_MUST_CHECK int osb_dns_answer_addrs(const uint8_t *msg, size_t len, osb_dns_addr_fn fn,
+                                        void *ud);
 
 /* Read the (possibly compressed) name at *off into text form (see
  * osb_dns_query.name); *off moves past it. Returns 0 or -1. Exposed for
  * tests. */
-OSB_MUST_CHECK int osb_dns_read_name(const uint8_t *msg, size_t len, size_t *off, char *out, size_t cap);
+OSB_MUST_CHECK int osb_dns_read_name(const uint8_t *msg, size_t len, size_t *off, char *out,
+                                     size_t cap);
 
 #endif

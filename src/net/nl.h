@@ -49,11 +49,12 @@ struct nlmsghdr *osb_nl_build_default4(void *buf, uint32_t seq, struct in_addr g
 struct nlmsghdr *osb_nl_build_ct_flush_src4(void *buf, uint32_t seq, struct in_addr src);
 
 /* ifindex of `name` in nl's namespace (RTM_GETLINK). */
-OSB_MUST_CHECK int osb_nl_ifindex(struct osb_nl *nl, const char *name, int *out, struct osb_err *err);
+OSB_MUST_CHECK int osb_nl_ifindex(struct osb_nl *nl, const char *name, int *out,
+                                  struct osb_err *err);
 /* Calls fn for every link whose name starts with prefix (RTM_GETLINK dump). */
 typedef void (*osb_nl_link_fn)(const char *name, int ifindex, void *arg);
 OSB_MUST_CHECK int osb_nl_links(struct osb_nl *nl, const char *prefix, osb_nl_link_fn fn, void *arg,
-                 struct osb_err *err);
+                                struct osb_err *err);
 
 /* IPv4 addresses (RTM_GETADDR dump) and routes of every routing table
  * (RTM_GETROUTE dump), as seen in nl's namespace. */
@@ -71,11 +72,14 @@ struct osb_nl_route4 {
 };
 typedef void (*osb_nl_addr4_fn)(const struct osb_nl_addr4 *a, void *arg);
 typedef void (*osb_nl_route4_fn)(const struct osb_nl_route4 *r, void *arg);
-OSB_MUST_CHECK int osb_nl_addrs4(struct osb_nl *nl, osb_nl_addr4_fn fn, void *arg, struct osb_err *err);
-OSB_MUST_CHECK int osb_nl_routes4(struct osb_nl *nl, osb_nl_route4_fn fn, void *arg, struct osb_err *err);
+OSB_MUST_CHECK int osb_nl_addrs4(struct osb_nl *nl, osb_nl_addr4_fn fn, void *arg,
+                                 struct osb_err *err);
+OSB_MUST_CHECK int osb_nl_routes4(struct osb_nl *nl, osb_nl_route4_fn fn, void *arg,
+                                  struct osb_err *err);
 
 /* The netmask of a /len (network byte order); len 0..32. */
 uint32_t osb_nl_mask4(unsigned len);
 /* "a.b.c.d/len" -> addr, len; strict (host bits must be zero). */
-OSB_MUST_CHECK int osb_nl_parse_cidr4(const char *s, struct in_addr *addr, unsigned *len, struct osb_err *err);
+OSB_MUST_CHECK int osb_nl_parse_cidr4(const char *s, struct in_addr *addr, unsigned *len,
+                                      struct osb_err *err);
 #endif
