@@ -138,6 +138,29 @@ int osb_json_bool(json_t *obj, const char *key, bool required, bool *out, struct
     return 1;
 }
 
+int osb_json_obj(json_t *obj, const char *key, bool required, json_t **out, struct osb_err *err)
+{
+    json_t *v = field(obj, key);
+    if (!v)
+        return absent(key, required, err);
+    if (!json_is_object(v))
+        return osb_err_set(err, OSB_E_INVALID, "field '%s' must be an object", key);
+    *out = v;
+    return 1;
+}
+
+int osb_json_array(json_t *obj, const char *key, bool required, json_t **out,
+                   struct osb_err *err)
+{
+    json_t *v = field(obj, key);
+    if (!v)
+        return absent(key, required, err);
+    if (!json_is_array(v))
+        return osb_err_set(err, OSB_E_INVALID, "field '%s' must be an array", key);
+    *out = v;
+    return 1;
+}
+
 int osb_json_strmap(json_t *obj, const char *key, json_t **out, struct osb_err *err)
 {
     json_t *v = field(obj, key);

@@ -30,6 +30,11 @@ OSB_MUST_CHECK int osb_json_int(json_t *obj, const char *key, bool required, int
                                 struct osb_err *err);
 OSB_MUST_CHECK int osb_json_bool(json_t *obj, const char *key, bool required, bool *out,
                                  struct osb_err *err);
+/* A nested object or array (borrowed: it lives as long as obj). */
+OSB_MUST_CHECK int osb_json_obj(json_t *obj, const char *key, bool required, json_t **out,
+                                struct osb_err *err);
+OSB_MUST_CHECK int osb_json_array(json_t *obj, const char *key, bool required, json_t **out,
+                                  struct osb_err *err);
 /* An object whose values are all strings. */
 OSB_MUST_CHECK int osb_json_strmap(json_t *obj, const char *key, json_t **out, struct osb_err *err);
 

@@ -8,28 +8,25 @@
 #include "common/xalloc.h"
 #include "execd/execd.h"
 
-struct watch {
+struct osb_execd_watch {
     pid_t pid;
     osb_execd_exit_cb cb;
     void *ud;
-    struct watch *next;
+    struct osb_execd_watch *next;
 };
 
-static struct watch *watches;
-static uv_signal_t sigchld;
-
-void osb_execd_watch_child(pid_t pid, osb_execd_exit_cb cb, void *ud)
+void osb_execd_watch_child(struct osb_execd *x, pid_t pid, osb_execd_exit_cb cb, void *ud)
 {
-    struct watch *w = osb_xmalloc(sizeof *w);
-    *w = (struct watch){.pid = pid, .cb = cb, .ud = ud, .next = watches};
-    watches = w;
+    struct osb_execd_watch *w = osb_xmalloc(sizeof *w);
+    *w = (struct osb_execd_watch){.pid = pid, .cb = cb, .ud = ud, .next = x->watches};
+    x->watches = w;
 }
 
-void osb_execd_unwatch_child(pid_t pid)
+void osb_execd_unwatch_child(struct osb_execd *x, pid_t pid)
 {
-    for (struct watch **p = &watches; *p; p = &(*p)->next) {
+    for (struct osb_execd_watch **p = &x->watches; *p; p = &(*p)->next) {
         if ((*p)->pid == pid) {
-            struct watch *w = *p;
+            struct osb_execd_watch *w = *p;
             *p = w->next;
             free(w);
             return;
@@ -37,12 +34,12 @@ void osb_execd_unwatch_child(pid_t pid)
     }
 }
 
-static void dispatch(pid_t pid, int status)
+static void dispatch(struct osb_execd *x, pid_t pid, int status)
 {
-    for (struct watch **p = &watches; *p; p = &(*p)->next) {
+    for (struct osb_execd_watch **p = &x->watches; *p; p = &(*p)->next) {
         if ((*p)->pid != pid)
             continue;
-        struct watch *w = *p;
+        struct osb_execd_watch *w = *p;
         *p = w->next;
         w->cb(pid, status, w->ud);
         free(w);
@@ -52,19 +49,20 @@ static void dispatch(pid_t pid, int status)
 
 static void reap(uv_signal_t *h, int sig)
 {
-    (void)h;
     (void)sig;
+    struct osb_execd *x = h->data;
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-        dispatch(pid, status);
+        dispatch(x, pid, status);
 }
 
-void osb_execd_reaper_start(uv_loop_t *loop)
+void osb_execd_reaper_start(struct osb_execd *x)
 {
-    uv_signal_init(loop, &sigchld);
-    uv_signal_start(&sigchld, reap, SIGCHLD);
-    uv_unref((uv_handle_t *)&sigchld);
+    uv_signal_init(x->loop, &x->sigchld);
+    x->sigchld.data = x;
+    uv_signal_start(&x->sigchld, reap, SIGCHLD);
+    uv_unref((uv_handle_t *)&x->sigchld);
     /* Children may have exited before the handler was installed. */
-    reap(&sigchld, SIGCHLD);
+    reap(&x->sigchld, SIGCHLD);
 }

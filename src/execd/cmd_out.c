@@ -54,6 +54,7 @@ struct osb_cmd_out {
     size_t budget;
     void (*done)(void *ud);
     void *done_ud;
+    uv_loop_t *loop;
     uv_timer_t timer;
     int handles; /* open libuv handles; freed when 0 after free() */
     bool freed;
@@ -62,18 +63,10 @@ struct osb_cmd_out {
 /* ---- event encoding (Go encoding/json with HTML escaping) ---- */
 
 /* 1: must be escaped (ASCII); 2: non-ASCII, needs UTF-8 validation. */
-static uint8_t esc_class[256];
-
-static void init_classes(void)
-{
-    if (esc_class['"'])
-        return;
-    for (int c = 0; c < 0x20; c++)
-        esc_class[c] = 1;
-    esc_class['"'] = esc_class['\\'] = esc_class['<'] = esc_class['>'] = esc_class['&'] = 1;
-    for (int c = 0x80; c < 0x100; c++)
-        esc_class[c] = 2;
-}
+static const uint8_t esc_class[256] = {
+    [0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, ['<'] = 1, ['>'] = 1, ['&'] = 1,
+    [0x80 ... 0xff] = 2,
+};
 
 /* Length of a valid UTF-8 sequence at p (n bytes available), 0 if invalid;
  * the same rules as Go's utf8.DecodeRune (no overlongs, no surrogates). */
@@ -190,7 +183,6 @@ static size_t frame_event(char *buf, const struct frame *f, const char *line, si
 size_t osb_cmd_out_event(char *buf, const char *type, const char *line, size_t len,
                          long long timestamp)
 {
-    init_classes();
     struct frame f;
     frame_init(&f, type, timestamp);
     return frame_event(buf, &f, line, len);
@@ -330,12 +322,12 @@ static void on_handle_closed(uv_handle_t *h)
     free(o);
 }
 
-struct osb_cmd_out *osb_cmd_out_new(void)
+struct osb_cmd_out *osb_cmd_out_new(uv_loop_t *loop)
 {
-    init_classes();
     struct osb_cmd_out *o = osb_xcalloc(1, sizeof *o);
+    o->loop = loop;
     o->rbuf = osb_xmalloc(READ_CHUNK);
-    uv_timer_init(uv_default_loop(), &o->timer);
+    uv_timer_init(loop, &o->timer);
     o->timer.data = o;
     o->handles = 1;
     return o;
@@ -351,7 +343,7 @@ int osb_cmd_out_add(struct osb_cmd_out *o, int fd, const char *type, struct osb_
     s->o = o;
     s->type = type;
     osb_lines_init(&s->lines, OSB_MAX_OUTPUT_LINE);
-    uv_pipe_init(uv_default_loop(), &s->h, 0);
+    uv_pipe_init(o->loop, &s->h, 0);
     s->h.data = s;
     o->handles++;
     s->open = true;

@@ -132,9 +132,9 @@ static size_t name_len(const char *s)
 
 /* One "$NAME" or "${NAME}" at s (s[0] == '$'): appends the value (or the
  * missing name to `missing`) and returns the bytes consumed, 0 if s is not a
- * variable reference. */
+ * variable reference. *full is set when a buffer hit its limit. */
 static size_t expand_var(const char *s, char *const *envp, struct osb_buf *out,
-                         struct osb_buf *missing, int *rc)
+                         struct osb_buf *missing, bool *full)
 {
     bool braced = s[1] == '{';
     const char *name = s + 1 + braced;
@@ -142,13 +142,11 @@ static size_t expand_var(const char *s, char *const *envp, struct osb_buf *out,
     if (!len || (braced && name[len] != '}'))
         return 0;
     const char *v = env_lookup(envp, name, len);
-    if (v) {
-        *rc |= osb_buf_adds(out, v);
-    } else {
-        if (missing->len)
-            *rc |= osb_buf_adds(missing, ",");
-        *rc |= osb_buf_add(missing, name, len);
-    }
+    if (v)
+        *full |= osb_buf_adds(out, v) < 0;
+    else
+        *full |= (missing->len && osb_buf_adds(missing, ",") < 0) ||
+                 osb_buf_add(missing, name, len) < 0;
     return 1 + braced + len + braced;
 }
 
@@ -170,18 +168,17 @@ int osb_cmd_expand_path(const char *path, char *const *envp, char **out, struct 
     struct osb_buf b, missing;
     osb_buf_init(&b, 1 << 20);
     osb_buf_init(&missing, 1 << 16);
-    int rc = 0;
-    for (const char *s = path; *s && rc == 0;) {
-        size_t used = *s == '$' ? expand_var(s, envp, &b, &missing, &rc) : 0;
+    bool full = false;
+    for (const char *s = path; *s && !full;) {
+        size_t used = *s == '$' ? expand_var(s, envp, &b, &missing, &full) : 0;
         if (!used) {
-            rc |= osb_buf_add(&b, s, 1);
+            full |= osb_buf_add(&b, s, 1) < 0;
             used = 1;
         }
         s += used;
     }
-    if (rc < 0) {
-        osb_err_set(err, OSB_E_INVALID, "cannot resolve working directory: it is too long to "
-                    "expand (limits: 1 MiB, 64 KiB of undefined variable names)");
+    if (full) {
+        osb_err_set(err, OSB_E_INVALID, "cannot resolve working directory %s: too long", path);
         osb_buf_free(&b);
         osb_buf_free(&missing);
         return -1;
@@ -244,24 +241,26 @@ gid_t osb_cmd_primary_gid(uid_t uid)
     return gid;
 }
 
-static char *tmpdir;
-
-/* At exit: remove the private directory and the logs in it (it holds
- * nothing else; no subdirectories). */
-static void remove_tmpdir(void)
+/* Remove the private directory and the logs in it (it holds nothing else;
+ * no subdirectories). */
+void osb_cmd_tmpdir_remove(struct osb_execd *x)
 {
-    _cleanup_closedir_ DIR *d = opendir(tmpdir);
+    if (!x->tmpdir)
+        return;
+    _cleanup_closedir_ DIR *d = opendir(x->tmpdir);
     struct dirent *e;
     while (d && (e = readdir(d)))
         if (e->d_name[0] != '.')
             unlinkat(dirfd(d), e->d_name, 0);
-    rmdir(tmpdir);
+    rmdir(x->tmpdir);
+    free(x->tmpdir);
+    x->tmpdir = NULL;
 }
 
-const char *osb_cmd_tmpdir(struct osb_err *err)
+const char *osb_cmd_tmpdir(struct osb_execd *x, struct osb_err *err)
 {
-    if (tmpdir)
-        return tmpdir;
+    if (x->tmpdir)
+        return x->tmpdir;
     const char *base = getenv("TMPDIR");
     if (!base || base[0] != '/')
         base = "/tmp";
@@ -280,7 +279,6 @@ const char *osb_cmd_tmpdir(struct osb_err *err)
         free(d);
         return NULL;
     }
-    tmpdir = d;
-    atexit(remove_tmpdir);
-    return tmpdir;
+    x->tmpdir = d;
+    return x->tmpdir;
 }

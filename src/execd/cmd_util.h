@@ -9,6 +9,7 @@
 
 #include "common/err.h"
 #include "common/random.h"
+#include "execd/execd.h"
 
 
 /* Go's os/exec ExitError text for a wait status: "exit status 3",
@@ -25,16 +26,18 @@ const char *osb_cmd_shell(void);
 /* Expand $NAME / ${NAME} from envp (NAME=VALUE entries) and a leading "~"
  * ($HOME). A reference to an undefined variable is an OSB_E_INVALID error
  * naming it. *out is allocated (caller frees). */
-int osb_cmd_expand_path(const char *path, char *const *envp, char **out, struct osb_err *err);
+OSB_MUST_CHECK int osb_cmd_expand_path(const char *path, char *const *envp, char **out, struct osb_err *err);
 /* The expanded cwd must be an existing directory (OSB_E_INVALID otherwise);
  * `shown` is the path as the client sent it, for the message. */
-int osb_cmd_check_dir(const char *path, const char *shown, struct osb_err *err);
+OSB_MUST_CHECK int osb_cmd_check_dir(const char *path, const char *shown, struct osb_err *err);
 
 /* Primary group of uid from /etc/passwd; 0 when the user is unknown (what
  * Go's exec and Docker's --user do). */
 gid_t osb_cmd_primary_gid(uid_t uid);
 
 /* execd's private temporary directory ($TMPDIR or /tmp, then
- * ".osb-execd-<pid>", mode 0700), created on first use. */
-const char *osb_cmd_tmpdir(struct osb_err *err);
+ * ".osb-execd-<pid>", mode 0700), created on first use; NULL on failure. */
+OSB_MUST_CHECK const char *osb_cmd_tmpdir(struct osb_execd *x, struct osb_err *err);
+/* Remove it and the logs in it, when execd stops (main.c). */
+void osb_cmd_tmpdir_remove(struct osb_execd *x);
 #endif

@@ -16,12 +16,14 @@
 #include "execd/cmd_util.h"
 #include "execd/code_interp.h"
 #include "execd/events.h"
+#include "execd/errmap.h"
 #include "execd/execd.h"
 
 struct run;
 
 /* A code context: one interpreter, one run at a time. */
 struct ctx {
+    struct osb_execd_code *m;
     struct ctx *next;
     char id[33];
     enum osb_code_lang lang;
@@ -45,39 +47,7 @@ struct run {
     bool orphaned;            /* its client left: interrupted, and again until it ends */
 };
 
-static struct ctx *contexts;
-static size_t ncontexts;
-
 static const struct osb_interp_cbs interp_cbs;
-
-/* ---- registry ---- */
-
-static struct ctx *ctx_find(const char *id)
-{
-    for (struct ctx *c = contexts; c; c = c->next)
-        if (id && strcmp(c->id, id) == 0)
-            return c;
-    return NULL;
-}
-
-static struct ctx *ctx_default(enum osb_code_lang lang)
-{
-    for (struct ctx *c = contexts; c; c = c->next)
-        if (c->is_default && c->lang == lang)
-            return c;
-    return NULL;
-}
-
-static void ctx_unlink(struct ctx *c)
-{
-    for (struct ctx **p = &contexts; *p; p = &(*p)->next) {
-        if (*p == c) {
-            *p = c->next;
-            ncontexts--;
-            return;
-        }
-    }
-}
 
 /* ---- warm spares ----
  * Interpreter startup (Python ~30 ms, Node ~100 ms, more under load)
@@ -90,7 +60,44 @@ struct spare {
     bool ready;
 };
 
-static struct spare spares[OSB_CODE_NLANGS];
+/* The module's state (x->code). */
+struct osb_execd_code {
+    struct osb_execd *x;
+    struct ctx *contexts; /* newest first */
+    size_t ncontexts;
+    struct spare spares[OSB_CODE_NLANGS];
+    uv_timer_t orphan_timer; /* see orphan_retry_start */
+    bool orphan_timer_on;
+};
+
+/* ---- registry ---- */
+
+static struct ctx *ctx_find(struct osb_execd_code *m, const char *id)
+{
+    for (struct ctx *c = m->contexts; c; c = c->next)
+        if (id && strcmp(c->id, id) == 0)
+            return c;
+    return NULL;
+}
+
+static struct ctx *ctx_default(struct osb_execd_code *m, enum osb_code_lang lang)
+{
+    for (struct ctx *c = m->contexts; c; c = c->next)
+        if (c->is_default && c->lang == lang)
+            return c;
+    return NULL;
+}
+
+static void ctx_unlink(struct ctx *c)
+{
+    for (struct ctx **p = &c->m->contexts; *p; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            c->m->ncontexts--;
+            return;
+        }
+    }
+}
 
 static void spare_drop(struct spare *sp)
 {
@@ -139,20 +146,21 @@ static bool spares_enabled(void)
     return !v || strcmp(v, "0") != 0;
 }
 
-static void spare_start(enum osb_code_lang lang)
+static void spare_start(struct osb_execd_code *m, enum osb_code_lang lang)
 {
-    struct spare *sp = &spares[lang];
+    struct spare *sp = &m->spares[lang];
     struct osb_err err = {0};
     if (sp->ip || !spares_enabled())
         return;
-    if (osb_interp_start(lang, NULL, &spare_cbs, sp, &sp->ip, &err) < 0)
+    if (osb_interp_start(m->x, lang, NULL, &spare_cbs, sp, &sp->ip, &err) < 0)
         sp->ip = NULL;
 }
 
 /* A ready spare for a context without its own cwd, else NULL. */
-static struct osb_interp *spare_take(enum osb_code_lang lang, const char *cwd)
+static struct osb_interp *spare_take(struct osb_execd_code *m, enum osb_code_lang lang,
+                                     const char *cwd)
 {
-    struct spare *sp = &spares[lang];
+    struct spare *sp = &m->spares[lang];
     if (cwd || !sp->ip || !sp->ready)
         return NULL;
     struct osb_interp *ip = sp->ip;
@@ -167,27 +175,28 @@ static struct osb_interp *spare_take(enum osb_code_lang lang, const char *cwd)
 static int ctx_start(struct ctx *c, struct osb_err *err)
 {
     c->ready = false;
-    c->ip = spare_take(c->lang, c->cwd);
+    c->ip = spare_take(c->m, c->lang, c->cwd);
     if (c->ip) {
         osb_interp_set_owner(c->ip, &interp_cbs, c);
         c->ready = c->ever_ready = true;
-    } else if (osb_interp_start(c->lang, c->cwd, &interp_cbs, c, &c->ip, err) < 0) {
+    } else if (osb_interp_start(c->m->x, c->lang, c->cwd, &interp_cbs, c, &c->ip, err) < 0) {
         c->ip = NULL;
         return -1;
     }
-    spare_start(c->lang);
+    spare_start(c->m, c->lang);
     return 0;
 }
 
-static struct ctx *ctx_new(enum osb_code_lang lang, const char *cwd, bool is_default,
-                           struct osb_err *err)
+static struct ctx *ctx_new(struct osb_execd_code *m, enum osb_code_lang lang, const char *cwd,
+                           bool is_default, struct osb_err *err)
 {
-    if (ncontexts >= OSB_MAX_CODE_CONTEXTS) {
+    if (m->ncontexts >= OSB_MAX_CODE_CONTEXTS) {
         osb_err_set(err, OSB_E_INTERNAL, "too many code contexts (%d); delete some first",
                     OSB_MAX_CODE_CONTEXTS);
         return NULL;
     }
     struct ctx *c = osb_xcalloc(1, sizeof *c);
+    c->m = m;
     osb_random_hex(c->id, 16);
     c->lang = lang;
     c->cwd = cwd ? osb_xstrdup(cwd) : NULL;
@@ -197,9 +206,9 @@ static struct ctx *ctx_new(enum osb_code_lang lang, const char *cwd, bool is_def
         free(c);
         return NULL;
     }
-    c->next = contexts;
-    contexts = c;
-    ncontexts++;
+    c->next = m->contexts;
+    m->contexts = c;
+    m->ncontexts++;
     return c;
 }
 
@@ -247,13 +256,12 @@ static void run_abort(struct run *r, const char *ename, const char *evalue)
  * between cells, a C call that resumes), and nobody would ever retry.
  * Repeats are harmless: drivers drop SIGINTs meant for an earlier cell. */
 #define ORPHAN_RETRY_MS 2000
-static uv_timer_t orphan_timer;
-static bool orphan_timer_on;
 
 static void on_orphan_tick(uv_timer_t *t)
 {
+    struct osb_execd_code *m = t->data;
     bool any = false;
-    for (struct ctx *c = contexts; c; c = c->next)
+    for (struct ctx *c = m->contexts; c; c = c->next)
         if (c->run && c->run->orphaned && c->ip) {
             osb_interp_interrupt(c->ip);
             any = true;
@@ -262,15 +270,16 @@ static void on_orphan_tick(uv_timer_t *t)
         uv_timer_stop(t);
 }
 
-static void orphan_retry_start(void)
+static void orphan_retry_start(struct osb_execd_code *m)
 {
-    if (!orphan_timer_on) {
-        uv_timer_init(uv_default_loop(), &orphan_timer);
-        uv_unref((uv_handle_t *)&orphan_timer);
-        orphan_timer_on = true;
+    if (!m->orphan_timer_on) {
+        uv_timer_init(m->x->loop, &m->orphan_timer);
+        m->orphan_timer.data = m;
+        uv_unref((uv_handle_t *)&m->orphan_timer);
+        m->orphan_timer_on = true;
     }
-    if (!uv_is_active((uv_handle_t *)&orphan_timer))
-        uv_timer_start(&orphan_timer, on_orphan_tick, ORPHAN_RETRY_MS, ORPHAN_RETRY_MS);
+    if (!uv_is_active((uv_handle_t *)&m->orphan_timer))
+        uv_timer_start(&m->orphan_timer, on_orphan_tick, ORPHAN_RETRY_MS, ORPHAN_RETRY_MS);
 }
 
 static void on_sse_gone(void *ud)
@@ -284,7 +293,7 @@ static void on_sse_gone(void *ud)
         osb_interp_pause_output(r->ctx->ip, false);
         osb_interp_interrupt(r->ctx->ip);
         r->orphaned = true;
-        orphan_retry_start();
+        orphan_retry_start(r->ctx->m);
     }
 }
 
@@ -299,16 +308,19 @@ static void run_begin(struct run *r)
 {
     struct ctx *c = r->ctx;
     osb_http_req_on_close(r->req, NULL, NULL);
-    r->sse = osb_sse_open(r->req, on_sse_gone, r);
+    r->sse = osb_sse_open(c->m->x->loop, r->req, on_sse_gone, r);
     osb_sse_on_drain(r->sse, on_sse_drain, r);
     struct osb_execd_event init = {.type = "init", .text = c->id};
     osb_sse_send(r->sse, &init);
     struct osb_execd_event cnt = {.type = "execution_count", .execution_count = ++c->count};
     osb_sse_send(r->sse, &cnt);
     r->t0 = osb_mono_ms();
-    osb_interp_run(c->ip, r->code, r->len);
+    struct osb_err err = {0};
+    int rc = osb_interp_run(c->ip, r->code, r->len, &err);
     free(r->code);
     r->code = NULL;
+    if (rc < 0)
+        run_abort(r, "ExecutionError", err.msg);
 }
 
 static void finish_ok(struct run *r)
@@ -531,10 +543,11 @@ static int check_cwd(struct osb_http_req *req, const char *cwd)
 static void respond_start_error(struct osb_http_req *req, const struct osb_err *err,
                                 const char *prefix)
 {
-    if (err->code == OSB_E_INVALID)
+    struct osb_execd_errinfo e = osb_execd_err_info(err);
+    if (e.status == 400)
         osb_http_respond_error(req, 400, "INTERPRETER_NOT_FOUND", "%s", err->msg);
     else
-        osb_http_respond_error(req, 500, "RUNTIME_ERROR", "%s%s", prefix, err->msg);
+        osb_http_respond_error(req, e.status, e.code, "%s%s", prefix, err->msg);
 }
 
 /* ---- handlers ---- */
@@ -549,7 +562,7 @@ static void on_create_gone(struct osb_http_req *req, void *ud)
 /* POST /code/context {"language", "cwd"?} */
 static void h_create(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd_code *m = ud;
     json_t *j = parse_body(req, true);
     if (!j)
         return;
@@ -561,7 +574,7 @@ static void h_create(struct osb_http_req *req, void *ud)
         osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "%s", err.msg);
     } else if ((lg = parse_lang(req, lang && *lang ? lang : "python")) >= 0 &&
                (!cwd || !*cwd || check_cwd(req, cwd) == 0)) {
-        struct ctx *c = ctx_new((enum osb_code_lang)lg, cwd && *cwd ? cwd : NULL, false, &err);
+        struct ctx *c = ctx_new(m, (enum osb_code_lang)lg, cwd && *cwd ? cwd : NULL, false, &err);
         if (!c) {
             respond_start_error(req, &err, "");
         } else if (c->ready) {
@@ -582,7 +595,7 @@ static json_t *context_json(const struct ctx *c)
 /* GET /code/contexts[?language=] */
 static void h_list(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd_code *m = ud;
     const char *lang = osb_http_req_query(req, "language");
     if (lang && *lang && no_context_language(lang)) {
         osb_http_respond_error(req, 500, "RUNTIME_ERROR",
@@ -591,7 +604,7 @@ static void h_list(struct osb_http_req *req, void *ud)
     }
     json_t *a = json_array();
     /* The list is newest first; answer in creation order. */
-    for (struct ctx *c = contexts; c; c = c->next)
+    for (struct ctx *c = m->contexts; c; c = c->next)
         if (!lang || !*lang || strcmp(lang, osb_code_lang_name(c->lang)) == 0)
             json_array_insert_new(a, 0, context_json(c));
     osb_http_respond_json(req, 200, a);
@@ -600,13 +613,13 @@ static void h_list(struct osb_http_req *req, void *ud)
 /* DELETE /code/contexts?language= */
 static void h_delete_lang(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd_code *m = ud;
     const char *lang = osb_http_req_query(req, "language");
     if (!lang || !*lang) {
         osb_http_respond_error(req, 400, "MISSING_QUERY", "missing query parameter 'language'");
         return;
     }
-    struct ctx *c = contexts;
+    struct ctx *c = m->contexts;
     while (c) {
         struct ctx *next = c->next;
         if (strcmp(lang, osb_code_lang_name(c->lang)) == 0)
@@ -616,10 +629,10 @@ static void h_delete_lang(struct osb_http_req *req, void *ud)
     osb_http_respond_empty(req, 200);
 }
 
-static struct ctx *ctx_or_404(struct osb_http_req *req)
+static struct ctx *ctx_or_404(struct osb_http_req *req, struct osb_execd_code *m)
 {
     const char *id = osb_http_req_param(req, "id");
-    struct ctx *c = ctx_find(id);
+    struct ctx *c = ctx_find(m, id);
     if (!c)
         osb_http_respond_error(req, 404, "CONTEXT_NOT_FOUND", "context %s not found", id);
     return c;
@@ -628,8 +641,7 @@ static struct ctx *ctx_or_404(struct osb_http_req *req)
 /* GET /code/contexts/{id} */
 static void h_get(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
-    struct ctx *c = ctx_or_404(req);
+    struct ctx *c = ctx_or_404(req, ud);
     if (c)
         osb_http_respond_json(req, 200, context_json(c));
 }
@@ -637,29 +649,21 @@ static void h_get(struct osb_http_req *req, void *ud)
 /* DELETE /code/contexts/{id} */
 static void h_delete(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
-    struct ctx *c = ctx_or_404(req);
+    struct ctx *c = ctx_or_404(req, ud);
     if (!c)
         return;
     ctx_destroy(c, "context deleted");
     osb_http_respond_empty(req, 200);
 }
 
-int osb_execd_code_interrupt(const char *id)
+int osb_execd_code_interrupt(struct osb_execd *x, const char *id)
 {
-    struct ctx *c = ctx_find(id);
+    struct ctx *c = ctx_find(x->code, id);
     if (!c)
         return -1;
     if (c->ip && c->ready && c->run && c->run->sse)
         osb_interp_interrupt(c->ip);
     return 0;
-}
-
-/* DELETE /code?id= : like DELETE /command, any id (SIGINT for a context). */
-static void h_interrupt(struct osb_http_req *req, void *ud)
-{
-    (void)ud;
-    osb_execd_interrupt(req);
 }
 
 static void on_pending_gone(struct osb_http_req *req, void *ud)
@@ -671,11 +675,12 @@ static void on_pending_gone(struct osb_http_req *req, void *ud)
 
 /* The context for a run: by id, or the language's default (created on
  * demand). NULL after answering. */
-static struct ctx *run_context(struct osb_http_req *req, const char *id, const char *lang)
+static struct ctx *run_context(struct osb_execd_code *m, struct osb_http_req *req,
+                               const char *id, const char *lang)
 {
     struct osb_err err = {0};
     if (id && *id) {
-        struct ctx *c = ctx_find(id);
+        struct ctx *c = ctx_find(m, id);
         if (!c)
             osb_http_respond_error(req, 500, "RUNTIME_ERROR",
                                    "error running codes context %s not found", id);
@@ -690,8 +695,8 @@ static struct ctx *run_context(struct osb_http_req *req, const char *id, const c
     int lg = parse_lang(req, lang);
     if (lg < 0)
         return NULL;
-    struct ctx *c = ctx_default((enum osb_code_lang)lg);
-    if (!c && !(c = ctx_new((enum osb_code_lang)lg, NULL, true, &err)))
+    struct ctx *c = ctx_default(m, (enum osb_code_lang)lg);
+    if (!c && !(c = ctx_new(m, (enum osb_code_lang)lg, NULL, true, &err)))
         respond_start_error(req, &err, "error running codes ");
     return c;
 }
@@ -723,7 +728,7 @@ static void run_start(struct osb_http_req *req, struct ctx *c, const char *code,
 /* POST /code {"code", "context"?: {"id"?, "language"?}} */
 static void h_run(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd_code *m = ud;
     json_t *j = parse_body(req, false);
     if (!j)
         return;
@@ -739,26 +744,28 @@ static void h_run(struct osb_http_req *req, void *ud)
     } else if (!*code) {
         osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "field 'code' must not be empty");
     } else if ((!id || !*id) && (!lang || !*lang || strcmp(lang, "command") == 0)) {
-        osb_code_command_run(req, code, json_string_length(json_object_get(j, "code")));
+        osb_code_command_run(m->x, req, code, json_string_length(json_object_get(j, "code")));
     } else {
-        struct ctx *c = run_context(req, id, lang);
+        struct ctx *c = run_context(m, req, id, lang);
         if (c)
             run_start(req, c, code, json_string_length(json_object_get(j, "code")));
     }
     json_decref(j);
 }
 
-static const struct osb_http_route routes[] = {
-    {"POST", "/code/context", h_create, 0, NULL},
-    {"GET", "/code/contexts", h_list, 0, NULL},
-    {"DELETE", "/code/contexts", h_delete_lang, 0, NULL},
-    {"GET", "/code/contexts/:id", h_get, 0, NULL},
-    {"DELETE", "/code/contexts/:id", h_delete, 0, NULL},
-    {"POST", "/code", h_run, 0, NULL},
-    {"DELETE", "/code", h_interrupt, 0, NULL},
-};
-
 void osb_execd_code_routes(struct osb_execd *x)
 {
+    struct osb_execd_code *m = osb_xcalloc(1, sizeof *m);
+    m->x = x;
+    x->code = m;
+    /* DELETE /code is interrupt.c's. */
+    const struct osb_http_route routes[] = {
+        {"POST", "/code/context", h_create, 0, m},
+        {"GET", "/code/contexts", h_list, 0, m},
+        {"DELETE", "/code/contexts", h_delete_lang, 0, m},
+        {"GET", "/code/contexts/:id", h_get, 0, m},
+        {"DELETE", "/code/contexts/:id", h_delete, 0, m},
+        {"POST", "/code", h_run, 0, m},
+    };
     osb_http_server_add_routes(x->http, routes, OSB_ARRAY_LEN(routes));
 }

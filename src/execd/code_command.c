@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "execd/cmd_out.h"
@@ -81,18 +82,20 @@ static void on_gone(void *ud)
         cmd_free(r);
 }
 
-static pid_t spawn_shell(const char *code, int out_w, int err_w, struct osb_err *err)
+static pid_t spawn_shell(struct osb_execd *x, const char *code, int out_w, int err_w,
+                         struct osb_err *err)
 {
-    char **env = osb_execd_env_build(NULL);
+    char **env = osb_execd_env_build(x, NULL);
     const char *argv[] = {osb_cmd_shell(), "-c", code, NULL};
     struct osb_spawn sp = {.argv = argv, .envp = (const char *const *)env, .stdin_fd = -1,
                            .stdout_fd = out_w, .stderr_fd = err_w, .ctty_fd = -1};
-    pid_t pid = osb_execd_spawn(&sp, err);
+    pid_t pid = osb_execd_spawn(x, &sp, err);
     osb_execd_env_free(env);
     return pid;
 }
 
-void osb_code_command_run(struct osb_http_req *req, const char *code, size_t len)
+void osb_code_command_run(struct osb_execd *x, struct osb_http_req *req, const char *code,
+                          size_t len)
 {
     (void)len; /* a shell command line ends at its first NUL anyway */
     struct osb_err err = {0};
@@ -108,16 +111,21 @@ void osb_code_command_run(struct osb_http_req *req, const char *code, size_t len
         }
         return;
     }
-    pid_t pid = spawn_shell(code, outp[1], errp[1], &err);
+    pid_t pid = spawn_shell(x, code, outp[1], errp[1], &err);
     close(outp[1]);
     close(errp[1]);
     struct cmd_run *r = osb_xcalloc(1, sizeof *r);
-    r->out = osb_cmd_out_new();
-    osb_cmd_out_add(r->out, outp[0], "stdout", NULL);
-    osb_cmd_out_add(r->out, errp[0], "stderr", NULL);
+    r->out = osb_cmd_out_new(x->loop);
+    /* A pipe the pump cannot watch is closed: its output is lost, the
+     * run still ends with its exit status. */
+    struct osb_err oerr = {0};
+    if (osb_cmd_out_add(r->out, outp[0], "stdout", &oerr) < 0)
+        osb_warn("code command: %s", oerr.msg);
+    if (osb_cmd_out_add(r->out, errp[0], "stderr", &oerr) < 0)
+        osb_warn("code command: %s", oerr.msg);
     char id[33];
     osb_random_hex(id, 16);
-    r->sse = osb_sse_open(req, on_gone, r);
+    r->sse = osb_sse_open(x->loop, req, on_gone, r);
     struct osb_execd_event init = {.type = "init", .text = id};
     osb_sse_send(r->sse, &init);
     if (pid < 0) {
@@ -132,5 +140,5 @@ void osb_code_command_run(struct osb_http_req *req, const char *code, size_t len
     r->pid = pid;
     r->t0 = osb_mono_ms();
     osb_cmd_out_set_sse(r->out, r->sse);
-    osb_execd_watch_child(pid, on_exit_cb, r);
+    osb_execd_watch_child(x, pid, on_exit_cb, r);
 }

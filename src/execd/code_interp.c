@@ -47,6 +47,7 @@ struct stream {
 };
 
 struct osb_interp {
+    struct osb_execd *x;
     enum osb_code_lang lang;
     pid_t pid;
     struct osb_interp_cbs cbs;
@@ -249,9 +250,10 @@ static int find_in_env(enum osb_code_lang lang, char **env, struct osb_interp_pr
     return 0;
 }
 
-int osb_interp_find(enum osb_code_lang lang, struct osb_interp_prog *out, struct osb_err *err)
+int osb_interp_find(const struct osb_execd *x, enum osb_code_lang lang,
+                    struct osb_interp_prog *out, struct osb_err *err)
 {
-    char **env = osb_execd_env_build(NULL);
+    char **env = osb_execd_env_build(x, NULL);
     int r = find_in_env(lang, env, out, err);
     osb_execd_env_free(env);
     return r;
@@ -363,23 +365,17 @@ static void emit(struct stream *s, const unsigned char *data, size_t n, bool fin
         memcpy(buf + len, data, n);
     len += n;
     s->ncarry = 0;
-    /* Both buffers have room for any read (the hold is unbounded, the
-     * startup tail is trimmed after each); a full one would mean lost
-     * output, so the interpreter is ended instead and its exit reported. */
     if (ip->ready) {
-        if (utf8_clean(s, buf, len, final, &s->hold) < 0) {
-            osb_err_log("interpreter %d: output buffer full; killing it", (int)ip->pid);
-            kill(-ip->pid, SIGKILL);
-        }
+        if (utf8_clean(s, buf, len, final, &s->hold) < 0)
+            osb_warn("code: interpreter %d: output dropped (buffer full)", (int)ip->pid);
         deliver(s, final);
         return;
     }
     if (s->id != 2)
         return;
-    if (utf8_clean(s, buf, len, true, &ip->startup_err) < 0) {
-        osb_err_log("interpreter %d: startup stderr buffer full; killing it", (int)ip->pid);
-        kill(-ip->pid, SIGKILL);
-    }
+    /* Bounded below its limit by the consume after each read. */
+    if (utf8_clean(s, buf, len, true, &ip->startup_err) < 0)
+        osb_buf_reset(&ip->startup_err);
     if (ip->startup_err.len > STARTUP_STDERR_MAX)
         osb_buf_consume(&ip->startup_err, ip->startup_err.len - STARTUP_STDERR_MAX);
 }
@@ -637,12 +633,12 @@ static void rm_done(uv_work_t *w, int status)
     free(j);
 }
 
-static void remove_workdir(char *path)
+static void remove_workdir(uv_loop_t *loop, char *path)
 {
     struct rm_job *j = osb_xcalloc(1, sizeof *j);
     j->path = path;
     j->work.data = j;
-    if (uv_queue_work(uv_default_loop(), &j->work, rm_run, rm_done) < 0)
+    if (uv_queue_work(loop, &j->work, rm_run, rm_done) < 0)
         rm_done(&j->work, 0);
 }
 
@@ -652,7 +648,7 @@ static void on_handle_closed(uv_handle_t *h)
     if (--ip->handles > 0)
         return;
     if (ip->workdir)
-        remove_workdir(ip->workdir);
+        remove_workdir(ip->x->loop, ip->workdir);
     close(ip->out.fd);
     close(ip->err.fd);
     close(ip->ctl_fd);
@@ -673,7 +669,7 @@ void osb_interp_free(struct osb_interp *ip)
      * its id cannot be reused until the last member is gone. */
     kill(-ip->pid, SIGKILL);
     if (!ip->pid_reaped)
-        osb_execd_unwatch_child(ip->pid);
+        osb_execd_unwatch_child(ip->x, ip->pid);
     ip->out.poll.data = ip->err.poll.data = ip;
     ip->out.timer.data = ip->err.timer.data = ip;
     uv_close((uv_handle_t *)&ip->out.poll, on_handle_closed);
@@ -786,7 +782,7 @@ static int fds_open(struct fds *f, struct osb_err *err)
  * socket is an inheritable duplicate that exists only across the fork (the
  * loop is single-threaded, so no other child can pick it up). java gets it
  * as its stdin instead. */
-static pid_t spawn_interp(enum osb_code_lang lang, const struct osb_interp_prog *prog,
+static pid_t spawn_interp(struct osb_execd *x, enum osb_code_lang lang, const struct osb_interp_prog *prog,
                           char **env, const char *cwd, struct fds *f, struct osb_err *err)
 {
     bool java = lang == OSB_CODE_JAVA;
@@ -807,7 +803,7 @@ static pid_t spawn_interp(enum osb_code_lang lang, const struct osb_interp_prog 
     struct osb_spawn sp = {.argv = argv, .envp = (const char *const *)env, .cwd = cwd,
                            .stdin_fd = java ? f->ctl[1] : -1, .stdout_fd = f->out[1],
                            .stderr_fd = f->err[1], .ctty_fd = -1};
-    pid_t pid = osb_execd_spawn(&sp, err);
+    pid_t pid = osb_execd_spawn(x, &sp, err);
     if (pid < 0)
         osb_err_wrap(err, "start %s interpreter", langs[lang].name);
     return pid;
@@ -816,17 +812,18 @@ static pid_t spawn_interp(enum osb_code_lang lang, const struct osb_interp_prog 
 static void stream_init(struct osb_interp *ip, struct stream *s, int fd, int id)
 {
     *s = (struct stream){.fd = fd, .id = id, .open = true, .ip = ip};
-    uv_poll_init(uv_default_loop(), &s->poll, fd);
+    uv_poll_init(ip->x->loop, &s->poll, fd);
     s->poll.data = s;
-    uv_timer_init(uv_default_loop(), &s->timer);
+    uv_timer_init(ip->x->loop, &s->timer);
     s->timer.data = s;
     osb_buf_init(&s->hold, SIZE_MAX);
 }
 
-static struct osb_interp *interp_new(enum osb_code_lang lang, pid_t pid, struct fds *f,
-                                     const struct osb_interp_cbs *cbs, void *ud)
+static struct osb_interp *interp_new(struct osb_execd *x, enum osb_code_lang lang, pid_t pid,
+                                     struct fds *f, const struct osb_interp_cbs *cbs, void *ud)
 {
     struct osb_interp *ip = osb_xcalloc(1, sizeof *ip);
+    ip->x = x;
     ip->lang = lang;
     ip->pid = pid;
     ip->cbs = *cbs;
@@ -835,9 +832,9 @@ static struct osb_interp *interp_new(enum osb_code_lang lang, pid_t pid, struct 
     stream_init(ip, &ip->err, osb_steal_fd(&f->err[0]), 2);
     ip->ctl_fd = osb_steal_fd(&f->ctl[0]);
     ip->ctl_open = true;
-    uv_poll_init(uv_default_loop(), &ip->ctl_poll, ip->ctl_fd);
+    uv_poll_init(x->loop, &ip->ctl_poll, ip->ctl_fd);
     ip->ctl_poll.data = ip;
-    uv_timer_init(uv_default_loop(), &ip->ready_timer);
+    uv_timer_init(x->loop, &ip->ready_timer);
     ip->ready_timer.data = ip;
     ip->handles = 6;
     osb_buf_init(&ip->ctl_in, CTL_LINE_MAX);
@@ -846,15 +843,16 @@ static struct osb_interp *interp_new(enum osb_code_lang lang, pid_t pid, struct 
     return ip;
 }
 
-int osb_interp_start(enum osb_code_lang lang, const char *cwd, const struct osb_interp_cbs *cbs,
-                     void *ud, struct osb_interp **out, struct osb_err *err)
+int osb_interp_start(struct osb_execd *x, enum osb_code_lang lang, const char *cwd,
+                     const struct osb_interp_cbs *cbs, void *ud, struct osb_interp **out,
+                     struct osb_err *err)
 {
-    char **env = osb_execd_env_build(NULL);
+    char **env = osb_execd_env_build(x, NULL);
     struct osb_interp_prog prog = {0};
     struct fds f;
     pid_t pid = -1;
     if (find_in_env(lang, env, &prog, err) == 0 && fds_open(&f, err) == 0) {
-        pid = spawn_interp(lang, &prog, env, cwd, &f, err);
+        pid = spawn_interp(x, lang, &prog, env, cwd, &f, err);
         if (pid < 0)
             fds_close(&f);
     }
@@ -862,9 +860,9 @@ int osb_interp_start(enum osb_code_lang lang, const char *cwd, const struct osb_
     osb_execd_env_free(env);
     if (pid < 0)
         return -1;
-    struct osb_interp *ip = interp_new(lang, pid, &f, cbs, ud);
+    struct osb_interp *ip = interp_new(x, lang, pid, &f, cbs, ud);
     fds_close(&f); /* the child's ends */
-    osb_execd_watch_child(pid, on_child_exit, ip);
+    osb_execd_watch_child(x, pid, on_child_exit, ip);
     stream_watch(ip);
     ctl_update(ip);
     uv_timer_start(&ip->ready_timer, on_ready_timeout, langs[lang].ready_timeout_ms, 0);
@@ -874,33 +872,31 @@ int osb_interp_start(enum osb_code_lang lang, const char *cwd, const struct osb_
 
 /* ---- runs ---- */
 
-void osb_interp_run(struct osb_interp *ip, const char *code, size_t len)
+int osb_interp_run(struct osb_interp *ip, const char *code, size_t len, struct osb_err *err)
 {
-    int rc;
+    size_t before = ip->ctl_out.len;
+    bool full;
     if (ip->lang == OSB_CODE_BASH) {
         /* bash reads up to a NUL, and a bash string cannot hold one. */
-        rc = osb_buf_add(&ip->ctl_out, code, strnlen(code, len));
-        rc |= osb_buf_add(&ip->ctl_out, "", 1);
+        full = osb_buf_add(&ip->ctl_out, code, strnlen(code, len)) < 0 ||
+               osb_buf_add(&ip->ctl_out, "", 1) < 0;
     } else {
         json_t *req = json_object();
         json_object_set_new(req, "code", json_stringn_nocheck(code, len));
         json_object_set_new(req, "sigints", json_integer(ip->sigints));
         size_t n;
         char *s = osb_json_dump(req, &n);
-        rc = osb_buf_add(&ip->ctl_out, s, n);
-        rc |= osb_buf_add(&ip->ctl_out, "\n", 1);
+        full = osb_buf_add(&ip->ctl_out, s, n) < 0 || osb_buf_add(&ip->ctl_out, "\n", 1) < 0;
         free(s);
         json_decref(req);
     }
-    if (rc < 0) {
-        /* ctl_out is unbounded (only a size_t wrap gets here); as for a
-         * runaway reply line, the exit that follows ends the run. */
-        osb_err_log("interpreter %d: run does not fit the control queue; killing it",
-                    (int)ip->pid);
-        kill(-ip->pid, SIGKILL);
+    if (full) {
+        ip->ctl_out.len = before; /* nothing of this run goes out */
+        return osb_err_set(err, OSB_E_TOOBIG, "the code does not fit the interpreter's queue");
     }
     ctl_write(ip);
     ctl_update(ip);
+    return 0;
 }
 
 void osb_interp_interrupt(struct osb_interp *ip)

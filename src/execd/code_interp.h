@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "common/err.h"
+#include "execd/execd.h"
 
 enum osb_code_lang {
     OSB_CODE_PYTHON,
@@ -64,15 +65,18 @@ struct osb_interp_prog {
  * usual global module directories. Fails with OSB_E_INVALID and a message
  * naming the language and the missing program ("java: jshell not found in
  * PATH (...)"). */
-int osb_interp_find(enum osb_code_lang lang, struct osb_interp_prog *out, struct osb_err *err);
+OSB_MUST_CHECK int osb_interp_find(const struct osb_execd *x, enum osb_code_lang lang,
+                                   struct osb_interp_prog *out, struct osb_err *err);
 void osb_interp_prog_free(struct osb_interp_prog *p);
 
 /* Start the interpreter in cwd (NULL: execd's). The callbacks start after
  * this returns; on_ready comes once. */
-int osb_interp_start(enum osb_code_lang lang, const char *cwd, const struct osb_interp_cbs *cbs,
-                     void *ud, struct osb_interp **out, struct osb_err *err);
+OSB_MUST_CHECK int osb_interp_start(struct osb_execd *x, enum osb_code_lang lang,
+                                    const char *cwd, const struct osb_interp_cbs *cbs, void *ud,
+                                    struct osb_interp **out, struct osb_err *err);
 /* Send code to run; only after on_ready, one run at a time. */
-void osb_interp_run(struct osb_interp *ip, const char *code, size_t len);
+OSB_MUST_CHECK int osb_interp_run(struct osb_interp *ip, const char *code, size_t len,
+                                  struct osb_err *err);
 /* SIGINT to the interpreter's process group (KeyboardInterrupt). */
 void osb_interp_interrupt(struct osb_interp *ip);
 /* Stop/resume reading program output (backpressure from a slow client). */

@@ -20,8 +20,8 @@
 #include "execd/cmd_out.h"
 #include "execd/cmd_util.h"
 #include "execd/events.h"
+#include "execd/errmap.h"
 #include "execd/execd.h"
-#include "execd/session.h"
 #include "execd/spawn.h"
 
 /* Pipe buffer for a foreground command's stdout/stderr: fewer wakeups when
@@ -35,6 +35,7 @@ struct fg_run;
 
 /* What /command/status reports; lives until evicted. */
 struct cmd_rec {
+    struct osb_execd_commands *m;
     struct cmd_rec *prev, *next;
     char id[33];
     char *content;
@@ -58,10 +59,12 @@ struct fg_run {
     bool starting, ending, gone;
 };
 
-static struct {
+/* The module's state (x->commands): the records, oldest first. */
+struct osb_execd_commands {
+    struct osb_execd *x;
     struct cmd_rec *head, *tail;
     size_t count;
-} recs;
+};
 
 /* The validated request. */
 struct cmd_req {
@@ -76,9 +79,9 @@ struct cmd_req {
 
 /* ---- records ---- */
 
-static struct cmd_rec *rec_find(const char *id)
+static struct cmd_rec *rec_find(struct osb_execd_commands *m, const char *id)
 {
-    for (struct cmd_rec *r = recs.tail; r; r = r->prev)
+    for (struct cmd_rec *r = m->tail; r; r = r->prev)
         if (strcmp(r->id, id) == 0)
             return r;
     return NULL;
@@ -91,15 +94,16 @@ static void timer_free(uv_handle_t *h)
 
 static void rec_free(struct cmd_rec *r)
 {
+    struct osb_execd_commands *m = r->m;
     if (r->prev)
         r->prev->next = r->next;
     else
-        recs.head = r->next;
+        m->head = r->next;
     if (r->next)
         r->next->prev = r->prev;
     else
-        recs.tail = r->prev;
-    recs.count--;
+        m->tail = r->prev;
+    m->count--;
     if (r->log_path)
         unlink(r->log_path);
     free(r->log_path);
@@ -109,10 +113,10 @@ static void rec_free(struct cmd_rec *r)
 }
 
 /* Drop the oldest finished records beyond the cap (running ones stay). */
-static void rec_evict(void)
+static void rec_evict(struct osb_execd_commands *m)
 {
-    struct cmd_rec *r = recs.head;
-    while (recs.count > OSB_MAX_COMMAND_RECORDS && r) {
+    struct cmd_rec *r = m->head;
+    while (m->count > OSB_MAX_COMMAND_RECORDS && r) {
         struct cmd_rec *next = r->next;
         if (!r->running && !r->run)
             rec_free(r);
@@ -120,22 +124,23 @@ static void rec_evict(void)
     }
 }
 
-static struct cmd_rec *rec_new(const struct cmd_req *q)
+static struct cmd_rec *rec_new(struct osb_execd_commands *m, const struct cmd_req *q)
 {
     struct cmd_rec *r = osb_xcalloc(1, sizeof *r);
+    r->m = m;
     osb_random_hex(r->id, 16);
     r->content = osb_xstrdup(q->command);
     r->background = q->background;
     clock_gettime(CLOCK_REALTIME, &r->started);
     r->start_mono = osb_mono_ms();
-    r->prev = recs.tail;
-    if (recs.tail)
-        recs.tail->next = r;
+    r->prev = m->tail;
+    if (m->tail)
+        m->tail->next = r;
     else
-        recs.head = r;
-    recs.tail = r;
-    recs.count++;
-    rec_evict();
+        m->head = r;
+    m->tail = r;
+    m->count++;
+    rec_evict(m);
     return r;
 }
 
@@ -175,7 +180,7 @@ static void rec_start_timer(struct cmd_rec *r, int64_t ms)
     if (ms <= 0)
         return;
     r->timeout = osb_xmalloc(sizeof *r->timeout);
-    uv_timer_init(uv_default_loop(), r->timeout);
+    uv_timer_init(r->m->x->loop, r->timeout);
     r->timeout->data = r;
     uv_timer_start(r->timeout, on_timeout, (uint64_t)ms, 0);
 }
@@ -229,9 +234,10 @@ static void launch_free(struct launch *l)
 }
 
 /* Environment and working directory; a bad cwd is the caller's error. */
-static int launch_prepare(const struct cmd_req *q, struct launch *l, struct osb_err *err)
+static int launch_prepare(const struct osb_execd *x, const struct cmd_req *q, struct launch *l,
+                          struct osb_err *err)
 {
-    l->env = osb_execd_env_build(q->envs);
+    l->env = osb_execd_env_build(x, q->envs);
     if (!q->cwd || !*q->cwd)
         return 0;
     if (osb_cmd_expand_path(q->cwd, l->env, &l->cwd, err) < 0)
@@ -239,8 +245,8 @@ static int launch_prepare(const struct cmd_req *q, struct launch *l, struct osb_
     return osb_cmd_check_dir(l->cwd, q->cwd, err);
 }
 
-static pid_t launch(const struct cmd_req *q, const struct launch *l, int out_fd, int err_fd,
-                    struct osb_err *err)
+static pid_t launch(struct osb_execd *x, const struct cmd_req *q, const struct launch *l,
+                    int out_fd, int err_fd, struct osb_err *err)
 {
     const char *argv[] = {osb_cmd_shell(), "-c", q->command, NULL};
     struct osb_spawn sp = {
@@ -259,7 +265,7 @@ static pid_t launch(const struct cmd_req *q, const struct launch *l, int out_fd,
         sp.uid = q->uid;
         sp.gid = q->has_gid ? q->gid : osb_cmd_primary_gid(q->uid);
     }
-    return osb_execd_spawn(&sp, err);
+    return osb_execd_spawn(x, &sp, err);
 }
 
 static void fg_exited(struct cmd_rec *r);
@@ -386,7 +392,7 @@ static void fail_stream(struct osb_http_req *req, struct cmd_rec *r, const char 
 {
     rec_finish(r, 255, msg);
     bool gone = false;
-    struct osb_sse *sse = osb_sse_open(req, note_gone, &gone);
+    struct osb_sse *sse = osb_sse_open(r->m->x->loop, req, note_gone, &gone);
     send_init(sse, r->id);
     send_error(sse, msg, msg);
     if (!gone) /* a stream whose client vanished is already freed */
@@ -398,12 +404,12 @@ static void rec_running(struct cmd_rec *r, pid_t pid, int64_t timeout_ms)
 {
     r->pid = pid;
     r->running = true;
-    osb_execd_watch_child(pid, on_exit_status, r);
+    osb_execd_watch_child(r->m->x, pid, on_exit_status, r);
     rec_start_timer(r, timeout_ms);
 }
 
-static void run_foreground(struct osb_http_req *req, const struct cmd_req *q,
-                           const struct launch *l)
+static void run_foreground(struct osb_execd_commands *m, struct osb_http_req *req,
+                           const struct cmd_req *q, const struct launch *l)
 {
     struct osb_err err = {0};
     int out[2] = {-1, -1}, errp[2] = {-1, -1};
@@ -413,8 +419,8 @@ static void run_foreground(struct osb_http_req *req, const struct cmd_req *q,
         osb_http_respond_error(req, 500, "RUNTIME_ERROR", "error running commands %s", err.msg);
         return;
     }
-    struct cmd_rec *r = rec_new(q);
-    pid_t pid = launch(q, l, out[1], errp[1], &err);
+    struct cmd_rec *r = rec_new(m, q);
+    pid_t pid = launch(m->x, q, l, out[1], errp[1], &err);
     close(out[1]);
     close(errp[1]);
     if (pid < 0) {
@@ -428,14 +434,16 @@ static void run_foreground(struct osb_http_req *req, const struct cmd_req *q,
     struct fg_run *run = osb_xcalloc(1, sizeof *run);
     run->rec = r;
     r->run = run;
-    run->out = osb_cmd_out_new();
+    run->out = osb_cmd_out_new(m->x->loop);
     run->starting = true;
-    struct osb_sse *sse = osb_sse_open(req, fg_gone, run);
+    struct osb_sse *sse = osb_sse_open(m->x->loop, req, fg_gone, run);
     if (!run->gone)
         run->sse = sse;
     osb_cmd_out_set_sse(run->out, run->sse);
-    if (osb_cmd_out_add(run->out, out[0], "stdout", &err) < 0 ||
-        osb_cmd_out_add(run->out, errp[0], "stderr", &err) < 0)
+    /* Each add takes its fd, even when it fails. */
+    if (osb_cmd_out_add(run->out, out[0], "stdout", &err) < 0)
+        osb_warn("command %s: %s", r->id, err.msg);
+    if (osb_cmd_out_add(run->out, errp[0], "stderr", &err) < 0)
         osb_warn("command %s: %s", r->id, err.msg);
     send_init(run->sse, r->id);
     run->starting = false;
@@ -447,7 +455,7 @@ static void run_foreground(struct osb_http_req *req, const struct cmd_req *q,
 
 static int open_log(struct cmd_rec *r, struct osb_err *err)
 {
-    const char *dir = osb_cmd_tmpdir(err);
+    const char *dir = osb_cmd_tmpdir(r->m->x, err);
     if (!dir)
         return -1;
     r->log_path = osb_xasprintf("%s/%s.log", dir, r->id);
@@ -457,18 +465,18 @@ static int open_log(struct cmd_rec *r, struct osb_err *err)
     return fd;
 }
 
-static void run_background(struct osb_http_req *req, const struct cmd_req *q,
-                           const struct launch *l)
+static void run_background(struct osb_execd_commands *m, struct osb_http_req *req,
+                           const struct cmd_req *q, const struct launch *l)
 {
     struct osb_err err = {0};
-    struct cmd_rec *r = rec_new(q);
+    struct cmd_rec *r = rec_new(m, q);
     int fd = open_log(r, &err);
     if (fd < 0) {
         rec_free(r);
         osb_http_respond_error(req, 500, "RUNTIME_ERROR", "error running commands %s", err.msg);
         return;
     }
-    pid_t pid = launch(q, l, fd, fd, &err);
+    pid_t pid = launch(m->x, q, l, fd, fd, &err);
     close(fd);
     if (pid < 0) {
         fail_stream(req, r, err.msg);
@@ -476,7 +484,7 @@ static void run_background(struct osb_http_req *req, const struct cmd_req *q,
     }
     rec_running(r, pid, q->timeout);
     bool gone = false;
-    struct osb_sse *sse = osb_sse_open(req, note_gone, &gone);
+    struct osb_sse *sse = osb_sse_open(r->m->x->loop, req, note_gone, &gone);
     send_init(sse, r->id);
     struct osb_execd_event ev = {
         .type = "execution_complete", .execution_time = osb_mono_ms() - r->start_mono};
@@ -489,7 +497,7 @@ static void run_background(struct osb_http_req *req, const struct cmd_req *q,
 
 static void h_run(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd_commands *m = ud;
     struct osb_err err = {0};
     size_t len;
     const char *body = osb_http_req_body(req, &len);
@@ -501,14 +509,14 @@ static void h_run(struct osb_http_req *req, void *ud)
     }
     struct cmd_req q = {0};
     struct launch l = {0};
-    if (parse_req(j, &q, &err) < 0 || launch_prepare(&q, &l, &err) < 0) {
-        int status = err.code == OSB_E_INVALID ? 400 : 500;
-        osb_http_respond_error(req, status, status == 400 ? "INVALID_REQUEST_BODY" : "RUNTIME_ERROR",
-                               "invalid request, validation error %s", err.msg);
+    if (parse_req(j, &q, &err) < 0 || launch_prepare(m->x, &q, &l, &err) < 0) {
+        struct osb_execd_errinfo e = osb_execd_err_info(&err);
+        osb_http_respond_error(req, e.status, e.code, "invalid request, validation error %s",
+                               err.msg);
     } else if (q.background) {
-        run_background(req, &q, &l);
+        run_background(m, req, &q, &l);
     } else {
-        run_foreground(req, &q, &l);
+        run_foreground(m, req, &q, &l);
     }
     launch_free(&l);
     json_decref(j);
@@ -516,9 +524,9 @@ static void h_run(struct osb_http_req *req, void *ud)
 
 static void h_status(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd_commands *m = ud;
     const char *id = osb_http_req_param(req, "id");
-    struct cmd_rec *r = id ? rec_find(id) : NULL;
+    struct cmd_rec *r = id ? rec_find(m, id) : NULL;
     if (!r) {
         osb_http_respond_error(req, 404, "INVALID_REQUEST_BODY", "command not found: %s",
                                id ? id : "");
@@ -621,9 +629,9 @@ static int64_t parse_cursor(const char *s)
 
 static void h_logs(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd_commands *m = ud;
     const char *id = osb_http_req_param(req, "id");
-    struct cmd_rec *r = id ? rec_find(id) : NULL;
+    struct cmd_rec *r = id ? rec_find(m, id) : NULL;
     int64_t cursor = parse_cursor(osb_http_req_query(req, "cursor"));
     if (!r) {
         osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "command not found: %s",
@@ -698,7 +706,7 @@ static void intr_poll(uv_timer_t *t)
     intr_end(in);
 }
 
-static void interrupt_command(struct osb_http_req *req, struct cmd_rec *r)
+static void interrupt_command(struct osb_execd *x, struct osb_http_req *req, struct cmd_rec *r)
 {
     if (!r->running || r->pid <= 0) {
         osb_http_respond_error(req, 500, "RUNTIME_ERROR",
@@ -713,45 +721,31 @@ static void interrupt_command(struct osb_http_req *req, struct cmd_rec *r)
     in->req = req;
     in->pgid = r->pid;
     in->deadline = osb_mono_ms() + OSB_CMD_INTERRUPT_GRACE_MS;
-    uv_timer_init(uv_default_loop(), &in->timer);
+    uv_timer_init(x->loop, &in->timer);
     in->timer.data = in;
     uv_timer_start(&in->timer, intr_poll, 20, 50);
     osb_http_req_on_close(req, intr_gone, in);
 }
 
-void osb_execd_interrupt(struct osb_http_req *req)
+int osb_execd_command_interrupt(struct osb_execd *x, struct osb_http_req *req, const char *id)
 {
-    const char *id = osb_http_req_query(req, "id");
-    if (!id || !*id) {
-        osb_http_respond_error(req, 400, "MISSING_QUERY", "missing query parameter 'id'");
-        return;
-    }
-    struct cmd_rec *r = rec_find(id);
-    if (r) {
-        interrupt_command(req, r);
-        return;
-    }
-    if (osb_execd_session_close(id) == 0 || osb_execd_code_interrupt(id) == 0) {
-        osb_http_respond_empty(req, 200);
-        return;
-    }
-    osb_http_respond_error(req, 500, "RUNTIME_ERROR",
-                           "error interrupting. no such command, session or context: %s", id);
-}
-
-static void h_interrupt(struct osb_http_req *req, void *ud)
-{
-    (void)ud;
-    osb_execd_interrupt(req);
+    struct cmd_rec *r = rec_find(x->commands, id);
+    if (!r)
+        return -1;
+    interrupt_command(x, req, r);
+    return 0;
 }
 
 void osb_execd_command_routes(struct osb_execd *x)
 {
-    static const struct osb_http_route routes[] = {
-        {"POST", "/command", h_run, 0, NULL},
-        {"DELETE", "/command", h_interrupt, 0, NULL},
-        {"GET", "/command/status/:id", h_status, 0, NULL},
-        {"GET", "/command/:id/logs", h_logs, 0, NULL},
+    struct osb_execd_commands *m = osb_xcalloc(1, sizeof *m);
+    m->x = x;
+    x->commands = m;
+    /* DELETE /command is interrupt.c's (it reaches sessions and code too). */
+    const struct osb_http_route routes[] = {
+        {"POST", "/command", h_run, 0, m},
+        {"GET", "/command/status/:id", h_status, 0, m},
+        {"GET", "/command/:id/logs", h_logs, 0, m},
     };
     osb_http_server_add_routes(x->http, routes, OSB_ARRAY_LEN(routes));
 }

@@ -9,6 +9,7 @@
  * (up to OSB_MAX_COMMAND_RECORDS) for status and logs. */
 #ifndef OSB_EXECD_COMMAND_H
 #define OSB_EXECD_COMMAND_H
+#include "execd/execd.h"
 
 /* Grace for EOF on the output pipes after the command exited: output written
  * before the exit is already in the pipe, so this only matters when a
@@ -16,4 +17,9 @@
 #define OSB_CMD_EOF_WAIT_MS 50
 /* DELETE /command: SIGTERM to the group, SIGKILL after this. */
 #define OSB_CMD_INTERRUPT_GRACE_MS 3000
+
+/* Interrupt the command `id` and answer req (once its group is gone);
+ * -1 without answering if there is no such command. */
+OSB_MUST_CHECK int osb_execd_command_interrupt(struct osb_execd *x, struct osb_http_req *req,
+                                               const char *id);
 #endif

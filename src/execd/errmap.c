@@ -1,9 +1,33 @@
 /* The error statuses execd-api.yaml (docs/specs/) lists per route. Routes
  * not in it (/pty*, /proxy*) keep their statuses; 401 (access token) and
  * the HTTP layer's own answers are transport-level (docs/errors.md). */
+#include "execd/errmap.h"
+
 #include "common/cleanup.h"
 #include "execd/execd.h"
 #include "http/statusmap.h"
+
+static const struct {
+    enum osb_errc err;
+    struct osb_execd_errinfo info;
+} errs[] = {
+    {OSB_E_INVALID, {400, "INVALID_REQUEST_BODY"}},
+    {OSB_E_NOTFOUND, {404, "FILE_NOT_FOUND"}},
+};
+
+struct osb_execd_errinfo osb_execd_err_info(const struct osb_err *err)
+{
+    for (size_t i = 0; i < OSB_ARRAY_LEN(errs); i++)
+        if (errs[i].err == err->code)
+            return errs[i].info;
+    return (struct osb_execd_errinfo){500, "RUNTIME_ERROR"};
+}
+
+void osb_execd_respond_err(struct osb_http_req *req, const struct osb_err *err)
+{
+    struct osb_execd_errinfo e = osb_execd_err_info(err);
+    osb_http_respond_error(req, e.status, e.code, "%s", err->msg);
+}
 
 static const struct osb_status_rule rules[] = {
     {"GET", "/code/contexts", "400 500"},

@@ -77,13 +77,14 @@ static void on_ping(uv_timer_t *t)
     osb_sse_send(s, &ev);
 }
 
-struct osb_sse *osb_sse_open(struct osb_http_req *req, void (*on_gone)(void *ud), void *ud)
+struct osb_sse *osb_sse_open(uv_loop_t *loop, struct osb_http_req *req,
+                             void (*on_gone)(void *ud), void *ud)
 {
     struct osb_sse *s = osb_xcalloc(1, sizeof *s);
     s->req = req;
     s->on_gone = on_gone;
     s->ud = ud;
-    uv_timer_init(uv_default_loop(), &s->ping);
+    uv_timer_init(loop, &s->ping);
     s->ping.data = s;
     uv_timer_start(&s->ping, on_ping, PING_INTERVAL_MS, PING_INTERVAL_MS);
     osb_http_req_on_close(req, on_close, s);

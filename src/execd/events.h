@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <uv.h>
 
 #include "http/http.h"
 
@@ -26,7 +27,8 @@ struct osb_execd_event {
 struct osb_sse;
 /* Start the SSE response on req. on_gone runs if the client disconnects
  * first; the stream is freed after it returns, so drop the pointer there. */
-struct osb_sse *osb_sse_open(struct osb_http_req *req, void (*on_gone)(void *ud), void *ud);
+struct osb_sse *osb_sse_open(uv_loop_t *loop, struct osb_http_req *req,
+                             void (*on_gone)(void *ud), void *ud);
 void osb_sse_send(struct osb_sse *s, const struct osb_execd_event *ev);
 /* Send raw bytes as they are (e.g. the session timeout JSON line). */
 void osb_sse_send_raw(struct osb_sse *s, const char *data, size_t len);

@@ -13,6 +13,7 @@
 #include "common/ctl.h"
 #include "common/json.h"
 #include "common/xalloc.h"
+#include "execd/errmap.h"
 #include "execd/execd.h"
 #include "execd/fs_download.h"
 #include "execd/fs_glob.h"
@@ -144,8 +145,8 @@ static int run_info(struct osb_fs_job *job, void *ud, struct osb_err *err)
 
 static void h_info(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
-    osb_fs_job_run(req, run_info, batch_from_query(req, "path"), batch_free);
+    struct osb_execd *x = ud;
+    osb_fs_job_run(x->loop, req, run_info, batch_from_query(req, "path"), batch_free);
 }
 
 /* ---- DELETE /files ---- */
@@ -179,8 +180,8 @@ static int run_delete_files(struct osb_fs_job *job, void *ud, struct osb_err *er
 
 static void h_delete_files(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
-    osb_fs_job_run(req, run_delete_files, batch_from_query(req, "path"), batch_free);
+    struct osb_execd *x = ud;
+    osb_fs_job_run(x->loop, req, run_delete_files, batch_from_query(req, "path"), batch_free);
 }
 
 /* ---- POST /files/mv ---- */
@@ -215,7 +216,7 @@ static int run_mv(struct osb_fs_job *job, void *ud, struct osb_err *err)
 
 static void h_mv(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd *x = ud;
     json_t *body = body_json(req, true);
     if (!body)
         return;
@@ -229,7 +230,7 @@ static void h_mv(struct osb_http_req *req, void *ud)
             return;
         }
     }
-    osb_fs_job_run(req, run_mv, b, batch_free);
+    osb_fs_job_run(x->loop, req, run_mv, b, batch_free);
 }
 
 /* ---- path-keyed bodies: permissions, directories, replace ---- */
@@ -255,7 +256,7 @@ static struct batch *perm_batch(struct osb_http_req *req)
             if (err.code == OSB_E_INVALID)
                 bad_body(req, &err);
             else
-                osb_fs_respond_err(req, &err);
+                osb_execd_respond_err(req, &err);
             return NULL;
         }
     }
@@ -276,10 +277,10 @@ static int run_permissions(struct osb_fs_job *job, void *ud, struct osb_err *err
 
 static void h_permissions(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd *x = ud;
     struct batch *b = perm_batch(req);
     if (b)
-        osb_fs_job_run(req, run_permissions, b, batch_free);
+        osb_fs_job_run(x->loop, req, run_permissions, b, batch_free);
 }
 
 /* mkdir -p; owner/group go to the directories it creates, the mode only
@@ -302,10 +303,10 @@ static int run_mkdir(struct osb_fs_job *job, void *ud, struct osb_err *err)
 
 static void h_mkdir(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd *x = ud;
     struct batch *b = perm_batch(req);
     if (b)
-        osb_fs_job_run(req, run_mkdir, b, batch_free);
+        osb_fs_job_run(x->loop, req, run_mkdir, b, batch_free);
 }
 
 static int parse_replace_item(const char *path, json_t *v, struct item *it, struct osb_err *err)
@@ -347,7 +348,7 @@ static int run_replace(struct osb_fs_job *job, void *ud, struct osb_err *err)
 
 static void h_replace(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd *x = ud;
     json_t *body = body_json(req, false);
     if (!body)
         return;
@@ -369,7 +370,7 @@ static void h_replace(struct osb_http_req *req, void *ud)
             return;
         }
     }
-    osb_fs_job_run(req, run_replace, b, batch_free);
+    osb_fs_job_run(x->loop, req, run_replace, b, batch_free);
 }
 
 /* ---- GET /files/search, GET /directories/list ---- */
@@ -388,7 +389,7 @@ static int run_search(struct osb_fs_job *job, void *ud, struct osb_err *err)
 
 static void h_search(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd *x = ud;
     const char *path = need_query(req, "path");
     if (!path)
         return;
@@ -402,7 +403,7 @@ static void h_search(struct osb_http_req *req, void *ud)
     struct batch *b = batch_new(1);
     b->v[b->n++].path = osb_xstrdup(path);
     b->glob = g;
-    osb_fs_job_run(req, run_search, b, batch_free);
+    osb_fs_job_run(x->loop, req, run_search, b, batch_free);
 }
 
 /* Go's strconv.Atoi: optional sign, decimal digits, no overflow. */
@@ -431,7 +432,7 @@ static int run_list(struct osb_fs_job *job, void *ud, struct osb_err *err)
 
 static void h_list(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd *x = ud;
     const char *path = need_query(req, "path");
     if (!path)
         return;
@@ -445,7 +446,7 @@ static void h_list(struct osb_http_req *req, void *ud)
     struct batch *b = batch_new(1);
     b->v[b->n++].path = osb_xstrdup(path);
     b->depth = depth;
-    osb_fs_job_run(req, run_list, b, batch_free);
+    osb_fs_job_run(x->loop, req, run_list, b, batch_free);
 }
 
 /* ---- DELETE /directories ---- */
@@ -472,24 +473,25 @@ static int run_rmdir(struct osb_fs_job *job, void *ud, struct osb_err *err)
 
 static void h_rmdir(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
-    osb_fs_job_run(req, run_rmdir, batch_from_query(req, "path"), batch_free);
+    struct osb_execd *x = ud;
+    osb_fs_job_run(x->loop, req, run_rmdir, batch_from_query(req, "path"), batch_free);
 }
 
 void osb_execd_files_routes(struct osb_execd *x)
 {
-    static const struct osb_http_route routes[] = {
-        {"GET", "/files/info", h_info, 0, NULL},
-        {"DELETE", "/files", h_delete_files, 0, NULL},
-        {"POST", "/files/mv", h_mv, 0, NULL},
-        {"POST", "/files/permissions", h_permissions, 0, NULL},
-        {"GET", "/files/search", h_search, 0, NULL},
-        {"POST", "/files/replace", h_replace, 0, NULL},
-        {"POST", "/files/upload", osb_fs_upload, OSB_ROUTE_STREAM_BODY, NULL},
-        {"GET", "/files/download", osb_fs_download, 0, NULL},
-        {"GET", "/directories/list", h_list, 0, NULL},
-        {"POST", "/directories", h_mkdir, 0, NULL},
-        {"DELETE", "/directories", h_rmdir, 0, NULL},
+    /* Every handler gets the execd context (its loop runs the jobs). */
+    const struct osb_http_route routes[] = {
+        {"GET", "/files/info", h_info, 0, x},
+        {"DELETE", "/files", h_delete_files, 0, x},
+        {"POST", "/files/mv", h_mv, 0, x},
+        {"POST", "/files/permissions", h_permissions, 0, x},
+        {"GET", "/files/search", h_search, 0, x},
+        {"POST", "/files/replace", h_replace, 0, x},
+        {"POST", "/files/upload", osb_fs_upload, OSB_ROUTE_STREAM_BODY, x},
+        {"GET", "/files/download", osb_fs_download, 0, x},
+        {"GET", "/directories/list", h_list, 0, x},
+        {"POST", "/directories", h_mkdir, 0, x},
+        {"DELETE", "/directories", h_rmdir, 0, x},
     };
     osb_http_server_add_routes(x->http, routes, sizeof routes / sizeof routes[0]);
 }

@@ -11,19 +11,16 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/random.h"
 #include "common/xalloc.h"
 #include "execd/fs_path.h"
 
-/* Unique enough for O_EXCL retries: a process-wide counter mixed with the
- * clock and pid (several threads may create temp files at once). */
+/* Unique enough for O_EXCL retries from several threads at once, with no
+ * shared counter: 40 random bits. */
 static uint64_t tmp_suffix(void)
 {
-    static uint64_t counter;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t c = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ (c * 0x9E3779B97F4A7C15ull) ^
-                 ((uint64_t)getpid() << 16);
+    uint64_t x;
+    osb_random_bytes(&x, sizeof x);
     return x & 0xFFFFFFFFFFull;
 }
 

@@ -27,16 +27,16 @@ struct osb_fs_tmp_attrs {
 
 /* Create "<dir of target>/.<base>.osb-<random>" for writing; `mode` is
  * passed to open(2), so the umask applies as for any new file. */
-int osb_fs_tmp_create(const char *target, mode_t mode, struct osb_fs_tmp *t,
+OSB_MUST_CHECK int osb_fs_tmp_create(const char *target, mode_t mode, struct osb_fs_tmp *t,
                       struct osb_err *err);
 /* Temp file in dir (any name) for data whose target is not known yet. */
-int osb_fs_tmp_create_in(const char *dir, mode_t mode, struct osb_fs_tmp *t,
+OSB_MUST_CHECK int osb_fs_tmp_create_in(const char *dir, mode_t mode, struct osb_fs_tmp *t,
                          struct osb_err *err);
 /* write(2) everything; -1 with errno on failure. */
-int osb_fs_write_all(int fd, const void *data, size_t len);
+OSB_MUST_CHECK int osb_fs_write_all(int fd, const void *data, size_t len);
 /* Apply attrs, fsync, rename over target, fsync the directory. The temp
  * file is gone afterwards whatever happens. */
-int osb_fs_tmp_commit(struct osb_fs_tmp *t, const char *target,
+OSB_MUST_CHECK int osb_fs_tmp_commit(struct osb_fs_tmp *t, const char *target,
                       const struct osb_fs_tmp_attrs *a, struct osb_err *err);
 /* Close and unlink (no-op when already committed or discarded). */
 void osb_fs_tmp_discard(struct osb_fs_tmp *t);

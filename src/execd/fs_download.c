@@ -14,6 +14,7 @@
 #include "common/limits.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
+#include "execd/execd.h"
 #include "execd/fs_lines.h"
 #include "execd/fs_path.h"
 #include "execd/fs_range.h"
@@ -21,6 +22,7 @@
 #define DL_CHUNK (256 * 1024)
 
 struct dl {
+    uv_loop_t *loop;
     struct osb_http_req *req; /* NULL once the client is gone */
     uv_fs_t fs;
     int fd;
@@ -67,8 +69,13 @@ static void finish(struct dl *d)
     osb_http_req_on_close(req, NULL, NULL);
     osb_http_req_on_drain(req, NULL, NULL);
     d->req = NULL;
+    /* A cut body must not look complete. */
+    bool cut = d->line_mode && d->lines.failed;
     dl_free(d);
-    osb_http_end(req);
+    if (cut)
+        osb_http_abort(req);
+    else
+        osb_http_end(req);
 }
 
 static void on_read(uv_fs_t *fs);
@@ -88,7 +95,7 @@ static void pump(struct dl *d)
     uv_buf_t b = uv_buf_init(d->buf, (unsigned)want);
     d->fs.data = d;
     d->busy = true;
-    if (uv_fs_read(uv_default_loop(), &d->fs, d->fd, &b, 1, d->pos, on_read) < 0) {
+    if (uv_fs_read(d->loop, &d->fs, d->fd, &b, 1, d->pos, on_read) < 0) {
         d->busy = false;
         finish(d);
     }
@@ -100,13 +107,7 @@ static bool deliver(struct dl *d, size_t n)
     size_t queued;
     bool done = false;
     if (d->line_mode) {
-        int rc = osb_fs_lines_feed(&d->lines, d->buf, n, &d->out);
-        if (rc < 0) { /* a full d->out: the response is dropped, never cut short */
-            osb_http_abort(d->req);
-            d->req = NULL;
-            return false;
-        }
-        done = rc > 0;
+        done = osb_fs_lines_feed(&d->lines, d->buf, n, &d->out);
         queued = osb_http_write(d->req, d->out.data, d->out.len);
         osb_buf_reset(&d->out);
     } else {
@@ -128,12 +129,8 @@ static void on_read(uv_fs_t *fs)
     /* d->busy is still set: a write that closes the connection cannot free
      * d under us. */
     if (d->req && n == 0 && d->line_mode) {
-        if (osb_fs_lines_finish(&d->lines, &d->out) < 0) {
-            osb_http_abort(d->req);
-            d->req = NULL;
-        } else {
-            osb_http_write(d->req, d->out.data, d->out.len);
-        }
+        osb_fs_lines_finish(&d->lines, &d->out);
+        osb_http_write(d->req, d->out.data, d->out.len);
     }
     /* An error or an early EOF (the file shrank) cuts the body short; the
      * client sees fewer bytes than Content-Length. */
@@ -157,10 +154,11 @@ static void on_drain(struct osb_http_req *req, void *ud)
 
 /* Start the response (status, ctype, len: -1 chunked) and stream
  * [pos, pos+len) or, in line mode, the selected lines. */
-static void start_stream(struct osb_http_req *req, int fd, int status, const char *ctype,
+static void start_stream(uv_loop_t *loop, struct osb_http_req *req, int fd, int status, const char *ctype,
                          int64_t pos, int64_t len, const struct dl_query *q)
 {
     struct dl *d = osb_xcalloc(1, sizeof *d);
+    d->loop = loop;
     d->req = req;
     d->fd = fd;
     d->buf = osb_xmalloc(DL_CHUNK);
@@ -332,7 +330,7 @@ static bool choose_span(struct osb_http_req *req, int fd, const struct stat *st,
 
 void osb_fs_download(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd *x = ud;
     struct dl_query q;
     if (!parse_query(req, &q))
         return;
@@ -342,7 +340,7 @@ void osb_fs_download(struct osb_http_req *req, void *ud)
     if (fd < 0)
         return;
     if (q.line_mode) {
-        start_stream(req, fd, 200, "text/plain; charset=utf-8", 0, -1, &q);
+        start_stream(x->loop, req, fd, 200, "text/plain; charset=utf-8", 0, -1, &q);
         return;
     }
     int status;
@@ -352,5 +350,5 @@ void osb_fs_download(struct osb_http_req *req, void *ud)
         return;
     }
     add_file_headers(req, abs, &st);
-    start_stream(req, fd, status, "application/octet-stream", start, len, &q);
+    start_stream(x->loop, req, fd, status, "application/octet-stream", start, len, &q);
 }

@@ -15,7 +15,7 @@ struct osb_fs_glob;
 
 /* Fails (OSB_E_INVALID) on an unclosed class or brace, an empty class, a
  * trailing backslash, or more than 256 brace alternatives. */
-struct osb_fs_glob *osb_fs_glob_new(const char *pattern, struct osb_err *err);
+OSB_MUST_CHECK struct osb_fs_glob *osb_fs_glob_new(const char *pattern, struct osb_err *err);
 void osb_fs_glob_free(struct osb_fs_glob *g);
 bool osb_fs_glob_match(const struct osb_fs_glob *g, const char *name);
 #endif

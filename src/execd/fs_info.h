@@ -30,6 +30,6 @@ char *osb_fs_utf8_sanitize(const char *s);
 /* json_string of the sanitized text. */
 json_t *osb_fs_json_string(const char *s);
 /* lstat(abs) and build its FileInfo. ENOENT/ENOTDIR -> OSB_E_NOTFOUND. */
-int osb_fs_info_lstat(const char *abs, struct osb_fs_names *names, json_t **out,
+OSB_MUST_CHECK int osb_fs_info_lstat(const char *abs, struct osb_fs_names *names, json_t **out,
                       struct osb_err *err);
 #endif

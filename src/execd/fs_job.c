@@ -4,6 +4,7 @@
 #include <uv.h>
 
 #include "common/xalloc.h"
+#include "execd/errmap.h"
 
 struct osb_fs_job {
     uv_work_t work;
@@ -15,29 +16,6 @@ struct osb_fs_job {
     bool failed;
     struct osb_err err;
 };
-
-static void status_of(const struct osb_err *err, int *status, const char **code)
-{
-    switch (err->code) {
-    case OSB_E_INVALID:
-        *status = 400, *code = "INVALID_REQUEST_BODY";
-        break;
-    case OSB_E_NOTFOUND:
-        *status = 404, *code = "FILE_NOT_FOUND";
-        break;
-    default:
-        *status = 500, *code = "RUNTIME_ERROR";
-        break;
-    }
-}
-
-void osb_fs_respond_err(struct osb_http_req *req, const struct osb_err *err)
-{
-    int status;
-    const char *code;
-    status_of(err, &status, &code);
-    osb_http_respond_error(req, status, code, "%s", err->msg);
-}
 
 static void on_gone(struct osb_http_req *req, void *ud)
 {
@@ -59,7 +37,7 @@ static void after_cb(uv_work_t *w, int status)
     if (job->req) {
         osb_http_req_on_close(job->req, NULL, NULL);
         if (job->failed)
-            osb_fs_respond_err(job->req, &job->err);
+            osb_execd_respond_err(job->req, &job->err);
         else if (job->result)
             osb_http_respond_json(job->req, 200, json_incref(job->result));
         else
@@ -71,7 +49,7 @@ static void after_cb(uv_work_t *w, int status)
     free(job);
 }
 
-void osb_fs_job_run(struct osb_http_req *req, osb_fs_job_fn run, void *ud,
+void osb_fs_job_run(uv_loop_t *loop, struct osb_http_req *req, osb_fs_job_fn run, void *ud,
                     void (*free_ud)(void *ud))
 {
     struct osb_fs_job *job = osb_xcalloc(1, sizeof *job);
@@ -81,7 +59,11 @@ void osb_fs_job_run(struct osb_http_req *req, osb_fs_job_fn run, void *ud,
     job->free_ud = free_ud;
     job->work.data = job;
     osb_http_req_on_close(req, on_gone, job);
-    uv_queue_work(uv_default_loop(), &job->work, work_cb, after_cb);
+    if (uv_queue_work(loop, &job->work, work_cb, after_cb) < 0) {
+        job->failed = true;
+        osb_err_set(&job->err, OSB_E_INTERNAL, "cannot queue the file operation");
+        after_cb(&job->work, 0);
+    }
 }
 
 void osb_fs_job_result(struct osb_fs_job *job, json_t *j)

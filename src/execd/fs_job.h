@@ -7,6 +7,7 @@
 #define OSB_EXECD_FS_JOB_H
 #include <jansson.h>
 #include <stdbool.h>
+#include <uv.h>
 
 #include "common/err.h"
 #include "http/http.h"
@@ -19,12 +20,9 @@ typedef int (*osb_fs_job_fn)(struct osb_fs_job *job, void *ud, struct osb_err *e
 
 /* ud is owned by the job and released with free_ud (may be NULL) on the
  * loop after the answer went out (or the client left). */
-void osb_fs_job_run(struct osb_http_req *req, osb_fs_job_fn run, void *ud,
+void osb_fs_job_run(uv_loop_t *loop, struct osb_http_req *req, osb_fs_job_fn run, void *ud,
                     void (*free_ud)(void *ud));
 /* 200 with this JSON (reference taken). */
 void osb_fs_job_result(struct osb_fs_job *job, json_t *j);
-/* Error answers map an osb_err: OSB_E_INVALID -> 400 INVALID_REQUEST_BODY,
- * OSB_E_NOTFOUND -> 404 FILE_NOT_FOUND, anything else -> 500 RUNTIME_ERROR.
- * This is the same mapping for handlers answering directly on the loop. */
-void osb_fs_respond_err(struct osb_http_req *req, const struct osb_err *err);
+/* A failed job is answered through execd's error table (errmap.h). */
 #endif

@@ -10,7 +10,6 @@
 #include <stdint.h>
 
 #include "common/buf.h"
-#include "common/err.h"
 
 struct osb_fs_lines {
     int64_t first, last; /* selected line numbers, inclusive */
@@ -19,14 +18,14 @@ struct osb_fs_lines {
     bool opened;         /* the current line has been begun in the output */
     bool started;        /* the current line has at least one byte */
     bool cr;             /* a '\r' is held back (may end a "\r\n") */
+    bool failed;         /* out hit its limit: the output is cut, stop */
 };
 
 /* offset >= 1, limit >= 1 (INT64_MAX: all). */
 void osb_fs_lines_init(struct osb_fs_lines *l, int64_t offset, int64_t limit);
-/* Feed file bytes; appends output to out. Returns 1 once past the last
- * selected line (stop reading), 0 for more, -1 if out is full. */
-OSB_MUST_CHECK int osb_fs_lines_feed(struct osb_fs_lines *l, const char *data, size_t len,
-                                     struct osb_buf *out);
-/* At EOF: flush a final line that had no terminator. -1 if out is full. */
-OSB_MUST_CHECK int osb_fs_lines_finish(struct osb_fs_lines *l, struct osb_buf *out);
+/* Feed file bytes; appends output to out. Returns true once past the last
+ * selected line, or when out is full (failed set): stop reading. */
+bool osb_fs_lines_feed(struct osb_fs_lines *l, const char *data, size_t len, struct osb_buf *out);
+/* At EOF: flush a final line that had no terminator. */
+void osb_fs_lines_finish(struct osb_fs_lines *l, struct osb_buf *out);
 #endif

@@ -7,5 +7,5 @@
 #include "common/err.h"
 
 /* src missing -> OSB_E_NOTFOUND; destination exists -> OSB_E_EXISTS. */
-int osb_fs_move(const char *src, const char *dest, struct osb_err *err);
+OSB_MUST_CHECK int osb_fs_move(const char *src, const char *dest, struct osb_err *err);
 #endif

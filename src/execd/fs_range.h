@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/err.h"
+
 enum osb_fs_range {
     OSB_FS_RANGE_OK,        /* serve [start, start+len) with 206 */
     OSB_FS_RANGE_NONE,      /* no range in the list: serve everything */
@@ -23,5 +25,5 @@ enum osb_fs_range osb_fs_range_parse(const char *hdr, int64_t size, int64_t *sta
  * encoded too, so a hostile name cannot break the header). Caller frees. */
 char *osb_fs_content_disposition(const char *filename);
 /* HTTP dates in the three formats of RFC 7231 7.1.1.1; -1 if unparsable. */
-int osb_fs_http_date_parse(const char *s, time_t *out);
+OSB_MUST_CHECK int osb_fs_http_date_parse(const char *s, time_t *out);
 #endif

@@ -14,6 +14,8 @@
 #include "common/json.h"
 #include "common/limits.h"
 #include "common/xalloc.h"
+#include "execd/errmap.h"
+#include "execd/execd.h"
 #include "execd/fs_atomic.h"
 #include "execd/fs_job.h"
 #include "execd/fs_path.h"
@@ -47,6 +49,7 @@ enum part_kind { PART_SKIP, PART_META, PART_FILE };
 #define WRITE_HIGH_WATER (4 * 1024 * 1024)
 
 struct upload {
+    uv_loop_t *loop;
     struct osb_http_req *req;
     struct osb_multipart *mp;
     struct osb_fs_writer *w; /* file data goes to disk on the thread pool */
@@ -132,11 +135,12 @@ static void parse_meta(struct pair *pr, const char *data, size_t len)
     } else if (!path || !*path) {
         verdict_set(&pr->meta_err, 400, "INVALID_FILE_METADATA", "metadata path is empty");
     } else if (osb_fs_perm_parse(j, path, &pr->perm, &err) < 0) {
-        if (err.code == OSB_E_INVALID)
+        struct osb_execd_errinfo e = osb_execd_err_info(&err);
+        if (e.status == 400)
             verdict_set(&pr->meta_err, 400, "INVALID_FILE_METADATA",
                         "invalid metadata format. %s", err.msg);
         else
-            verdict_set(&pr->meta_err, 500, "RUNTIME_ERROR", "%s", err.msg);
+            verdict_set(&pr->meta_err, e.status, e.code, "%s", err.msg);
     } else {
         pr->target = resolve_target(path);
     }
@@ -345,7 +349,7 @@ static void finish(struct upload *u)
         osb_http_respond_error(req, v.status, v.code, "%s", v.msg);
         return;
     }
-    osb_fs_job_run(req, run_commit, u, upload_free);
+    osb_fs_job_run(u->loop, req, run_commit, u, upload_free);
 }
 
 /* After each write job: stop early on a write error, resume the paused
@@ -404,10 +408,11 @@ static void on_end(struct osb_http_req *req, void *ud)
 
 void osb_fs_upload(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd *x = ud;
     struct upload *u = osb_xcalloc(1, sizeof *u);
     u->req = req;
-    u->w = osb_fs_writer_new(on_written, u);
+    u->loop = x->loop;
+    u->w = osb_fs_writer_new(x->loop, on_written, u);
     osb_buf_init(&u->meta, OSB_MAX_PART_METADATA);
     static const struct osb_multipart_cbs cbs = {on_part_begin, on_part_data, on_part_end};
     const char *ctype = osb_http_req_header(req, "Content-Type");

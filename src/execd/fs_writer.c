@@ -21,6 +21,7 @@ struct op {
 };
 
 struct osb_fs_writer {
+    uv_loop_t *loop;
     void (*on_progress)(void *ud);
     void *ud;
     struct op *head, *tail; /* waiting */
@@ -75,7 +76,14 @@ static void kick(struct osb_fs_writer *w)
         w->tail = NULL;
     w->running = op;
     w->work.data = w;
-    uv_queue_work(uv_default_loop(), &w->work, run_op, after_op);
+    if (uv_queue_work(w->loop, &w->work, run_op, after_op) < 0) {
+        /* As a failed write: the rest of the queue is dropped. */
+        w->running = NULL;
+        w->err = EAGAIN;
+        w->pending -= op->len;
+        op_drop(op);
+        drop_queue(w);
+    }
 }
 
 static void enqueue(struct osb_fs_writer *w, struct op *op)
@@ -136,9 +144,10 @@ static void after_op(uv_work_t *wk, int status)
     w->on_progress(w->ud);
 }
 
-struct osb_fs_writer *osb_fs_writer_new(void (*on_progress)(void *ud), void *ud)
+struct osb_fs_writer *osb_fs_writer_new(uv_loop_t *loop, void (*on_progress)(void *ud), void *ud)
 {
     struct osb_fs_writer *w = osb_xcalloc(1, sizeof *w);
+    w->loop = loop;
     w->on_progress = on_progress;
     w->ud = ud;
     w->cur_fd = -1;
@@ -153,8 +162,10 @@ void osb_fs_writer_write(struct osb_fs_writer *w, int fd, const void *data, size
     if (w->cur_fd != fd)
         flush_cur(w, false);
     w->cur_fd = fd;
-    if (osb_buf_add(&w->cur, data, len) < 0) { /* unbounded: only a size_t wrap-around */
+    if (osb_buf_add(&w->cur, data, len) < 0) {
+        /* As a failed write: the owner sees it in osb_fs_writer_error. */
         w->err = EFBIG;
+        drop_queue(w);
         return;
     }
     w->pending += len;

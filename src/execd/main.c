@@ -36,10 +36,9 @@
 #define DEFAULT_PORT 44772
 #define TOKEN_HEADER "X-EXECD-ACCESS-TOKEN"
 
-static struct osb_execd execd;
-
 /* The write end of the report pipe, or -1 (no --report-fd). */
 struct pid1 {
+    struct osb_execd *x;
     int report_fd;
 };
 
@@ -65,7 +64,8 @@ static void report_end(struct pid1 *p, enum osb_end_kind kind, int value)
 static void on_entrypoint_exit(pid_t pid, int status, void *ud)
 {
     (void)pid;
-    execd.entrypoint_pid = 0;
+    struct pid1 *p = ud;
+    p->x->entrypoint_pid = 0;
     if (WIFEXITED(status)) {
         osb_info("entrypoint exited with status %d", WEXITSTATUS(status));
         report_end(ud, OSB_END_EXITED, WEXITSTATUS(status));
@@ -77,9 +77,10 @@ static void on_entrypoint_exit(pid_t pid, int status, void *ud)
 
 static void on_term(uv_signal_t *h, int sig)
 {
-    if (execd.entrypoint_pid > 0) {
-        osb_info("forwarding signal %d to the entrypoint (pid %d)", sig, execd.entrypoint_pid);
-        kill(execd.entrypoint_pid, sig);
+    struct osb_execd *x = h->data;
+    if (x->entrypoint_pid > 0) {
+        osb_info("forwarding signal %d to the entrypoint (pid %d)", sig, x->entrypoint_pid);
+        kill(x->entrypoint_pid, sig);
         return;
     }
     osb_info("signal %d: shutting down", sig);
@@ -255,14 +256,14 @@ static void start_entrypoint(char **argv, struct pid1 *p)
     struct osb_spawn sp = {.argv = (const char *const *)argv, .stdin_fd = 0, .stdout_fd = 1,
                            .stderr_fd = 2, .ctty_fd = -1};
     struct osb_err err = {0};
-    pid_t pid = osb_execd_spawn(&sp, &err);
+    pid_t pid = osb_execd_spawn(p->x, &sp, &err);
     if (pid < 0) {
         osb_err_log("entrypoint: %s", err.msg);
         report_end(p, OSB_END_EXEC_FAILED, err.sys_errno > 0 ? err.sys_errno : EIO);
         return;
     }
-    execd.entrypoint_pid = pid;
-    osb_execd_watch_child(pid, on_entrypoint_exit, p);
+    p->x->entrypoint_pid = pid;
+    osb_execd_watch_child(p->x, pid, on_entrypoint_exit, p);
 }
 
 /* The report pipe: its read end at fd n for the runtime (close-on-exec,
@@ -309,7 +310,7 @@ static int resolve_user(const char *spec, uid_t *uid, gid_t *gid)
 }
 
 /* The image's WORKDIR and USER (--workdir, --user). */
-static int apply_image_defaults(const struct opts *o)
+static int apply_image_defaults(struct osb_execd *x, const struct opts *o)
 {
     struct osb_err err = {0};
     if (o->workdir) {
@@ -328,7 +329,7 @@ static int apply_image_defaults(const struct opts *o)
             return -1;
         }
         if (uid != 0 || gid != 0)
-            osb_execd_spawn_default_user(uid, gid);
+            osb_execd_spawn_default_user(x, uid, gid);
     }
     /* The runtime's fds (--keep-fd, --listen-fd) and execd's memory stay
      * out of reach of root in the sandbox: /proc/1/fd and ptrace need
@@ -338,18 +339,18 @@ static int apply_image_defaults(const struct opts *o)
     return 0;
 }
 
-static int listen_all(const struct opts *o)
+static int listen_all(struct osb_execd *x, const struct opts *o)
 {
     struct osb_err err = {0};
-    if (o->port > 0 && osb_http_listen_tcp(execd.http, o->host, o->port, &err) < 0) {
+    if (o->port > 0 && osb_http_listen_tcp(x->http, o->host, o->port, &err) < 0) {
         osb_err_log("%s", err.msg);
         return -1;
     }
-    if (o->unix_path && osb_http_listen_unix(execd.http, o->unix_path, &err) < 0) {
+    if (o->unix_path && osb_http_listen_unix(x->http, o->unix_path, &err) < 0) {
         osb_err_log("%s", err.msg);
         return -1;
     }
-    if (o->listen_fd >= 0 && osb_http_listen_unix_fd(execd.http, o->listen_fd, &err) < 0) {
+    if (o->listen_fd >= 0 && osb_http_listen_unix_fd(x->http, o->listen_fd, &err) < 0) {
         osb_err_log("%s", err.msg);
         return -1;
     }
@@ -360,6 +361,23 @@ static int listen_all(const struct opts *o)
     return 0;
 }
 
+static void add_routes(struct osb_execd *x, const char *token)
+{
+    x->http = osb_http_server_new(x->loop);
+    osb_http_server_set_invalid_code(x->http, "INVALID_REQUEST_BODY");
+    if (token)
+        osb_http_server_set_auth(x->http, check_token, (void *)token);
+    osb_http_server_add_routes(x->http, core_routes, OSB_ARRAY_LEN(core_routes));
+    osb_execd_command_routes(x);
+    osb_execd_session_routes(x);
+    osb_execd_code_routes(x);
+    osb_execd_interrupt_routes(x);
+    osb_execd_files_routes(x);
+    osb_execd_metrics_routes(x);
+    osb_execd_pty_routes(x);
+    osb_execd_status_map(x);
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -367,32 +385,25 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) < 0)
         return 2;
     signal(SIGPIPE, SIG_IGN);
-    osb_execd_raise_nofile();
-    execd.loop = uv_default_loop();
-    execd.access_token = o.token;
-    osb_execd_pool_schedule(execd.loop);
-    execd.http = osb_http_server_new(execd.loop);
-    osb_http_server_set_invalid_code(execd.http, "INVALID_REQUEST_BODY");
-    if (o.token)
-        osb_http_server_set_auth(execd.http, check_token, (void *)o.token);
-    osb_http_server_add_routes(execd.http, core_routes, OSB_ARRAY_LEN(core_routes));
-    osb_execd_command_routes(&execd);
-    osb_execd_session_routes(&execd);
-    osb_execd_code_routes(&execd);
-    osb_execd_files_routes(&execd);
-    osb_execd_metrics_routes(&execd);
-    osb_execd_pty_routes(&execd);
-    osb_execd_status_map(&execd);
+    /* The one execd context; every module reaches its state through it.
+     * Static: libuv's exit-time cleanup still walks the loop's handles (the
+     * context holds some) after main returns. */
+    static struct osb_execd execd;
+    execd = (struct osb_execd){.loop = uv_default_loop(), .access_token = o.token};
+    osb_execd_raise_nofile(&execd);
+    osb_execd_pool_schedule(&execd);
+    add_routes(&execd, o.token);
 
-    uv_signal_t sigterm, sigint;
-    osb_execd_reaper_start(execd.loop);
+    static uv_signal_t sigterm, sigint;
+    osb_execd_reaper_start(&execd);
     uv_signal_init(execd.loop, &sigterm);
-    uv_signal_start(&sigterm, on_term, SIGTERM);
     uv_signal_init(execd.loop, &sigint);
+    sigterm.data = sigint.data = &execd;
+    uv_signal_start(&sigterm, on_term, SIGTERM);
     uv_signal_start(&sigint, on_term, SIGINT);
 
-    struct pid1 p1 = {.report_fd = -1};
-    if (apply_image_defaults(&o) < 0 || listen_all(&o) < 0 ||
+    struct pid1 p1 = {.x = &execd, .report_fd = -1};
+    if (apply_image_defaults(&execd, &o) < 0 || listen_all(&execd, &o) < 0 ||
         (o.report_fd >= 0 && open_report(o.report_fd, &p1) < 0))
         return 1;
     if (o.ready_fd >= 0) {
@@ -406,5 +417,6 @@ int main(int argc, char **argv)
              o.unix_path ? o.unix_path : "", o.listen_fd >= 0 ? " and the runtime's socket" : "",
              getpid());
     uv_run(execd.loop, UV_RUN_DEFAULT);
+    osb_cmd_tmpdir_remove(&execd);
     return 0;
 }

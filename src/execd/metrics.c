@@ -24,15 +24,6 @@
 #define SAMPLE_MS 1000
 #define MIB (1024.0 * 1024.0)
 
-/* Where the numbers come from; found once. NULL directories mean /proc. */
-static struct {
-    bool probed;
-    int version;    /* 1 or 2 when a cgroup is used */
-    char *cpu_acct; /* v1 cpuacct dir (cpuacct.usage) / v2 dir (cpu.stat) */
-    char *cpu_quota; /* v1 cpu dir (cpu.cfs_*) / v2 dir (cpu.max) */
-    char *mem;       /* v1 memory dir / v2 dir */
-    bool mem_v2;
-} cg;
 
 /* ---- small file readers ---- */
 
@@ -178,7 +169,7 @@ static uint64_t mem_total_host(void)
 /* v1 memory when the controller is mounted; else v2 if it has the files.
  * At the root of the hierarchy without a limit, /proc/meminfo is better
  * (the root cgroup's usage counts every page cache page of the host). */
-static void probe_memory(void)
+static void probe_memory(struct osb_metrics_src *cg)
 {
     bool root = false;
     char *d = cgroup_dir("memory", &root);
@@ -192,23 +183,23 @@ static void probe_memory(void)
             free(d);
             return;
         }
-        cg.mem_v2 = true;
+        cg->mem_v2 = true;
         read_u64(d, "memory.max", &limit); /* "max" fails to parse: unlimited */
     }
     if (root && limit >= mem_total_host()) {
         free(d);
         return;
     }
-    cg.mem = d;
+    cg->mem = d;
 }
 
-static void probe_cpu(void)
+static void probe_cpu(struct osb_metrics_src *cg)
 {
     bool root = false, qroot = false;
     char *acct = cgroup_dir("cpuacct", &root);
     char *quota = cgroup_dir("cpu", &qroot);
     if (acct && file_exists(acct, "cpuacct.usage")) {
-        cg.version = 1;
+        cg->version = 1;
     } else {
         free(acct);
         free(quota);
@@ -219,23 +210,23 @@ static void probe_cpu(void)
             free(quota);
             return;
         }
-        cg.version = 2;
+        cg->version = 2;
     }
-    cg.cpu_quota = quota;
-    cg.cpu_acct = root ? NULL : acct; /* the root cgroup: /proc/stat */
+    cg->cpu_quota = quota;
+    cg->cpu_acct = root ? NULL : acct; /* the root cgroup: /proc/stat */
     if (root)
         free(acct);
 }
 
-static void probe(void)
+static void probe(struct osb_metrics_src *cg)
 {
-    if (cg.probed)
+    if (cg->probed)
         return;
-    cg.probed = true;
-    probe_memory();
-    probe_cpu();
-    osb_debug("metrics: cpu from %s, memory from %s", cg.cpu_acct ? cg.cpu_acct : "/proc/stat",
-              cg.mem ? cg.mem : "/proc/meminfo");
+    cg->probed = true;
+    probe_memory(cg);
+    probe_cpu(cg);
+    osb_debug("metrics: cpu from %s, memory from %s", cg->cpu_acct ? cg->cpu_acct : "/proc/stat",
+              cg->mem ? cg->mem : "/proc/meminfo");
 }
 
 /* ---- CPU ---- */
@@ -250,21 +241,21 @@ static double online_cpus(void)
 }
 
 /* CPUs the cgroup may use: its quota, capped by the CPUs we can run on. */
-static double cpu_count(void)
+static double cpu_count(const struct osb_metrics_src *cg)
 {
     double cpus = online_cpus();
-    if (!cg.cpu_quota)
+    if (!cg->cpu_quota)
         return cpus;
     double q = 0;
-    if (cg.version == 1) {
+    if (cg->version == 1) {
         uint64_t quota, period;
-        if (read_u64(cg.cpu_quota, "cpu.cfs_period_us", &period) == 0 && period &&
-            read_u64(cg.cpu_quota, "cpu.cfs_quota_us", &quota) == 0 && quota < (1ULL << 62))
+        if (read_u64(cg->cpu_quota, "cpu.cfs_period_us", &period) == 0 && period &&
+            read_u64(cg->cpu_quota, "cpu.cfs_quota_us", &quota) == 0 && quota < (1ULL << 62))
             q = (double)quota / (double)period;
     } else {
         char path[PATH_MAX], buf[64];
         unsigned long long quota, period;
-        snprintf(path, sizeof path, "%s/cpu.max", cg.cpu_quota);
+        snprintf(path, sizeof path, "%s/cpu.max", cg->cpu_quota);
         if (read_text(path, buf, sizeof buf) == 0 &&
             sscanf(buf, "%llu %llu", &quota, &period) == 2 && period)
             q = (double)quota / (double)period;
@@ -289,20 +280,21 @@ static int host_ticks(uint64_t *busy, uint64_t *total)
     return 0;
 }
 
-int osb_metrics_cpu_sample(struct osb_cpu_sample *s, struct osb_err *err)
+int osb_metrics_cpu_sample(struct osb_metrics_src *cg, struct osb_cpu_sample *s,
+                           struct osb_err *err)
 {
-    probe();
+    probe(cg);
     memset(s, 0, sizeof *s);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     s->mono_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    if (cg.cpu_acct) {
+    if (cg->cpu_acct) {
         uint64_t usec;
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/cpu.stat", cg.cpu_acct);
-        if (cg.version == 1 ? read_u64(cg.cpu_acct, "cpuacct.usage", &s->usage_ns) == 0
+        snprintf(path, sizeof path, "%s/cpu.stat", cg->cpu_acct);
+        if (cg->version == 1 ? read_u64(cg->cpu_acct, "cpuacct.usage", &s->usage_ns) == 0
                             : read_keyed(path, "usage_usec", &usec) == 0) {
-            if (cg.version == 2)
+            if (cg->version == 2)
                 s->usage_ns = usec * 1000;
             s->cgroup = true;
             return 0;
@@ -344,20 +336,20 @@ static int mem_host(double *total, double *used)
     return 0;
 }
 
-static int mem_cgroup(double *total, double *used)
+static int mem_cgroup(const struct osb_metrics_src *cg, double *total, double *used)
 {
     uint64_t limit = UINT64_MAX, usage, inactive = 0;
     char stat[PATH_MAX];
-    snprintf(stat, sizeof stat, "%s/memory.stat", cg.mem);
-    if (cg.mem_v2) {
-        if (read_u64(cg.mem, "memory.current", &usage) < 0)
+    snprintf(stat, sizeof stat, "%s/memory.stat", cg->mem);
+    if (cg->mem_v2) {
+        if (read_u64(cg->mem, "memory.current", &usage) < 0)
             return -1;
-        read_u64(cg.mem, "memory.max", &limit);
+        read_u64(cg->mem, "memory.max", &limit);
         read_keyed(stat, "inactive_file", &inactive);
     } else {
-        if (read_u64(cg.mem, "memory.usage_in_bytes", &usage) < 0)
+        if (read_u64(cg->mem, "memory.usage_in_bytes", &usage) < 0)
             return -1;
-        read_u64(cg.mem, "memory.limit_in_bytes", &limit);
+        read_u64(cg->mem, "memory.limit_in_bytes", &limit);
         read_keyed(stat, "total_inactive_file", &inactive);
     }
     uint64_t host = mem_total_host();
@@ -369,14 +361,14 @@ static int mem_cgroup(double *total, double *used)
     return 0;
 }
 
-int osb_metrics_read(const struct osb_cpu_sample *a, const struct osb_cpu_sample *b,
-                     struct osb_metrics *m, struct osb_err *err)
+int osb_metrics_read(struct osb_metrics_src *cg, const struct osb_cpu_sample *a,
+                     const struct osb_cpu_sample *b, struct osb_metrics *m, struct osb_err *err)
 {
-    probe();
-    m->cpu_count = cpu_count();
+    probe(cg);
+    m->cpu_count = cpu_count(cg);
     m->cpu_used_pct = cpu_pct(a, b, m->cpu_count);
-    if ((cg.mem ? mem_cgroup : mem_host)(&m->mem_total_mib, &m->mem_used_mib) < 0 &&
-        (!cg.mem || mem_host(&m->mem_total_mib, &m->mem_used_mib) < 0))
+    bool cgroup = cg->mem && mem_cgroup(cg, &m->mem_total_mib, &m->mem_used_mib) == 0;
+    if (!cgroup && mem_host(&m->mem_total_mib, &m->mem_used_mib) < 0)
         return osb_err_set(err, OSB_E_SYS, "failed to get memory info");
     m->timestamp = osb_now_ms();
     return 0;
@@ -404,7 +396,14 @@ void osb_metrics_json(const struct osb_metrics *m, char *buf, size_t n)
 
 /* ---- handlers ---- */
 
+/* The module's state (x->metrics). */
+struct osb_execd_metrics {
+    struct osb_execd *x;
+    struct osb_metrics_src src;
+};
+
 struct sampler {
+    struct osb_execd_metrics *m;
     struct osb_http_req *req;
     uv_timer_t timer;
     struct osb_cpu_sample last;
@@ -438,7 +437,8 @@ static int sample_json(struct sampler *s, char *buf, size_t n, struct osb_err *e
 {
     struct osb_cpu_sample now;
     struct osb_metrics m;
-    if (osb_metrics_cpu_sample(&now, err) < 0 || osb_metrics_read(&s->last, &now, &m, err) < 0)
+    if (osb_metrics_cpu_sample(&s->m->src, &now, err) < 0 ||
+        osb_metrics_read(&s->m->src, &s->last, &now, &m, err) < 0)
         return -1;
     s->last = now;
     osb_metrics_json(&m, buf, n);
@@ -475,11 +475,12 @@ static void on_tick(uv_timer_t *t)
     osb_http_write(s->req, buf, strlen(buf));
 }
 
-static void start_sampler(struct osb_http_req *req, bool watch)
+static void start_sampler(struct osb_execd_metrics *m, struct osb_http_req *req, bool watch)
 {
     struct osb_err err = {0};
     struct sampler *s = osb_xcalloc(1, sizeof *s);
-    if (osb_metrics_cpu_sample(&s->last, &err) < 0) {
+    s->m = m;
+    if (osb_metrics_cpu_sample(&m->src, &s->last, &err) < 0) {
         osb_http_respond_error(req, 500, "RUNTIME_ERROR", "error reading runtime metrics. %s",
                                err.msg);
         free(s);
@@ -487,7 +488,7 @@ static void start_sampler(struct osb_http_req *req, bool watch)
     }
     s->req = req;
     s->watch = watch;
-    uv_timer_init(uv_default_loop(), &s->timer);
+    uv_timer_init(m->x->loop, &s->timer);
     s->timer.data = s;
     uv_timer_start(&s->timer, on_tick, SAMPLE_MS, watch ? SAMPLE_MS : 0);
     osb_http_req_on_close(req, sampler_gone, s);
@@ -497,21 +498,22 @@ static void start_sampler(struct osb_http_req *req, bool watch)
 
 static void h_metrics(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
-    start_sampler(req, false);
+    start_sampler(ud, req, false);
 }
 
 static void h_watch(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
-    start_sampler(req, true);
+    start_sampler(ud, req, true);
 }
 
 void osb_execd_metrics_routes(struct osb_execd *x)
 {
-    static const struct osb_http_route routes[] = {
-        {"GET", "/metrics", h_metrics, 0, NULL},
-        {"GET", "/metrics/watch", h_watch, 0, NULL},
+    struct osb_execd_metrics *m = osb_xcalloc(1, sizeof *m);
+    m->x = x;
+    x->metrics = m;
+    const struct osb_http_route routes[] = {
+        {"GET", "/metrics", h_metrics, 0, m},
+        {"GET", "/metrics/watch", h_watch, 0, m},
     };
     osb_http_server_add_routes(x->http, routes, OSB_ARRAY_LEN(routes));
 }

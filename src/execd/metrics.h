@@ -26,10 +26,23 @@ struct osb_metrics {
     int64_t timestamp;
 };
 
-int osb_metrics_cpu_sample(struct osb_cpu_sample *s, struct osb_err *err);
+/* Where the numbers come from; probed on first use. NULL directories mean
+ * /proc. */
+struct osb_metrics_src {
+    bool probed;
+    int version;     /* 1 or 2 when a cgroup is used */
+    char *cpu_acct;  /* v1 cpuacct dir (cpuacct.usage) / v2 dir (cpu.stat) */
+    char *cpu_quota; /* v1 cpu dir (cpu.cfs_*) / v2 dir (cpu.max) */
+    char *mem;       /* v1 memory dir / v2 dir */
+    bool mem_v2;
+};
+
+OSB_MUST_CHECK int osb_metrics_cpu_sample(struct osb_metrics_src *src, struct osb_cpu_sample *s,
+                                          struct osb_err *err);
 /* Fill m from two CPU samples (a earlier) and the current memory use. */
-int osb_metrics_read(const struct osb_cpu_sample *a, const struct osb_cpu_sample *b,
-                     struct osb_metrics *m, struct osb_err *err);
+OSB_MUST_CHECK int osb_metrics_read(struct osb_metrics_src *src, const struct osb_cpu_sample *a,
+                                    const struct osb_cpu_sample *b, struct osb_metrics *m,
+                                    struct osb_err *err);
 /* The Metrics JSON object (Go field order, shortest-style numbers). */
 void osb_metrics_json(const struct osb_metrics *m, char *buf, size_t n);
 #endif

@@ -9,45 +9,42 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "execd/spawn.h"
+#include "execd/envhide.h"
 
 #define POOL_SIZE "8"
 #define POOL_START_DELAY_MS 30
-
-static uv_loop_t *pool_loop;
-static uv_timer_t timer;
-static bool started;
 
 static void nop_work(uv_work_t *w)
 {
     (void)w;
 }
 
-void osb_execd_pool_start(void)
+void osb_execd_pool_start(struct osb_execd *x)
 {
-    static uv_work_t w;
-    if (started || !pool_loop)
+    if (x->pool_started || !x->pool_scheduled)
         return;
-    started = true;
-    uv_timer_stop(&timer);
-    uv_queue_work(pool_loop, &w, nop_work, NULL);
+    x->pool_started = true;
+    uv_timer_stop(&x->pool_timer);
+    /* A failure leaves the pool to start with the first real job. */
+    if (uv_queue_work(x->loop, &x->pool_work, nop_work, NULL) < 0)
+        x->pool_started = false;
     unsetenv("UV_THREADPOOL_SIZE");
 }
 
 static void on_timer(uv_timer_t *t)
 {
-    (void)t;
-    osb_execd_pool_start();
+    osb_execd_pool_start(t->data);
 }
 
-void osb_execd_pool_schedule(uv_loop_t *loop)
+void osb_execd_pool_schedule(struct osb_execd *x)
 {
-    pool_loop = loop;
-    uv_timer_init(loop, &timer);
-    uv_unref((uv_handle_t *)&timer);
+    x->pool_scheduled = true;
+    uv_timer_init(x->loop, &x->pool_timer);
+    x->pool_timer.data = x;
+    uv_unref((uv_handle_t *)&x->pool_timer);
     if (getenv("UV_THREADPOOL_SIZE"))
         return;
     setenv("UV_THREADPOOL_SIZE", POOL_SIZE, 1);
-    osb_execd_env_hide("UV_THREADPOOL_SIZE");
-    uv_timer_start(&timer, on_timer, POOL_START_DELAY_MS, 0);
+    osb_execd_env_hide(x, "UV_THREADPOOL_SIZE");
+    uv_timer_start(&x->pool_timer, on_timer, POOL_START_DELAY_MS, 0);
 }

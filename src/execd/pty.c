@@ -114,7 +114,15 @@ struct client {
     uv_timer_t ping;
 };
 
+/* The module's state (x->ptys). */
+struct osb_execd_ptys {
+    struct osb_execd *x;
+    struct pty_sess *head;
+    size_t count;
+};
+
 struct pty_sess {
+    struct osb_execd_ptys *m;
     struct pty_sess *next;
     char id[37];
     char *cwd, *command;
@@ -128,12 +136,9 @@ struct pty_sess {
     struct client *client;
 };
 
-static struct pty_sess *sessions;
-static size_t nsessions;
-
-static struct pty_sess *sess_find(const char *id)
+static struct pty_sess *sess_find(struct osb_execd_ptys *m, const char *id)
 {
-    for (struct pty_sess *s = sessions; s; s = s->next)
+    for (struct pty_sess *s = m->head; s; s = s->next)
         if (id && strcmp(s->id, id) == 0)
             return s;
     return NULL;
@@ -162,7 +167,7 @@ static struct pio *pio_new(struct pty_sess *s, int fd, int tag)
     p->fd = fd;
     p->tag = tag;
     p->s = s;
-    uv_poll_init(uv_default_loop(), &p->h, fd);
+    uv_poll_init(s->m->x->loop, &p->h, fd);
     p->h.data = p;
     return p;
 }
@@ -335,16 +340,16 @@ static void on_exit_cb(pid_t pid, int wstatus, void *ud)
     }
 }
 
-static char **shell_env(void)
+static char **shell_env(const struct osb_execd *x)
 {
-    char **env = osb_execd_env_build(NULL);
+    char **env = osb_execd_env_build(x, NULL);
     for (char **e = env; *e; e++)
         if (strncmp(*e, "TERM=", 5) == 0)
             return env;
     /* A terminal needs a TERM for line editing; xterm is what clients emulate. */
     osb_execd_env_free(env);
     json_t *extra = json_pack("{s:s}", "TERM", "xterm-256color");
-    env = osb_execd_env_build(extra);
+    env = osb_execd_env_build(x, extra);
     json_decref(extra);
     return env;
 }
@@ -364,11 +369,11 @@ static pid_t spawn_shell(struct pty_sess *s, int fds[3], bool pty, struct osb_er
         argv[i++] = s->command;
     }
     argv[i] = NULL;
-    char **env = shell_env();
+    char **env = shell_env(s->m->x);
     struct osb_spawn sp = {.argv = argv, .envp = (const char *const *)env, .cwd = s->cwd,
                            .stdin_fd = fds[0], .stdout_fd = fds[1], .stderr_fd = fds[2],
                            .new_session = pty, .ctty_fd = pty ? fds[0] : -1};
-    pid_t pid = osb_execd_spawn(&sp, err);
+    pid_t pid = osb_execd_spawn(s->m->x, &sp, err);
     osb_execd_env_free(env);
     return pid;
 }
@@ -437,7 +442,7 @@ static int sess_start(struct pty_sess *s, bool pipe_mode, struct osb_err *err)
         return osb_err_wrap(err, "start shell");
     s->started = true;
     osb_buf_init(&s->in_q, STDIN_QUEUE_MAX);
-    osb_execd_watch_child(s->pid, on_exit_cb, s);
+    osb_execd_watch_child(s->m->x, s->pid, on_exit_cb, s);
     out_watch(s);
     return 0;
 }
@@ -468,49 +473,98 @@ static void send_signal(struct pty_sess *s, int sig)
         kill(-s->pid, sig);
 }
 
-static void do_resize(struct client *c, json_t *j)
+/* A client's text frame, parsed once (through the one JSON parser:
+ * duplicate keys and over-deep nesting are refused like any bad frame). */
+struct pty_frame {
+    enum { FRAME_STDIN, FRAME_RESIZE, FRAME_SIGNAL, FRAME_PING } type;
+    const char *data; /* stdin; borrowed from j */
+    size_t len;
+    unsigned short cols, rows;
+    int sig;
+    json_t *j; /* owns the strings above */
+};
+
+static int frame_stdin(struct pty_frame *f, struct osb_err *err)
 {
-    json_t *cols = json_object_get(j, "cols"), *rows = json_object_get(j, "rows");
-    if (!json_is_integer(cols) || !json_is_integer(rows) || json_integer_value(cols) < 1 ||
-        json_integer_value(rows) < 1 || json_integer_value(cols) > 65535 ||
-        json_integer_value(rows) > 65535) {
-        send_error(c, "INVALID_FRAME", "resize needs integer cols and rows in 1..65535");
-        return;
+    if (osb_json_str(f->j, "data", true, &f->data, err) < 0)
+        return osb_err_set(err, OSB_E_INVALID, "stdin needs a string \"data\"");
+    f->len = json_string_length(json_object_get(f->j, "data"));
+    return 0;
+}
+
+static int frame_resize(struct pty_frame *f, struct osb_err *err)
+{
+    int64_t cols, rows;
+    if (osb_json_int(f->j, "cols", true, &cols, err) < 0 ||
+        osb_json_int(f->j, "rows", true, &rows, err) < 0 || cols < 1 || rows < 1 ||
+        cols > 65535 || rows > 65535)
+        return osb_err_set(err, OSB_E_INVALID, "resize needs integer cols and rows in 1..65535");
+    f->cols = (unsigned short)cols;
+    f->rows = (unsigned short)rows;
+    return 0;
+}
+
+static int frame_signal(struct pty_frame *f, struct osb_err *err)
+{
+    const char *name = NULL;
+    if (osb_json_str(f->j, "signal", false, &name, err) < 0 || (f->sig = signal_number(name)) < 0)
+        return osb_err_set(err, OSB_E_INVALID,
+                           "signal must be one of SIGINT, SIGTERM, SIGKILL, SIGQUIT, SIGHUP");
+    return 0;
+}
+
+/* 0 with f->j to release, or -1 with err (f->j released). */
+static int frame_parse(const uint8_t *data, size_t len, struct pty_frame *f, struct osb_err *err)
+{
+    *f = (struct pty_frame){0};
+    const char *type = NULL;
+    struct osb_err perr = {0};
+    if (osb_json_parse_object((const char *)data, len, false, &f->j, &perr) < 0 ||
+        osb_json_str(f->j, "type", true, &type, &perr) < 0) {
+        json_decref(f->j);
+        return osb_err_set(err, OSB_E_INVALID,
+                           "text frames must be JSON objects with a string \"type\" (%s)",
+                           perr.msg);
     }
+    int r;
+    if (strcmp(type, "stdin") == 0)
+        f->type = FRAME_STDIN, r = frame_stdin(f, err);
+    else if (strcmp(type, "resize") == 0)
+        f->type = FRAME_RESIZE, r = frame_resize(f, err);
+    else if (strcmp(type, "signal") == 0)
+        f->type = FRAME_SIGNAL, r = frame_signal(f, err);
+    else if (strcmp(type, "ping") == 0)
+        f->type = FRAME_PING, r = 0;
+    else
+        r = osb_err_set(err, OSB_E_INVALID, "unknown frame type");
+    if (r < 0)
+        json_decref(f->j);
+    return r;
+}
+
+static void do_resize(struct client *c, const struct pty_frame *f)
+{
     struct pty_sess *s = c->s;
-    struct winsize ws = {.ws_row = (unsigned short)json_integer_value(rows),
-                         .ws_col = (unsigned short)json_integer_value(cols)};
+    struct winsize ws = {.ws_row = f->rows, .ws_col = f->cols};
     if (s->master >= 0 && ioctl(s->master, TIOCSWINSZ, &ws) < 0)
         send_error(c, "RUNTIME_ERROR", strerror(errno));
 }
 
 static void on_text(struct client *c, const uint8_t *data, size_t len)
 {
-    json_t *j = json_loadb((const char *)data, len, 0, NULL);
-    const char *type = json_string_value(json_object_get(j, "type"));
-    if (!json_is_object(j) || !type) {
-        send_error(c, "INVALID_FRAME", "text frames must be JSON objects with a string \"type\"");
-    } else if (strcmp(type, "stdin") == 0) {
-        json_t *d = json_object_get(j, "data");
-        if (json_is_string(d))
-            write_stdin(c, json_string_value(d), json_string_length(d));
-        else
-            send_error(c, "INVALID_FRAME", "stdin needs a string \"data\"");
-    } else if (strcmp(type, "resize") == 0) {
-        do_resize(c, j);
-    } else if (strcmp(type, "signal") == 0) {
-        int sig = signal_number(json_string_value(json_object_get(j, "signal")));
-        if (sig < 0)
-            send_error(c, "INVALID_FRAME", "signal must be one of SIGINT, SIGTERM, SIGKILL, "
-                                           "SIGQUIT, SIGHUP");
-        else
-            send_signal(c->s, sig);
-    } else if (strcmp(type, "ping") == 0) {
-        send_json(c, json_pack("{s:s}", "type", "pong"));
-    } else {
-        send_error(c, "INVALID_FRAME", "unknown frame type");
+    struct pty_frame f;
+    struct osb_err err = {0};
+    if (frame_parse(data, len, &f, &err) < 0) {
+        send_error(c, "INVALID_FRAME", err.msg);
+        return;
     }
-    json_decref(j);
+    switch (f.type) {
+    case FRAME_STDIN: write_stdin(c, f.data, f.len); break;
+    case FRAME_RESIZE: do_resize(c, &f); break;
+    case FRAME_SIGNAL: send_signal(c->s, f.sig); break;
+    case FRAME_PING: send_json(c, json_pack("{s:s}", "type", "pong")); break;
+    }
+    json_decref(f.j);
 }
 
 static void on_message(struct osb_ws *ws, int opcode, const uint8_t *data, size_t len, void *ud)
@@ -583,10 +637,10 @@ static void client_detach(struct client *c, int code, const char *reason)
 
 static void sess_free(struct pty_sess *s)
 {
-    for (struct pty_sess **p = &sessions; *p; p = &(*p)->next) {
+    for (struct pty_sess **p = &s->m->head; *p; p = &(*p)->next) {
         if (*p == s) {
             *p = s->next;
-            nsessions--;
+            s->m->count--;
             break;
         }
     }
@@ -596,7 +650,7 @@ static void sess_free(struct pty_sess *s)
     }
     if (s->started && !s->exited) {
         kill(-s->pid, SIGKILL);
-        osb_execd_unwatch_child(s->pid);
+        osb_execd_unwatch_child(s->m->x, s->pid);
     }
     pio_close(&s->out);
     pio_close(&s->err);
@@ -611,7 +665,7 @@ static void sess_free(struct pty_sess *s)
 /* POST /pty {"cwd"?, "command"?} -> 201 {"session_id"} */
 static void h_create(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd_ptys *m = ud;
     size_t len;
     const char *body = osb_http_req_body(req, &len);
     json_t *j = NULL;
@@ -625,29 +679,30 @@ static void h_create(struct osb_http_req *req, void *ud)
     } else if (cwd && *cwd && (stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode))) {
         osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "cwd '%s' is not a directory",
                                cwd);
-    } else if (nsessions >= OSB_MAX_PTY_SESSIONS) {
+    } else if (m->count >= OSB_MAX_PTY_SESSIONS) {
         osb_http_respond_error(req, 500, "RUNTIME_ERROR",
                                "too many pty sessions (%d); delete some first",
                                OSB_MAX_PTY_SESSIONS);
     } else {
         struct pty_sess *s = osb_xcalloc(1, sizeof *s);
+        s->m = m;
         osb_random_uuid4(s->id);
         s->cwd = cwd && *cwd ? osb_xstrdup(cwd) : NULL;
         s->command = command && *command ? osb_xstrdup(command) : NULL;
         s->master = -1;
         osb_pty_ring_init(&s->ring, OSB_PTY_REPLAY_BYTES);
-        s->next = sessions;
-        sessions = s;
-        nsessions++;
+        s->next = m->head;
+        m->head = s;
+        m->count++;
         osb_http_respond_json(req, 201, json_pack("{s:s}", "session_id", s->id));
     }
     json_decref(j);
 }
 
-static struct pty_sess *sess_or_404(struct osb_http_req *req)
+static struct pty_sess *sess_or_404(struct osb_http_req *req, struct osb_execd_ptys *m)
 {
     const char *id = osb_http_req_param(req, "id");
-    struct pty_sess *s = sess_find(id);
+    struct pty_sess *s = sess_find(m, id);
     if (!s)
         osb_http_respond_error(req, 404, "CONTEXT_NOT_FOUND", "pty session %s not found", id);
     return s;
@@ -656,8 +711,7 @@ static struct pty_sess *sess_or_404(struct osb_http_req *req)
 /* GET /pty/{id} */
 static void h_get(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
-    struct pty_sess *s = sess_or_404(req);
+    struct pty_sess *s = sess_or_404(req, ud);
     if (!s)
         return;
     osb_http_respond_json(req, 200, json_pack("{s:s,s:b,s:I}", "session_id", s->id, "running",
@@ -668,8 +722,7 @@ static void h_get(struct osb_http_req *req, void *ud)
 /* DELETE /pty/{id} */
 static void h_delete(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
-    struct pty_sess *s = sess_or_404(req);
+    struct pty_sess *s = sess_or_404(req, ud);
     if (!s)
         return;
     sess_free(s);
@@ -718,8 +771,7 @@ static void send_replay(struct client *c, uint64_t since)
 /* GET /pty/{id}/ws[?pty=0][&since=N][&takeover=1] */
 static void h_ws(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
-    struct pty_sess *s = sess_or_404(req);
+    struct pty_sess *s = sess_or_404(req, ud);
     if (!s)
         return;
     if (s->client && !query_flag(req, "takeover", "1")) {
@@ -742,7 +794,7 @@ static void h_ws(struct osb_http_req *req, void *ud)
         return;
     }
     c->ws = ws;
-    uv_timer_init(uv_default_loop(), &c->ping);
+    uv_timer_init(s->m->x->loop, &c->ping);
     c->ping.data = c;
     uv_timer_start(&c->ping, on_ping, PING_MS, PING_MS);
     if (start_failed) {
@@ -764,14 +816,16 @@ static void h_ws(struct osb_http_req *req, void *ud)
     }
 }
 
-static const struct osb_http_route routes[] = {
-    {"POST", "/pty", h_create, 0, NULL},
-    {"GET", "/pty/:id/ws", h_ws, 0, NULL},
-    {"GET", "/pty/:id", h_get, 0, NULL},
-    {"DELETE", "/pty/:id", h_delete, 0, NULL},
-};
-
 void osb_execd_pty_routes(struct osb_execd *x)
 {
+    struct osb_execd_ptys *m = osb_xcalloc(1, sizeof *m);
+    m->x = x;
+    x->ptys = m;
+    const struct osb_http_route routes[] = {
+        {"POST", "/pty", h_create, 0, m},
+        {"GET", "/pty/:id/ws", h_ws, 0, m},
+        {"GET", "/pty/:id", h_get, 0, m},
+        {"DELETE", "/pty/:id", h_delete, 0, m},
+    };
     osb_http_server_add_routes(x->http, routes, OSB_ARRAY_LEN(routes));
 }

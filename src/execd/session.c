@@ -22,6 +22,7 @@
 #include "execd/cmd_util.h"
 #include "execd/command.h"
 #include "execd/events.h"
+#include "execd/errmap.h"
 #include "execd/execd.h"
 #include "execd/spawn.h"
 
@@ -43,6 +44,7 @@ struct run;
 /* One bash process and its three pipes. Lives until the process exited and
  * no run uses it any more. */
 struct shell {
+    struct osb_execd *x;
     struct sess *sess; /* NULL once detached (session deleted or shell replaced) */
     struct run *run;   /* the run using it */
     pid_t pid;
@@ -59,6 +61,7 @@ struct shell {
 };
 
 struct sess {
+    struct osb_execd_sessions *m;
     struct sess *prev, *next;
     char id[37];
     char *cwd; /* where a (re)started shell begins: the last known cwd */
@@ -83,16 +86,18 @@ struct run {
     int wstatus; /* shell exit status when !by_marker */
 };
 
-static struct {
+/* The module's state (x->sessions). */
+struct osb_execd_sessions {
+    struct osb_execd *x;
     struct sess *head;
     size_t count;
-} sessions;
+};
 
-static struct sess *sess_find(const char *id)
+static struct sess *sess_find(struct osb_execd_sessions *m, const char *id)
 {
     if (!id)
         return NULL;
-    for (struct sess *s = sessions.head; s; s = s->next)
+    for (struct sess *s = m->head; s; s = s->next)
         if (strcmp(s->id, id) == 0)
             return s;
     return NULL;
@@ -103,11 +108,11 @@ static void sess_unlink(struct sess *s)
     if (s->prev)
         s->prev->next = s->next;
     else
-        sessions.head = s->next;
+        s->m->head = s->next;
     if (s->next)
         s->next->prev = s->prev;
     s->prev = s->next = NULL;
-    sessions.count--;
+    s->m->count--;
 }
 
 static void sess_free(struct sess *s)
@@ -355,11 +360,12 @@ static void close_pipes(int fds[3][2])
 
 /* fds: [0] stdin (we write [1]), [1] output (we read [0]), [2] control
  * (the child's stderr at first; the init script moves it to fd 3). */
-static pid_t shell_spawn(const char *cwd, int fds[3][2], struct osb_err *err)
+static pid_t shell_spawn(struct osb_execd *x, const char *cwd, int fds[3][2],
+                         struct osb_err *err)
 {
     bool bash = strcmp(osb_cmd_shell(), "bash") == 0;
     const char *argv[] = {osb_cmd_shell(), bash ? "--noprofile" : NULL, "--norc", NULL};
-    char **env = osb_execd_env_build(NULL);
+    char **env = osb_execd_env_build(x, NULL);
     struct stat st;
     struct osb_spawn sp = {
         .argv = argv,
@@ -370,14 +376,14 @@ static pid_t shell_spawn(const char *cwd, int fds[3][2], struct osb_err *err)
         .stderr_fd = fds[2][1],
         .ctty_fd = -1,
     };
-    pid_t pid = osb_execd_spawn(&sp, err);
+    pid_t pid = osb_execd_spawn(x, &sp, err);
     osb_execd_env_free(env);
     return pid;
 }
 
 static void shell_open_handles(struct shell *sh, int fds[3][2])
 {
-    uv_loop_t *loop = uv_default_loop();
+    uv_loop_t *loop = sh->x->loop;
     uv_pipe_init(loop, &sh->in, 0);
     uv_pipe_init(loop, &sh->ctl, 0);
     sh->in.data = sh->ctl.data = sh;
@@ -392,7 +398,7 @@ static void shell_open_handles(struct shell *sh, int fds[3][2])
         uv_read_start((uv_stream_t *)&sh->ctl, ctl_alloc, ctl_read);
     fds[0][1] = fds[2][0] = -1;
     struct osb_err err = {0};
-    sh->out = osb_cmd_out_new();
+    sh->out = osb_cmd_out_new(loop);
     if (osb_cmd_out_add(sh->out, fds[1][0], "stdout", &err) < 0)
         osb_warn("session shell %d: %s", (int)sh->pid, err.msg);
     fds[1][0] = -1;
@@ -410,7 +416,7 @@ static struct shell *shell_start(struct sess *s, struct osb_err *err)
         close_pipes(fds);
         return NULL;
     }
-    pid_t pid = shell_spawn(s->cwd, fds, err);
+    pid_t pid = shell_spawn(s->m->x, s->cwd, fds, err);
     for (int i = 0; i < 3; i++) { /* the child's ends */
         close(fds[i][i == 0 ? 0 : 1]);
         fds[i][i == 0 ? 0 : 1] = -1;
@@ -420,10 +426,11 @@ static struct shell *shell_start(struct sess *s, struct osb_err *err)
         return NULL;
     }
     struct shell *sh = osb_xcalloc(1, sizeof *sh);
+    sh->x = s->m->x;
     sh->sess = s;
     sh->pid = pid;
     osb_buf_init(&sh->ctlbuf, CTL_MAX);
-    osb_execd_watch_child(pid, shell_exited, sh);
+    osb_execd_watch_child(sh->x, pid, shell_exited, sh);
     shell_open_handles(sh, fds);
     shell_write(sh, osb_xstrdup(shell_init), sizeof shell_init - 1);
     s->sh = sh;
@@ -565,23 +572,20 @@ static void run_gone(void *ud)
     run_abort(r);
 }
 
-/* Single-quote s for the shell: ' becomes '\''. */
+/* Single-quote s for the shell: ' becomes '\''. -1 when b is full. */
 static int add_quoted(struct osb_buf *b, const char *s)
 {
-    int rc = osb_buf_add(b, "'", 1);
-    for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
-        rc |= osb_buf_add(b, s, (size_t)(q - s));
-        rc |= osb_buf_add(b, "'\\''", 4);
-    }
-    rc |= osb_buf_adds(b, s);
-    rc |= osb_buf_add(b, "'", 1);
-    return rc;
+    bool full = osb_buf_add(b, "'", 1) < 0;
+    for (const char *q; (q = strchr(s, '\'')); s = q + 1)
+        full |= osb_buf_add(b, s, (size_t)(q - s)) < 0 || osb_buf_add(b, "'\\''", 4) < 0;
+    full |= osb_buf_adds(b, s) < 0 || osb_buf_add(b, "'", 1) < 0;
+    return full ? -1 : 0;
 }
 
 /* Long commands are read from a file by `eval "$(< file)"`. */
 static int script_file(struct run *r, const char *command, struct osb_err *err)
 {
-    const char *dir = osb_cmd_tmpdir(err);
+    const char *dir = osb_cmd_tmpdir(r->sess->m->x, err);
     if (!dir)
         return -1;
     r->script_path = osb_xasprintf("%s/session-%s.sh", dir, r->marker);
@@ -600,29 +604,23 @@ static int build_wrapper(struct run *r, const char *command, const char *cwd,
 {
     bool bash = strcmp(osb_cmd_shell(), "bash") == 0;
     const char *bi = bash ? "\\builtin" : "\\command";
-    int rc = osb_buf_adds(b, "{ ");
-    if (cwd) {
-        rc |= osb_buf_addf(b, "%s cd -- ", bi);
-        rc |= add_quoted(b, cwd);
-        rc |= osb_buf_adds(b, " && ");
-    }
+    bool full = osb_buf_adds(b, "{ ") < 0;
+    if (cwd)
+        full |= osb_buf_addf(b, "%s cd -- ", bi) < 0 || add_quoted(b, cwd) < 0 ||
+                osb_buf_adds(b, " && ") < 0;
     if (strlen(command) > INLINE_COMMAND_MAX) {
         if (script_file(r, command, err) < 0)
             return -1;
         /* bash reads `$(< f)` without a cat process; POSIX sh needs cat. */
-        rc |= osb_buf_addf(b, "%s eval \"$(%s ", bi, bash ? "<" : "cat");
-        rc |= add_quoted(b, r->script_path);
-        rc |= osb_buf_adds(b, ")\"");
+        full |= osb_buf_addf(b, "%s eval \"$(%s ", bi, bash ? "<" : "cat") < 0 ||
+                add_quoted(b, r->script_path) < 0 || osb_buf_adds(b, ")\"") < 0;
     } else {
-        rc |= osb_buf_addf(b, "%s eval ", bi);
-        rc |= add_quoted(b, command);
+        full |= osb_buf_addf(b, "%s eval ", bi) < 0 || add_quoted(b, command) < 0;
     }
-    rc |= osb_buf_addf(b, "\n} 3>&- </dev/null\n%s printf '%%s %%d %%s\\0' %s \"$?\" \"$PWD\" >&3\n",
-                       bi, r->marker);
-    /* A cut command must never reach the shell. */
-    if (rc < 0)
-        return osb_err_set(err, OSB_E_INVALID, "the command and its working directory, quoted "
-                           "for the shell, exceed %d bytes", OSB_MAX_JSON_BODY * 2);
+    full |= osb_buf_addf(b, "\n} 3>&- </dev/null\n%s printf '%%s %%d %%s\\0' %s \"$?\" \"$PWD\" >&3\n",
+                         bi, r->marker) < 0;
+    if (full)
+        return osb_err_set(err, OSB_E_TOOBIG, "the command does not fit the shell's input");
     return 0;
 }
 
@@ -639,6 +637,7 @@ static int run_start(struct osb_http_req *req, struct sess *s, const struct run_
     if (!sh)
         return osb_err_wrap(err, "failed to start bash session");
     struct run *r = osb_xcalloc(1, sizeof *r);
+    r->sess = s; /* a long command's script file needs it */
     osb_random_hex(r->marker, 16);
     struct osb_buf b;
     osb_buf_init(&b, OSB_MAX_JSON_BODY * 2);
@@ -655,13 +654,13 @@ static int run_start(struct osb_http_req *req, struct sess *s, const struct run_
     r->start_mono = osb_mono_ms();
     r->timeout_ms = q->timeout > 0 ? q->timeout : DEFAULT_TIMEOUT_MS;
     r->nkids0 = children_of(sh->pid, &r->kids0);
-    uv_timer_init(uv_default_loop(), &r->timeout);
-    uv_timer_init(uv_default_loop(), &r->grace);
+    uv_timer_init(s->m->x->loop, &r->timeout);
+    uv_timer_init(s->m->x->loop, &r->grace);
     r->timeout.data = r->grace.data = r;
     r->handles = 2;
     uv_timer_start(&r->timeout, on_timeout, (uint64_t)r->timeout_ms, 0);
 
-    struct osb_sse *sse = osb_sse_open(req, run_gone, r);
+    struct osb_sse *sse = osb_sse_open(s->m->x->loop, req, run_gone, r);
     if (!r->gone) /* the client may vanish while the headers go out */
         r->sse = sse;
     osb_cmd_out_set_sse(sh->out, r->sse);
@@ -675,12 +674,10 @@ static int run_start(struct osb_http_req *req, struct sess *s, const struct run_
 
 /* ---- handlers ---- */
 
-static int parse_run(struct osb_http_req *req, json_t **j, struct run_req *q, int *status,
-                     struct osb_err *err)
+static int parse_run(struct osb_http_req *req, json_t **j, struct run_req *q, struct osb_err *err)
 {
     size_t len;
     const char *body = osb_http_req_body(req, &len);
-    *status = 400;
     if (osb_json_parse_object(body, len, false, j, err) < 0)
         return osb_err_wrap(err, "error parsing request");
     if (osb_json_str(*j, "command", true, &q->command, err) < 0 ||
@@ -695,12 +692,13 @@ static int parse_run(struct osb_http_req *req, json_t **j, struct run_req *q, in
 }
 
 /* The run's cwd, expanded and checked (NULL: stay where the shell is). */
-static int run_cwd(const struct run_req *q, char **out, struct osb_err *err)
+static int run_cwd(const struct osb_execd *x, const struct run_req *q, char **out,
+                   struct osb_err *err)
 {
     *out = NULL;
     if (!q->cwd || !*q->cwd)
         return 0;
-    char **env = osb_execd_env_build(NULL);
+    char **env = osb_execd_env_build(x, NULL);
     int r = osb_cmd_expand_path(q->cwd, env, out, err);
     osb_execd_env_free(env);
     if (r == 0)
@@ -712,39 +710,33 @@ static int run_cwd(const struct run_req *q, char **out, struct osb_err *err)
 
 static void h_run(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd_sessions *m = ud;
     struct osb_err err = {0};
     json_t *j = NULL;
     struct run_req q = {0};
-    int status;
     _cleanup_free_ char *cwd = NULL;
     struct sess *s = NULL;
-    if (parse_run(req, &j, &q, &status, &err) < 0)
+    if (parse_run(req, &j, &q, &err) < 0)
         goto fail;
-    status = 500;
-    s = sess_find(osb_http_req_param(req, "id"));
+    s = sess_find(m, osb_http_req_param(req, "id"));
+    /* Upstream answers a missing or busy session with a 500. */
     if (!s) {
-        osb_err_set(&err, OSB_E_NOTFOUND, "error running in session. context not found");
+        osb_http_respond_error(req, 500, "RUNTIME_ERROR",
+                               "error running in session. context not found");
+    } else if (s->run) {
+        osb_http_respond_error(req, 500, "RUNTIME_ERROR",
+                               "error running in session. session is busy: a command is still "
+                               "running in it");
+    } else if (run_cwd(m->x, &q, &cwd, &err) < 0) {
         goto fail;
-    }
-    if (s->run) {
-        osb_err_set(&err, OSB_E_EXISTS, "error running in session. session is busy: a command "
-                                        "is still running in it");
-        goto fail;
-    }
-    if (run_cwd(&q, &cwd, &err) < 0) {
-        status = err.code == OSB_E_INVALID ? 400 : 500;
-        goto fail;
-    }
-    if (run_start(req, s, &q, cwd, &err) < 0) {
+    } else if (run_start(req, s, &q, cwd, &err) < 0) {
         osb_err_wrap(&err, "error running in session");
         goto fail;
     }
     json_decref(j);
     return;
 fail:
-    osb_http_respond_error(req, status, status == 400 ? "INVALID_REQUEST_BODY" : "RUNTIME_ERROR",
-                           "%s", err.msg);
+    osb_execd_respond_err(req, &err);
     json_decref(j);
 }
 
@@ -759,7 +751,7 @@ static int mkdir_p(const char *path, struct osb_err *err)
     return 0;
 }
 
-static int session_cwd(json_t *j, char **out, struct osb_err *err)
+static int session_cwd(const struct osb_execd *x, json_t *j, char **out, struct osb_err *err)
 {
     const char *cwd = NULL;
     *out = NULL;
@@ -767,7 +759,7 @@ static int session_cwd(json_t *j, char **out, struct osb_err *err)
         return -1;
     if (!cwd || !*cwd)
         return 0;
-    char **env = osb_execd_env_build(NULL);
+    char **env = osb_execd_env_build(x, NULL);
     int r = osb_cmd_expand_path(cwd, env, out, err);
     osb_execd_env_free(env);
     if (r == 0)
@@ -777,7 +769,7 @@ static int session_cwd(json_t *j, char **out, struct osb_err *err)
 
 static void h_create(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd_sessions *m = ud;
     struct osb_err err = {0};
     size_t len;
     const char *body = osb_http_req_body(req, &len);
@@ -790,13 +782,14 @@ static void h_create(struct osb_http_req *req, void *ud)
         json_decref(j);
         return;
     }
-    int r = sessions.count >= OSB_MAX_SESSIONS
+    int r = m->count >= OSB_MAX_SESSIONS
                 ? osb_err_set(&err, OSB_E_TOOBIG, "too many sessions (%d)", OSB_MAX_SESSIONS)
-                : session_cwd(j, &cwd, &err);
+                : session_cwd(m->x, j, &cwd, &err);
     json_decref(j);
     struct sess *s = NULL;
     if (r == 0) {
         s = osb_xcalloc(1, sizeof *s);
+        s->m = m;
         osb_random_uuid4(s->id);
         s->cwd = cwd;
         if (!shell_start(s, &err)) {
@@ -811,18 +804,18 @@ static void h_create(struct osb_http_req *req, void *ud)
         osb_http_respond_error(req, 500, "RUNTIME_ERROR", "error creating session. %s", err.msg);
         return;
     }
-    s->next = sessions.head;
+    s->next = m->head;
     if (s->next)
         s->next->prev = s;
-    sessions.head = s;
-    sessions.count++;
+    m->head = s;
+    m->count++;
     osb_info("session %s: created (shell %d)", s->id, (int)s->sh->pid);
     osb_http_respond_json(req, 200, json_pack("{ss}", "session_id", s->id));
 }
 
-int osb_execd_session_close(const char *id)
+int osb_execd_session_close(struct osb_execd *x, const char *id)
 {
-    struct sess *s = id ? sess_find(id) : NULL;
+    struct sess *s = id ? sess_find(x->sessions, id) : NULL;
     if (!s)
         return -1;
     sess_unlink(s);
@@ -840,11 +833,11 @@ int osb_execd_session_close(const char *id)
 
 static void h_delete(struct osb_http_req *req, void *ud)
 {
-    (void)ud;
+    struct osb_execd_sessions *m = ud;
     const char *id = osb_http_req_param(req, "id");
     char copy[64];
     snprintf(copy, sizeof copy, "%s", id ? id : "");
-    if (osb_execd_session_close(id) < 0) {
+    if (osb_execd_session_close(m->x, id) < 0) {
         osb_http_respond_error(req, 404, "CONTEXT_NOT_FOUND", "session %s not found", copy);
         return;
     }
@@ -853,10 +846,13 @@ static void h_delete(struct osb_http_req *req, void *ud)
 
 void osb_execd_session_routes(struct osb_execd *x)
 {
-    static const struct osb_http_route routes[] = {
-        {"POST", "/session", h_create, 0, NULL},
-        {"POST", "/session/:id/run", h_run, 0, NULL},
-        {"DELETE", "/session/:id", h_delete, 0, NULL},
+    struct osb_execd_sessions *m = osb_xcalloc(1, sizeof *m);
+    m->x = x;
+    x->sessions = m;
+    const struct osb_http_route routes[] = {
+        {"POST", "/session", h_create, 0, m},
+        {"POST", "/session/:id/run", h_run, 0, m},
+        {"DELETE", "/session/:id", h_delete, 0, m},
     };
     osb_http_server_add_routes(x->http, routes, OSB_ARRAY_LEN(routes));
 }

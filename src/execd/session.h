@@ -22,8 +22,9 @@
  * whole shell is killed and restarted on the next run. */
 #ifndef OSB_EXECD_SESSION_H
 #define OSB_EXECD_SESSION_H
+#include "execd/execd.h"
 
 /* Close the session `id` (DELETE /command?id= on a session id). Returns 0,
  * or -1 if there is no such session. */
-int osb_execd_session_close(const char *id);
+OSB_MUST_CHECK int osb_execd_session_close(struct osb_execd *x, const char *id);
 #endif

@@ -19,35 +19,21 @@
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
+#include "execd/envhide.h"
 #include "execd/pool.h"
 #include "execd/users.h"
 
 extern char **environ;
 
-static const char *hidden_env;
-
-void osb_execd_env_hide(const char *key)
-{
-    hidden_env = key;
-}
-
-static bool is_hidden(const char *kv, size_t keylen)
-{
-    return hidden_env && strlen(hidden_env) == keylen && strncmp(kv, hidden_env, keylen) == 0;
-}
-
-static struct rlimit orig_nofile;
-static bool nofile_raised;
-
-void osb_execd_raise_nofile(void)
+void osb_execd_raise_nofile(struct osb_execd *x)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
         return;
-    orig_nofile = rl;
+    x->orig_nofile = rl;
     rl.rlim_cur = rl.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
-        nofile_raised = true;
+        x->nofile_raised = true;
 }
 
 #define ENV_FILE "/opt/opensandbox/.env"
@@ -59,6 +45,7 @@ void osb_execd_raise_nofile(void)
  * the parent's threads, its setxid broadcast) and never allocates. */
 struct child_args {
     const struct osb_spawn *sp;
+    const struct rlimit *nofile; /* NULL: keep execd's */
     const char *path;
     char *const *envp;
     gid_t *groups;
@@ -107,8 +94,8 @@ static int child(void *arg)
     } else if (setpgid(0, 0) < 0) {
         child_fail(a, errno);
     }
-    if (nofile_raised)
-        setrlimit(RLIMIT_NOFILE, &orig_nofile);
+    if (a->nofile)
+        setrlimit(RLIMIT_NOFILE, a->nofile);
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     int fds[3] = {sp->stdin_fd, sp->stdout_fd, sp->stderr_fd};
     for (int i = 0; i < 3; i++) {
@@ -150,33 +137,28 @@ static char *resolve(const char *name)
 
 #define CHILD_STACK (64 * 1024)
 
-static struct {
-    bool set;
-    uid_t uid;
-    gid_t gid;
-} default_user;
-
-void osb_execd_spawn_default_user(uid_t uid, gid_t gid)
+void osb_execd_spawn_default_user(struct osb_execd *x, uid_t uid, gid_t gid)
 {
-    default_user.set = true;
-    default_user.uid = uid;
-    default_user.gid = gid;
+    x->has_default_user = true;
+    x->default_uid = uid;
+    x->default_gid = gid;
 }
 
-pid_t osb_execd_spawn(const struct osb_spawn *req, struct osb_err *err)
+pid_t osb_execd_spawn(struct osb_execd *x, const struct osb_spawn *req, struct osb_err *err)
 {
-    osb_execd_pool_start();
+    osb_execd_pool_start(x);
     struct osb_spawn with_user;
     const struct osb_spawn *sp = req;
-    if (!req->set_ids && default_user.set) {
+    if (!req->set_ids && x->has_default_user) {
         with_user = *req;
         with_user.set_ids = true;
-        with_user.uid = default_user.uid;
-        with_user.gid = default_user.gid;
+        with_user.uid = x->default_uid;
+        with_user.gid = x->default_gid;
         sp = &with_user;
     }
     gid_t groups[256];
-    struct child_args a = {.sp = sp, .groups = groups};
+    struct child_args a = {.sp = sp, .groups = groups,
+                           .nofile = x->nofile_raised ? &x->orig_nofile : NULL};
     if (sp->set_ids)
         a.ngroups = osb_users_groups_of(sp->uid, sp->gid, groups, OSB_ARRAY_LEN(groups));
     _cleanup_free_ char *path = resolve(sp->argv[0]);
@@ -187,11 +169,11 @@ pid_t osb_execd_spawn(const struct osb_spawn *req, struct osb_err *err)
     a.path = path;
     /* An inherited environment goes through env_build too, so a hidden
      * variable never reaches a child. */
-    char **own = sp->envp || !hidden_env ? NULL : osb_execd_env_build(NULL);
+    char **own = sp->envp || !osb_execd_env_hiding(x) ? NULL : osb_execd_env_build(x, NULL);
     a.envp = sp->envp ? (char *const *)sp->envp : own ? own : environ;
-    static char *stack;
-    if (!stack)
-        stack = osb_xmalloc(CHILD_STACK);
+    if (!x->child_stack)
+        x->child_stack = osb_xmalloc(CHILD_STACK);
+    char *stack = x->child_stack;
     /* No handler of ours may run in the child before it resets them. */
     sigset_t all, old;
     sigfillset(&all);
@@ -245,13 +227,13 @@ static void env_file(char ***env, size_t *n)
     free(line);
 }
 
-char **osb_execd_env_build(json_t *extra)
+char **osb_execd_env_build(const struct osb_execd *x, json_t *extra)
 {
     size_t n = 0;
     char **env = osb_xcalloc(1, sizeof *env);
     for (char **e = environ; *e; e++) {
         char *eq = strchr(*e, '=');
-        if (eq && !is_hidden(*e, (size_t)(eq - *e)))
+        if (eq && !osb_execd_env_hidden(x, *e, (size_t)(eq - *e)))
             env_set(&env, &n, *e, (size_t)(eq - *e));
     }
     env_file(&env, &n);

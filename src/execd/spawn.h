@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "common/err.h"
+#include "execd/execd.h"
 
 struct osb_spawn {
     const char *const *argv;  /* argv[0] is searched in PATH if it has no '/' */
@@ -27,25 +28,23 @@ struct osb_spawn {
  * errors (through a CLOEXEC pipe), not as a child exiting 127. The caller
  * must register the pid with osb_execd_watch_child right away (the exit
  * cannot be missed: reaping happens on the loop, after this returns). */
-pid_t osb_execd_spawn(const struct osb_spawn *sp, struct osb_err *err);
+OSB_MUST_CHECK pid_t osb_execd_spawn(struct osb_execd *x, const struct osb_spawn *sp,
+                                     struct osb_err *err);
 
 /* The user of spawns that do not set_ids themselves (the image's USER, as
  * `docker exec` uses it); unset, they run as execd (root). */
-void osb_execd_spawn_default_user(uid_t uid, gid_t gid);
+void osb_execd_spawn_default_user(struct osb_execd *x, uid_t uid, gid_t gid);
 
 /* Raise execd's open-files soft limit to the hard limit (every command
  * holds pipes, every stream a socket), as Go's runtime does; children get
  * the original limit back. */
-void osb_execd_raise_nofile(void);
+void osb_execd_raise_nofile(struct osb_execd *x);
 
-/* A variable execd set for itself (e.g. UV_THREADPOOL_SIZE): left out of
- * every child's environment, inherited or built. One at most. */
-void osb_execd_env_hide(const char *key);
-
-/* Merge the environment: execd's own, then /opt/opensandbox/.env
+/* Merge the environment: execd's own (less the variable hidden with
+ * osb_execd_env_hide, envhide.h), then /opt/opensandbox/.env
  * (KEY=VALUE lines), then `extra` (a JSON object of strings, may be NULL).
  * Returns a NULL-terminated array; free with osb_execd_env_free. */
 struct json_t;
-char **osb_execd_env_build(struct json_t *extra);
+char **osb_execd_env_build(const struct osb_execd *x, struct json_t *extra);
 void osb_execd_env_free(char **env);
 #endif

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/random.h"
+#include "server/api_egress.h"
 #include "server/server.h"
 #include "server/snapshots.h"
 #include "server/timefmt.h"
@@ -36,18 +37,27 @@ json_t *osb_api_pagination(long page, long size, size_t total)
                      (json_int_t)pages, "hasNextPage", page < pages);
 }
 
+/* A field of the record (the store's own JSON) of the given kind, or NULL. */
+static json_t *record_field(json_t *spec, const char *key, bool array)
+{
+    json_t *v = NULL;
+    int r = array ? osb_json_array(spec, key, false, &v, NULL)
+                  : osb_json_obj(spec, key, false, &v, NULL);
+    return r > 0 ? v : NULL;
+}
+
 json_t *osb_api_sandbox_json(const struct osb_sbx *s, bool full)
 {
     char created[OSB_TIMEFMT_LEN], trans[OSB_TIMEFMT_LEN];
     osb_timefmt_us(s->created_us, created);
     osb_timefmt_us(s->transition_us, trans);
     json_t *j = json_pack("{s:s}", "id", s->id);
-    json_t *img = json_object_get(s->spec, "image");
+    json_t *img = record_field(s->spec, "image", false);
     if (full && img)
         json_object_set(j, "image", img);
-    json_t *snap = json_object_get(s->spec, "snapshotId");
-    if (full && snap)
-        json_object_set(j, "snapshotId", snap);
+    const char *snap = NULL;
+    if (full && osb_json_str(s->spec, "snapshotId", false, &snap, NULL) > 0)
+        json_object_set_new(j, "snapshotId", json_string(snap));
     json_t *st = json_pack("{s:s}", "state", osb_state_name(s->state));
     if (s->reason)
         json_object_set_new(st, "reason", json_string(s->reason));
@@ -56,9 +66,9 @@ json_t *osb_api_sandbox_json(const struct osb_sbx *s, bool full)
     json_object_set_new(st, "lastTransitionAt", json_string(trans));
     json_object_set_new(j, "status", st);
     json_object_set(j, "metadata", s->metadata);
-    json_t *ep = json_object_get(s->spec, "entrypoint");
+    json_t *ep = record_field(s->spec, "entrypoint", true);
     json_object_set_new(j, "entrypoint", ep ? json_incref(ep) : json_array());
-    json_t *plat = json_object_get(s->spec, "platform");
+    json_t *plat = record_field(s->spec, "platform", false);
     if (plat)
         json_object_set(j, "platform", plat);
     if (s->expires_us) {
@@ -75,8 +85,8 @@ struct osb_sbx *osb_api_find(struct osb_server *srv, struct osb_http_req *req)
     const char *id = osb_http_req_param(req, "id");
     struct osb_sbx *s = id ? osb_reg_get(srv->reg, id) : NULL;
     if (!s)
-        osb_http_respond_error(req, 404, "SANDBOX::NOT_FOUND", "Sandbox %s not found.",
-                               id ? id : "");
+        osb_apierr_reply(req, "SANDBOX::NOT_FOUND", "Sandbox %s not found.",
+                         id ? id : "");
     return s;
 }
 
@@ -87,7 +97,7 @@ json_t *osb_api_body(struct osb_http_req *req, bool allow_empty)
     json_t *j;
     struct osb_err err = {0};
     if (osb_json_parse(body, len, allow_empty, &j, &err) < 0) {
-        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PARAMETER", "request body: %s", err.msg);
+        osb_apierr_reply(req, "SANDBOX::INVALID_PARAMETER", "request body: %s", err.msg);
         return NULL;
     }
     return j ? j : json_object();
@@ -104,8 +114,8 @@ int osb_api_query_int(struct osb_http_req *req, const char *name, long lo, long 
     errno = 0;
     long x = strtol(v, &end, 10);
     if (!*v || *end || errno || x < lo || x > hi) {
-        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PARAMETER",
-                               "query parameter '%s' must be an integer in %ld..%ld", name, lo, hi);
+        osb_apierr_reply(req, "SANDBOX::INVALID_PARAMETER",
+                         "query parameter '%s' must be an integer in %ld..%ld", name, lo, hi);
         return -1;
     }
     *out = x;
@@ -207,15 +217,15 @@ static bool hook(struct osb_http_req *req, void *ud)
         return true;
     const char *key = osb_http_req_header(req, API_KEY_HEADER);
     if (!key || !*key) {
-        osb_http_respond_error(req, 401, "MISSING_API_KEY",
-                               "Authentication credentials are missing. Provide API key via "
-                               "OPEN-SANDBOX-API-KEY header.");
+        osb_apierr_reply(req, "MISSING_API_KEY",
+                         "Authentication credentials are missing. Provide API key via "
+                         "OPEN-SANDBOX-API-KEY header.");
         return false;
     }
     if (!osb_secret_eq(key, srv->api_key)) {
-        osb_http_respond_error(req, 401, "INVALID_API_KEY",
-                               "Authentication credentials are invalid. Check your API key and "
-                               "try again.");
+        osb_apierr_reply(req, "INVALID_API_KEY",
+                         "Authentication credentials are invalid. Check your API key and "
+                         "try again.");
         return false;
     }
     return true;
@@ -224,23 +234,22 @@ static bool hook(struct osb_http_req *req, void *ud)
 static void h_fallback(struct osb_http_req *req, void *ud)
 {
     (void)ud;
-    osb_http_respond_error(req, 404, "GENERAL::NOT_FOUND", "No route for %s %s.",
-                           osb_http_req_method(req), osb_http_req_path(req));
+    osb_apierr_reply(req, "GENERAL::NOT_FOUND", "No route for %s %s.",
+                     osb_http_req_method(req), osb_http_req_path(req));
 }
 
 /* ------------------------------------------------------- registration */
 
-/* Patterns built for the /v1 copies; they live as long as the process. */
-static char **v1_patterns;
-static size_t n_v1_patterns;
-
+/* The patterns built for the /v1 copies live in srv as long as the process
+ * (the HTTP server keeps pointers to them). */
 static void add_table(struct osb_server *srv, const struct osb_http_route *t, size_t n)
 {
     struct osb_http_route *r = osb_xcalloc(2 * n, sizeof *r);
-    v1_patterns = osb_xrealloc(v1_patterns, (n_v1_patterns + n) * sizeof *v1_patterns);
+    srv->v1_patterns =
+        osb_xrealloc(srv->v1_patterns, (srv->n_v1_patterns + n) * sizeof *srv->v1_patterns);
     for (size_t i = 0; i < n; i++) {
         char *p = osb_xasprintf("/v1%s", t[i].pattern);
-        v1_patterns[n_v1_patterns++] = p;
+        srv->v1_patterns[srv->n_v1_patterns++] = p;
         r[2 * i] = t[i];
         r[2 * i].pattern = p;
         r[2 * i].ud = srv;
@@ -258,6 +267,7 @@ void osb_api_register(struct osb_server *srv)
     osb_http_server_set_invalid_code(srv->http, "SANDBOX::INVALID_PARAMETER");
     add_table(srv, osb_api_sandbox_routes, osb_api_sandbox_nroutes);
     add_table(srv, osb_api_diag_routes, osb_api_diag_nroutes);
+    add_table(srv, osb_api_egress_routes, osb_api_egress_nroutes); /* before the proxy's :port */
     add_table(srv, osb_api_proxy_routes, osb_api_proxy_nroutes);
     add_table(srv, osb_api_snapshot_routes, osb_api_snapshot_nroutes);
     add_table(srv, osb_api_misc_routes, osb_api_misc_nroutes);

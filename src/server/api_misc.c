@@ -20,8 +20,8 @@ static void h_metrics_event(struct osb_http_req *req, void *ud)
 static void h_pools(struct osb_http_req *req, void *ud)
 {
     (void)ud;
-    osb_http_respond_error(req, 501, "KUBERNETES::POOL_NOT_SUPPORTED",
-                           "Pool management is only available when runtime.type is 'kubernetes'.");
+    osb_apierr_reply(req, "KUBERNETES::POOL_NOT_SUPPORTED",
+                     "Pool management is only available when runtime.type is 'kubernetes'.");
 }
 
 const struct osb_http_route osb_api_misc_routes[] = {

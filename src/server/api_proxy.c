@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/xalloc.h"
 #include "server/network.h"
 #include "server/server.h"
@@ -75,22 +76,22 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
     const char *ps = osb_http_req_param(req, "port");
     long port = parse_port(ps);
     if (port < 0) {
-        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PORT",
-                               "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
+        osb_apierr_reply(req, "SANDBOX::INVALID_PORT",
+                         "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
         return;
     }
     /* An ended sandbox has nothing to reach: SDKs ask for the endpoint
      * right after the create, so the reason surfaces there at once. */
     if (s->state == OSB_ST_TERMINATED || s->state == OSB_ST_FAILED) {
-        osb_http_respond_error(req, 409, "SANDBOX::NOT_RUNNING",
-                               "Sandbox %s is %s (%s: %s); it has no endpoints.", s->id,
-                               osb_state_name(s->state), s->reason ? s->reason : "-",
-                               s->message ? s->message : "");
+        osb_apierr_reply(req, "SANDBOX::NOT_RUNNING",
+                         "Sandbox %s is %s (%s: %s); it has no endpoints.", s->id,
+                         osb_state_name(s->state), s->reason ? s->reason : "-",
+                         s->message ? s->message : "");
         return;
     }
     if (osb_http_req_query(req, "expires")) {
-        osb_http_respond_error(req, 400, "SANDBOX::API_NOT_SUPPORTED",
-                               "Signed endpoint routes ('expires') are not supported by this server.");
+        osb_apierr_reply(req, "SANDBOX::API_NOT_SUPPORTED",
+                         "Signed endpoint routes ('expires') are not supported by this server.");
         return;
     }
     char *host = endpoint_host(srv, req);
@@ -104,7 +105,9 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
      * headers on every request, and an app on another port must never see
      * it (the proxy adds it for the hop through execd itself). The egress
      * API's endpoint carries the policy token. */
-    const char *egress = json_string_value(json_object_get(s->spec, "egressToken"));
+    const char *egress = NULL;
+    if (osb_json_str(s->spec, "egressToken", false, &egress, NULL) < 0)
+        egress = NULL;
     json_t *j = port == EXECD_PORT
                     ? json_pack("{s:s,s:{s:s}}", "endpoint", ep, "headers",
                                 "X-EXECD-ACCESS-TOKEN", s->token)
@@ -137,23 +140,23 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     const char *ps = osb_http_req_param(req, "port"), *rest = osb_http_req_param(req, "rest");
     long port = parse_port(ps);
     if (port < 0) {
-        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PORT",
-                               "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
+        osb_apierr_reply(req, "SANDBOX::INVALID_PORT",
+                         "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
         return;
     }
     struct osb_sbx *s = osb_api_find(srv, req);
     if (!s)
         return;
     if (rest && dotdot(rest)) {
-        osb_http_respond_error(req, 400, "SANDBOX::INVALID_PARAMETER",
-                               "proxy path must not contain '..' segments");
+        osb_apierr_reply(req, "SANDBOX::INVALID_PARAMETER",
+                         "proxy path must not contain '..' segments");
         return;
     }
     if (s->state != OSB_ST_RUNNING || s->op || !s->has_handle) {
-        osb_http_respond_error(req, 409, "SANDBOX::NOT_RUNNING",
-                               "Sandbox %s is %s (%s: %s); the proxy reaches running sandboxes "
-                               "only.", s->id, osb_state_name(s->state),
-                               s->reason ? s->reason : "-", s->message ? s->message : "");
+        osb_apierr_reply(req, "SANDBOX::NOT_RUNNING",
+                         "Sandbox %s is %s (%s: %s); the proxy reaches running sandboxes "
+                         "only.", s->id, osb_state_name(s->state),
+                         s->reason ? s->reason : "-", s->message ? s->message : "");
         return;
     }
     const char *t = osb_http_req_target(req), *q = strchr(t, '?');
@@ -186,35 +189,8 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     free(target);
 }
 
-static void egress_body_in(struct osb_http_req *req, void *ud)
-{
-    struct osb_server *srv = ud;
-    struct osb_sbx *s = osb_api_find(srv, req); /* it may have gone meanwhile */
-    if (!s)
-        return;
-    const char *rest = osb_http_req_param(req, "rest");
-    osb_network_egress_api(srv, s, req, rest ? rest : "");
-}
-
-/* Port 18080 is the egress API (protocol.md 4), served by the server
- * itself: there is no sidecar in the sandbox. The route needs no API key,
- * so the egress token is checked at the end of the headers, before any
- * body byte is buffered. */
-static void h_egress(struct osb_http_req *req, void *ud)
-{
-    struct osb_server *srv = ud;
-    struct osb_sbx *s = osb_api_find(srv, req);
-    if (!s)
-        return;
-    const char *rest = osb_http_req_param(req, "rest");
-    if (osb_network_egress_admit(srv, s, req, rest ? rest : ""))
-        osb_http_req_collect(req, egress_body_in, srv);
-}
-
 const struct osb_http_route osb_api_proxy_routes[] = {
     {"GET", "/sandboxes/:id/endpoints/:port", h_endpoint, 0, NULL},
-    {NULL, "/sandboxes/:id/proxy/18080/*rest", h_egress, OSB_ROUTE_STREAM_BODY, NULL},
-    {NULL, "/sandboxes/:id/proxy/18080", h_egress, OSB_ROUTE_STREAM_BODY, NULL},
     {NULL, "/sandboxes/:id/proxy/:port/*rest", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
     {NULL, "/sandboxes/:id/proxy/:port", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
 };

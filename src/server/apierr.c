@@ -1,15 +1,170 @@
 #include "server/apierr.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "http/http.h"
 #include "http/statusmap.h"
 
+/* The status each code is raised with (before the route's status map). */
+struct code_row {
+    const char *key;  /* the code, or "CODE#reason" */
+    int status;
+    const char *code; /* the wire code of a "CODE#reason" row (NULL: key) */
+};
+
+#define ROW(k, st) {.key = (k), .status = (st)}
+
+static const struct code_row codes[] = {
+    /* any route */
+    ROW("MISSING_API_KEY", 401),
+    ROW("INVALID_API_KEY", 401),
+    ROW("GENERAL::NOT_FOUND", 404),
+    /* sandboxes: the request */
+    ROW("SANDBOX::INVALID_PARAMETER", 400),
+    ROW("SANDBOX::INVALID_ENTRYPOINT", 400),
+    ROW("SANDBOX::INVALID_METADATA_LABEL", 400),
+    ROW("INVALID_METADATA_LABEL", 400),
+    ROW("INVALID_METADATA_FORMAT", 400),
+    ROW("SANDBOX::INVALID_PORT", 400),
+    ROW("SANDBOX::API_NOT_SUPPORTED", 400),
+    ROW("SANDBOX::UNSUPPORTED_POOL_REF", 400),
+    ROW("SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED", 400),
+    /* a bad value (in the past, over the cap) ... */
+    ROW("SANDBOX::INVALID_EXPIRATION", 400),
+    /* ... or a sandbox without expiry (manual cleanup): a state conflict, as upstream */
+    {.key = "SANDBOX::INVALID_EXPIRATION#manual", .status = 409, .code = "SANDBOX::INVALID_EXPIRATION"},
+    /* sandboxes: the image */
+    ROW("SANDBOX::IMAGE_NOT_FOUND", 400),
+    ROW("SANDBOX::IMAGE_PULL_DENIED", 400),
+    ROW("SANDBOX::IMAGE_UNSUPPORTED", 400),
+    ROW("SANDBOX::IMAGE_INVALID", 400),
+    /* not the client's fault; create lists no 502 */
+    ROW("SANDBOX::IMAGE_REGISTRY_UNAVAILABLE", 500),
+    ROW("SANDBOX::IMAGE_DIGEST_MISMATCH", 500),
+    ROW("SANDBOX::IMAGE_PULL_FAILED", 500),
+    /* sandboxes: state */
+    ROW("SANDBOX::NOT_FOUND", 404),
+    ROW("SANDBOX::NOT_RUNNING", 409),
+    ROW("SANDBOX::NOT_PAUSED", 409),
+    ROW("SANDBOX::SNAPSHOT_IN_PROGRESS", 409),
+    ROW("SANDBOX::DELETED", 409),
+    /* sandboxes: failures */
+    ROW("SANDBOX::START_FAILED", 500),
+    ROW("SANDBOX::NETWORK_FAILED", 500),
+    ROW("SANDBOX::STORE_FAILED", 500),
+    ROW("SANDBOX::DELETE_FAILED", 500),
+    ROW("SANDBOX::PAUSE_FAILED", 500),
+    ROW("SANDBOX::RESUME_FAILED", 500),
+    /* snapshots */
+    ROW("SNAPSHOT::INVALID_PARAMETER", 400),
+    ROW("SNAPSHOT::NOT_FOUND", 404),
+    ROW("SNAPSHOT::NOT_READY", 409),
+    ROW("SNAPSHOT::INVALID_SOURCE_STATE", 409),
+    ROW("SNAPSHOT::INVALID_STATE", 409),
+    ROW("SNAPSHOT::IN_USE", 409),
+    ROW("SNAPSHOT::CREATE_FAILED", 500),
+    ROW("SNAPSHOT::DELETE_FAILED", 500),
+    /* volumes */
+    ROW("VOLUME::INVALID_SIZE", 400),
+    ROW("VOLUME::NOT_FOUND", 400),
+    ROW("VOLUME::UNSUPPORTED_BACKEND", 400),
+    ROW("VOLUME::HOST_PATH_NOT_ALLOWED", 400),
+    ROW("VOLUME::HOST_PATH_NOT_FOUND", 400),
+    ROW("VOLUME::NOT_READY", 500),
+    ROW("VOLUME::CREATE_FAILED", 500),
+    /* diagnostics, pools */
+    ROW("DIAGNOSTICS::INVALID_SCOPE", 400),
+    ROW("KUBERNETES::POOL_NOT_SUPPORTED", 501),
+    /* the egress API (port 18080) */
+    ROW("EGRESS::INVALID_BODY", 400),
+    ROW("EGRESS::INVALID_POLICY", 400),
+    ROW("EGRESS::INVALID_RULES", 400),
+    ROW("EGRESS::TOO_MANY_RULES", 400),
+    ROW("EGRESS::UNAUTHORIZED", 401),
+    ROW("EGRESS::NOT_ENABLED", 404),
+    ROW("EGRESS::NOT_FOUND", 404),
+    ROW("EGRESS::METHOD_NOT_ALLOWED", 405),
+};
+
+static const struct code_row *row(const char *key)
+{
+    for (size_t i = 0; i < OSB_ARRAY_LEN(codes); i++)
+        if (strcmp(codes[i].key, key) == 0)
+            return &codes[i];
+    return NULL;
+}
+
+int osb_apierr_status(const char *key)
+{
+    const struct code_row *r = row(key);
+    return r ? r->status : 0;
+}
+
+static int fill(struct osb_apierr *e, const char *key, int fallback, const char *fmt, va_list ap)
+{
+    const struct code_row *r = row(key);
+    if (!r && !fallback)
+        osb_warn("API error code %s is not in the error table (src/server/apierr.c)", key);
+    e->status = r ? r->status : fallback ? fallback : 500;
+    e->code = !r ? key : r->code ? r->code : r->key;
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    return -1;
+}
+
+int osb_apierr(struct osb_apierr *e, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fill(e, key, 0, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int fill_msg(struct osb_apierr *e, const char *key, int fallback, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fill(e, key, fallback, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int osb_apierr_from_err(struct osb_apierr *e, const struct osb_err *err, const char *key)
+{
+    return fill_msg(e, key, osb_err_http_status(err), "%s", err->msg);
+}
+
+void osb_apierr_reply(struct osb_http_req *req, const char *key, const char *fmt, ...)
+{
+    struct osb_apierr e;
+    va_list ap;
+    va_start(ap, fmt);
+    fill(&e, key, 0, fmt, ap);
+    va_end(ap);
+    osb_apierr_respond(req, &e);
+}
+
+/* Whether a row (its "#reason" rows too) gives wire code `code` this status. */
+static bool table_allows(const char *code, int status)
+{
+    for (size_t i = 0; i < OSB_ARRAY_LEN(codes); i++) {
+        const char *w = codes[i].code ? codes[i].code : codes[i].key;
+        if (codes[i].status == status && strcmp(w, code) == 0)
+            return true;
+    }
+    return false;
+}
+
 int osb_apierr_set(struct osb_apierr *e, int status, const char *code, const char *fmt, ...)
 {
+    if (!table_allows(code, status))
+        osb_warn("API error %s raised with %d, a status the error table (src/server/apierr.c) "
+                 "does not give it", code, status);
     e->status = status;
     e->code = code;
     va_list ap;

@@ -37,13 +37,14 @@ void osb_claim_probe(const char *vdir, const char *claim, struct osb_claim_info 
 int64_t osb_claim_unallocated(const char *vdir);
 /* Make the image (in a scratch directory renamed into place, so a
  * half-made claim is never seen) and mount it. The claim must be absent. */
-int osb_claim_make(const char *vdir, const char *claim, int64_t bytes, struct osb_err *err);
+OSB_MUST_CHECK int osb_claim_make(const char *vdir, const char *claim, int64_t bytes,
+                                  struct osb_err *err);
 /* Mount an existing image on data (no-op when mounted). A loop device
  * already backed by the image (a sandbox still uses the filesystem) is
  * reused, so the image is never mounted twice through two devices. */
-int osb_claim_attach(const char *vdir, const char *claim, struct osb_err *err);
+OSB_MUST_CHECK int osb_claim_attach(const char *vdir, const char *claim, struct osb_err *err);
 /* Unmount data (lazily: a sandbox's own mount of it stays valid); the
  * loop device goes away with the last user (LO_FLAGS_AUTOCLEAR). Not
  * mounted is success. */
-int osb_claim_detach(const char *vdir, const char *claim, struct osb_err *err);
+OSB_MUST_CHECK int osb_claim_detach(const char *vdir, const char *claim, struct osb_err *err);
 #endif

@@ -66,13 +66,13 @@ struct osb_config {
  * OSB_E_INVALID for bad content ("FILE:LINE: [table] key: problem", or
  * "FILE: line L, column C: ..." for TOML syntax). docs/configuration.md
  * lists every key. */
-int osb_config_load(const char *path, struct osb_config *out, struct osb_err *err);
+OSB_MUST_CHECK int osb_config_load(const char *path, struct osb_config *out, struct osb_err *err);
 void osb_config_free(struct osb_config *cfg);
 /* Write a commented example ("native"; NULL = native) to path, mode 0600,
  * creating parent directories; refuses to overwrite (OSB_E_EXISTS);
  * "docker"/"k8s" -> OSB_E_UNSUPPORTED. [network] subnet is `subnet` (the
  * caller picks one free on the host; NULL = the default). The file loads
  * back as the defaults but for that subnet. */
-int osb_config_write_example(const char *path, const char *example, const char *subnet,
-                             struct osb_err *err);
+OSB_MUST_CHECK int osb_config_write_example(const char *path, const char *example,
+                                            const char *subnet, struct osb_err *err);
 #endif

@@ -202,10 +202,10 @@ static const char *get_scope(struct osb_http_req *req, bool *bad)
     const char *scope = osb_http_req_query(req, "scope");
     *bad = false;
     if (scope && !scope_known(scope)) {
-        osb_http_respond_error(req, 400, "DIAGNOSTICS::INVALID_SCOPE",
-                               "query parameter 'scope' must be one of container, lifecycle, "
-                               "runtime, network, process, all (got '%s')",
-                               scope);
+        osb_apierr_reply(req, "DIAGNOSTICS::INVALID_SCOPE",
+                         "query parameter 'scope' must be one of container, lifecycle, "
+                         "runtime, network, process, all (got '%s')",
+                         scope);
         *bad = true;
     }
     return scope;

@@ -3,17 +3,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
+
 /* The program's name, printable and bounded: it goes into logs and JSON. */
-static void program_of(const json_t *spec, char *out, size_t n)
+static void program_of(json_t *spec, char *out, size_t n)
 {
-    const char *p = json_string_value(json_array_get(json_object_get(spec, "entrypoint"), 0));
+    json_t *ep = NULL;
+    const char *p = NULL;
+    if (osb_json_array(spec, "entrypoint", false, &ep, NULL) > 0)
+        p = json_string_value(json_array_get(ep, 0));
     size_t k = 0;
     for (; p && *p && k + 1 < n && k < 200; p++)
         out[k++] = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
     out[k] = '\0';
 }
 
-static void entrypoint_end(const json_t *spec, const struct osb_endreport *r,
+static void entrypoint_end(json_t *spec, const struct osb_endreport *r,
                            struct osb_ending *out)
 {
     out->state = OSB_ST_FAILED;
@@ -43,7 +48,7 @@ static void entrypoint_end(const json_t *spec, const struct osb_endreport *r,
     }
 }
 
-void osb_ending_describe(const json_t *spec, const struct osb_rt_end *end, struct osb_ending *out)
+void osb_ending_describe(json_t *spec, const struct osb_rt_end *end, struct osb_ending *out)
 {
     switch (end->how) {
     case OSB_RT_END_REPORTED:

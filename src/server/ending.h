@@ -18,5 +18,5 @@ struct osb_ending {
 
 /* spec: the sandbox's stored spec record (its "entrypoint" names the
  * program in exec failures); may be NULL. */
-void osb_ending_describe(const json_t *spec, const struct osb_rt_end *end, struct osb_ending *out);
+void osb_ending_describe(json_t *spec, const struct osb_rt_end *end, struct osb_ending *out);
 #endif

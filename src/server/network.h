@@ -5,6 +5,10 @@
  * policy enforced from the host: names by the forwarder, addresses by the
  * slot's nftables allow sets ([egress] mode "dns+nft").
  *
+ * Its state (the slot manager, the DNS forwarder, the sandboxes with a
+ * slot) is srv->net, made by osb_network_open. The egress API's handlers
+ * are server/api_egress.c.
+ *
  * What a sandbox holds is kept in its record (s->spec): "network"
  * {slot, gateway, address}, "networkPolicy" (the current policy) and
  * "egressToken", so a restarted server re-applies all of it. */
@@ -15,16 +19,16 @@
 /* After the sandbox records are loaded: opens the slot manager (removing
  * what no record holds) and re-applies DNS and policy of every sandbox
  * that has a slot. No-op for [network] mode "none". */
-int osb_network_open(struct osb_server *srv, struct osb_err *err);
+OSB_MUST_CHECK int osb_network_open(struct osb_server *srv, struct osb_err *err);
 void osb_network_close(struct osb_server *srv);
 bool osb_network_enabled(const struct osb_server *srv);
 
 /* Create: claim a slot, start DNS, apply the policy (spec->network_policy,
- * may be NULL) and record all of it in s->spec; fills rs->netns/dns. A
- * policy without networking is a 400. */
-int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
-                       const struct osb_create_spec *spec, struct osb_rt_spec *rs,
-                       struct osb_apierr *e);
+ * typed, may be NULL; copied) and record all of it in s->spec; fills
+ * rs->netns/dns. A policy without networking is a 400. */
+OSB_MUST_CHECK int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
+                                      const struct osb_create_spec *spec,
+                                      struct osb_rt_spec *rs, struct osb_apierr *e);
 /* The sandbox is gone (its processes are dead): stop DNS, free the slot. */
 void osb_network_detach(struct osb_server *srv, struct osb_sbx *s);
 
@@ -38,13 +42,14 @@ struct osb_buf;
 OSB_MUST_CHECK int osb_network_diag(const struct osb_server *srv, const struct osb_sbx *s,
                                     struct osb_buf *b);
 
-/* The egress API (protocol.md 4) the proxy serves for port 18080, path
- * `rest` ("policy", "healthz"). admit runs at the end of the headers (the
- * route is public: no API key): it answers and returns false unless the
- * request carries the egress token for a known path, so no one else gets
- * a body buffered. api answers req once the body is in. */
-bool osb_network_egress_admit(struct osb_server *srv, struct osb_sbx *s,
-                              struct osb_http_req *req, const char *rest);
-void osb_network_egress_api(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req,
-                            const char *rest);
+/* What the egress API (server/api_egress.c) needs of a sandbox's policy.
+ * The policy in force, or NULL when s has none (or no network). */
+struct osb_policy;
+const struct osb_policy *osb_network_policy(const struct osb_server *srv, const struct osb_sbx *s);
+/* Whether tok (may be NULL) is the egress token of s's policy. */
+bool osb_network_token_ok(const struct osb_server *srv, const struct osb_sbx *s, const char *tok);
+/* Puts *p (taken, emptied) in force for s: DNS, nftables and s->spec
+ * (the caller saves the record). OSB_E_NOTFOUND when s has no policy. */
+OSB_MUST_CHECK int osb_network_set_policy(struct osb_server *srv, struct osb_sbx *s,
+                                          struct osb_policy *p, struct osb_err *err);
 #endif

@@ -31,6 +31,9 @@ struct osb_server {
     struct osb_spec_limits limits;
     int64_t ready_timeout_ms;     /* how long execd gets to answer /ping */
     struct osb_vol_job *vol_jobs; /* claims being made or mounted (server/volumes.c) */
+    struct osb_netglue *net;      /* sandbox networking (server/network.c) */
+    char **v1_patterns;           /* api.c: the /v1 routes' patterns, kept for the process */
+    size_t n_v1_patterns;
 };
 
 /* ---- lifecycle.c ---- */

@@ -803,8 +803,8 @@ static json_t *volume_record(const struct osb_volume *v)
 }
 
 /* Features whose issues have not landed: a clear refusal, never silence. */
-/* networkPolicy (protocol.md 4): validated and normalized here; the
- * server enforces it (src/server/network.c). */
+/* networkPolicy (protocol.md 4): parsed here, once, into the typed policy
+ * the server enforces (src/server/network.c). */
 static int parse_network_policy(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
     json_t *v = field(body, "networkPolicy");
@@ -816,8 +816,8 @@ static int parse_network_policy(json_t *body, struct osb_create_spec *out, struc
     struct osb_err err = {0};
     if (osb_policy_parse(v, &p, &err) < 0)
         return osb_apierr_set(e, 400, BAD, "field 'networkPolicy': %s", err.msg);
-    out->network_policy = osb_policy_json(&p);
-    osb_policy_free(&p);
+    out->network_policy = osb_xmalloc(sizeof *out->network_policy);
+    *out->network_policy = p;
     return 0;
 }
 
@@ -907,7 +907,9 @@ void osb_spec_free(struct osb_create_spec *s)
     free(s->auth_pass);
     free(s->workdir);
     free(s->user);
-    json_decref(s->network_policy);
+    if (s->network_policy)
+        osb_policy_free(s->network_policy);
+    free(s->network_policy);
     strv_free(s->entrypoint);
     strv_free(s->env);
     json_decref(s->metadata);

@@ -40,13 +40,15 @@ struct osb_volume {
     char *src_rel;             /* host path relative to src_root ("" = itself) */
 };
 
+struct osb_policy;
+
 struct osb_create_spec {
     char *image;               /* image.uri; NULL with snapshot_id */
     char *snapshot_id;         /* snapshotId (a restore), or NULL */
     char *auth_user;           /* image.auth: used for the pull only, never stored */
     char *auth_pass;
-    json_t *network_policy;    /* networkPolicy, normalized ({"egress","defaultAction"}),
-                               or NULL: no egress policy */
+    struct osb_policy *network_policy; /* networkPolicy, parsed (src/net/policy.h), or
+                                          NULL: no egress policy */
     char *workdir;             /* from the image config (set by the server) */
     char *user;
     char **entrypoint;         /* NULL-terminated, >= 1 element */

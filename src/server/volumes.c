@@ -17,6 +17,7 @@
 
 #include "common/cleanup.h"
 #include "common/fsutil.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -53,17 +54,17 @@ static int resolve_error(const struct osb_volume *v, size_t i, const char *what,
 {
     int en = errno;
     if (en == EXDEV || en == ELOOP)
-        return osb_apierr_set(e, 400, NOT_ALLOWED,
-                              "field 'volumes[%zu].%s': '%s' leads outside '%s' through a symlink "
-                              "(volume '%s')",
-                              i, what, rel, base, v->name);
+        return osb_apierr(e, NOT_ALLOWED,
+                          "field 'volumes[%zu].%s': '%s' leads outside '%s' through a symlink "
+                          "(volume '%s')",
+                          i, what, rel, base, v->name);
     if (en == ENOENT || en == ENOTDIR)
-        return osb_apierr_set(e, 400, NOT_FOUND,
-                              "field 'volumes[%zu].%s': '%s' does not exist in '%s' (volume '%s')",
-                              i, what, rel, base, v->name);
-    return osb_apierr_set(e, 400, BAD, "field 'volumes[%zu].%s': cannot open '%s' in '%s' (volume "
-                          "'%s'): %s",
-                          i, what, rel, base, v->name, strerror(en));
+        return osb_apierr(e, NOT_FOUND,
+                          "field 'volumes[%zu].%s': '%s' does not exist in '%s' (volume '%s')",
+                          i, what, rel, base, v->name);
+    return osb_apierr(e, BAD, "field 'volumes[%zu].%s': cannot open '%s' in '%s' (volume "
+                      "'%s'): %s",
+                      i, what, rel, base, v->name, strerror(en));
 }
 
 static int check_kind(int fd, const struct osb_volume *v, size_t i, struct osb_apierr *e)
@@ -71,33 +72,33 @@ static int check_kind(int fd, const struct osb_volume *v, size_t i, struct osb_a
     struct stat st;
     if (fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
         return 0;
-    return osb_apierr_set(e, 400, BAD,
-                          "field 'volumes[%zu]': volume '%s' must be a directory or a regular file",
-                          i, v->name);
+    return osb_apierr(e, BAD,
+                      "field 'volumes[%zu]': volume '%s' must be a directory or a regular file",
+                      i, v->name);
 }
 
 static int prepare_host(const struct osb_config *cfg, struct osb_volume *v, size_t i,
                         struct osb_apierr *e)
 {
     if (!cfg->storage.allowed_host_paths || !cfg->storage.allowed_host_paths[0])
-        return osb_apierr_set(e, 400, NOT_ALLOWED,
-                              "field 'volumes[%zu].host.path': host volumes are disabled on this "
-                              "server ([storage] allowed_host_paths is empty)",
-                              i);
+        return osb_apierr(e, NOT_ALLOWED,
+                          "field 'volumes[%zu].host.path': host volumes are disabled on this "
+                          "server ([storage] allowed_host_paths is empty)",
+                          i);
     const char *root = allowed_root(cfg, v->host_path);
     if (!root)
-        return osb_apierr_set(e, 400, NOT_ALLOWED,
-                              "field 'volumes[%zu].host.path': '%s' is not under any of [storage] "
-                              "allowed_host_paths",
-                              i, v->host_path);
+        return osb_apierr(e, NOT_ALLOWED,
+                          "field 'volumes[%zu].host.path': '%s' is not under any of [storage] "
+                          "allowed_host_paths",
+                          i, v->host_path);
     const char *rel = v->host_path + strlen(root);
     rel += *rel == '/';
     _cleanup_close_ int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rfd < 0)
-        return osb_apierr_set(e, 400, NOT_FOUND,
-                              "field 'volumes[%zu].host.path': the allowed root '%s' is not a "
-                              "directory on this host: %s",
-                              i, root, strerror(errno));
+        return osb_apierr(e, NOT_FOUND,
+                          "field 'volumes[%zu].host.path': the allowed root '%s' is not a "
+                          "directory on this host: %s",
+                          i, root, strerror(errno));
     _cleanup_close_ int fd = osb_open_beneath(rfd, rel, O_PATH, NULL);
     if (fd < 0)
         return resolve_error(v, i, "host.path", *rel ? rel : ".", root, e);
@@ -123,14 +124,14 @@ static int open_claim(const struct osb_config *cfg, struct osb_volume *v, size_t
     struct osb_claim_info ci;
     osb_claim_probe(cfg->storage.volumes_dir, v->pvc.claim, &ci);
     if (ci.kind == OSB_CLAIM_ABSENT && !v->pvc.create)
-        return osb_apierr_set(e, 400, "VOLUME::NOT_FOUND",
-                              "field 'volumes[%zu].pvc': volume '%s' does not exist and "
-                              "createIfNotExists is false",
-                              i, v->pvc.claim);
+        return osb_apierr(e, "VOLUME::NOT_FOUND",
+                          "field 'volumes[%zu].pvc': volume '%s' does not exist and "
+                          "createIfNotExists is false",
+                          i, v->pvc.claim);
     if (ci.kind == OSB_CLAIM_ABSENT || (ci.kind == OSB_CLAIM_IMAGE && !ci.mounted))
-        return osb_apierr_set(e, 500, "VOLUME::NOT_READY",
-                              "volume '%s': claim '%s' is not ready (it was not made or mounted)",
-                              v->name, v->pvc.claim);
+        return osb_apierr(e, "VOLUME::NOT_READY",
+                          "volume '%s': claim '%s' is not ready (it was not made or mounted)",
+                          v->name, v->pvc.claim);
     if (ci.kind == OSB_CLAIM_PLAIN)
         osb_warn("volume claim %s is a plain directory made by an older server: it has no size "
                  "limit",
@@ -273,21 +274,21 @@ static int check_size(struct osb_server *srv, const struct osb_volume *v, size_t
     int64_t want = claim_bytes(cfg, v);
     const char *what = v->pvc.storage ? v->pvc.storage : "the default size";
     if (want > cfg->storage.volume_max_bytes)
-        return osb_apierr_set(e, 400, "VOLUME::INVALID_SIZE",
-                              "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is above this "
-                              "server's largest claim, %lld bytes ([storage] volume_max_size)",
-                              i, what, (long long)want, (long long)cfg->storage.volume_max_bytes);
+        return osb_apierr(e, "VOLUME::INVALID_SIZE",
+                          "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is above this "
+                          "server's largest claim, %lld bytes ([storage] volume_max_size)",
+                          i, what, (long long)want, (long long)cfg->storage.volume_max_bytes);
     int64_t avail = free_bytes(cfg->storage.volumes_dir);
     if (*promised < 0)
         *promised = promised_bytes(srv);
     if (want > avail - *promised)
-        return osb_apierr_set(e, 400, "VOLUME::INVALID_SIZE",
-                              "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is more than the "
-                              "%lld bytes free where claims are kept (%lld free, %lld of them "
-                              "promised to other claims, which are sparse)",
-                              i, what, (long long)want,
-                              (long long)(avail > *promised ? avail - *promised : 0),
-                              (long long)avail, (long long)*promised);
+        return osb_apierr(e, "VOLUME::INVALID_SIZE",
+                          "field 'volumes[%zu].pvc.storage': %s (%lld bytes) is more than the "
+                          "%lld bytes free where claims are kept (%lld free, %lld of them "
+                          "promised to other claims, which are sparse)",
+                          i, what, (long long)want,
+                          (long long)(avail > *promised ? avail - *promised : 0),
+                          (long long)avail, (long long)*promised);
     *promised += want;
     return 0;
 }
@@ -366,8 +367,8 @@ static void job_done(uv_work_t *w, int status)
         struct vol_group *g = j->groups[i];
         if (j->rc < 0 && !g->failed) {
             g->failed = true;
-            osb_apierr_set(&g->e, 500, "VOLUME::CREATE_FAILED", "volume claim '%s': %s",
-                           j->claim, j->err.msg);
+            osb_apierr(&g->e, "VOLUME::CREATE_FAILED", "volume claim '%s': %s",
+                       j->claim, j->err.msg);
         }
         group_done(g);
     }
@@ -424,17 +425,35 @@ void osb_vol_ensure(struct osb_server *srv, struct osb_create_spec *spec, osb_vo
 /* Whether record s names claim among its volumes (and, with want_delete,
  * made it and asks for it to go with the sandbox: a claim that existed
  * before is never removed). */
+/* The claim a recorded volume names (NULL: none); *pvc its pvc object. */
+static const char *record_claim(json_t *v, json_t **pvc)
+{
+    const char *c = NULL;
+    *pvc = NULL;
+    if (osb_json_obj(v, "pvc", false, pvc, NULL) <= 0 ||
+        osb_json_str(*pvc, "claimName", false, &c, NULL) <= 0)
+        return NULL;
+    return c;
+}
+
+static bool record_flag(json_t *pvc, const char *key)
+{
+    bool b = false;
+    return osb_json_bool(pvc, key, false, &b, NULL) > 0 && b;
+}
+
 static bool uses_claim(const struct osb_sbx *s, const char *claim, bool want_delete)
 {
+    json_t *vols = NULL, *v, *pvc;
     size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(s->spec, "volumes"), i, v)
+    if (osb_json_array(s->spec, "volumes", false, &vols, NULL) <= 0)
+        return false;
+    json_array_foreach(vols, i, v)
     {
-        json_t *pvc = json_object_get(v, "pvc");
-        const char *c = json_string_value(json_object_get(pvc, "claimName"));
+        const char *c = record_claim(v, &pvc);
         if (c && strcmp(c, claim) == 0 &&
-            (!want_delete || (json_is_true(json_object_get(pvc, "deleteOnSandboxTermination")) &&
-                              json_is_true(json_object_get(pvc, "autoCreated")))))
+            (!want_delete || (record_flag(pvc, "deleteOnSandboxTermination") &&
+                              record_flag(pvc, "autoCreated"))))
             return true;
     }
     return false;
@@ -456,12 +475,13 @@ static bool claim_in_use(struct osb_server *srv, const struct osb_sbx *self, con
 
 void osb_vol_release(struct osb_server *srv, const struct osb_sbx *s)
 {
+    json_t *vols = NULL, *v, *pvc;
     size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(s->spec, "volumes"), i, v)
+    if (osb_json_array(s->spec, "volumes", false, &vols, NULL) <= 0)
+        return;
+    json_array_foreach(vols, i, v)
     {
-        const char *claim = json_string_value(json_object_get(json_object_get(v, "pvc"),
-                                                              "claimName"));
+        const char *claim = record_claim(v, &pvc);
         if (!claim || !uses_claim(s, claim, true) || claim_in_use(srv, s, claim))
             continue;
         if (find_job(srv, claim)) {

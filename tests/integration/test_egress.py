@@ -316,6 +316,26 @@ def test_policy_api(s):
         is_egress_error(r, 400, "%s /policy %r -> 400 JSON error" % (method, body))
     want_policy(eg, "enforcing", POLICY["egress"], name="bad bodies changed nothing")
 
+    # A sandbox reaches this API: its bodies go through the server's one JSON
+    # parser, which refuses duplicate keys and nesting past 64 levels.
+    deep = b'[{"action":"allow","target":"deep.test","x":' + b"[" * 80 + b"]" * 80 + b"}]"
+    hostile = [("PATCH", b'[{"action":"allow","target":"dup.test","target":"other.test"}]',
+                "duplicate"),
+               ("POST", b'{"defaultAction":"allow","defaultAction":"deny"}', "duplicate"),
+               ("PUT", b'{"egress":[],"egress":[{"action":"allow","target":"x.test"}]}',
+                "duplicate"),
+               ("PATCH", deep, "nested deeper than 64"),
+               ("POST", b'{"egress":' + b"[" * 80 + b"]" * 80 + b"}", "nested deeper than 64"),
+               ("DELETE", b"[" * 80 + b"]" * 80, "nested deeper than 64")]
+    for method, body, why in hostile:
+        r = eg.req(method, "/policy", body=body, headers={"Content-Type": "application/json"})
+        if is_egress_error(r, 400, "%s /policy %s -> 400 EGRESS::INVALID_BODY" % (method, why),
+                           "EGRESS::INVALID_BODY"):
+            t.ok(why in r.json().get("message", ""), "%s /policy: the message says %r"
+                 % (method, why), r.body[:300])
+    want_policy(eg, "enforcing", POLICY["egress"],
+                name="duplicate keys and over-deep bodies changed nothing")
+
     # PATCH merge: new rules first (first of duplicates wins), then the old
     # rules whose target (any case) is not in the patch.
     r = eg.req("PATCH", "/policy", json=[{"action": "deny", "target": "*.WILD.test"},

@@ -190,6 +190,34 @@ def test_bad_frames(x):
     x.delete("/pty/" + sid)
 
 
+def test_strict_frames(x):
+    """Text frames go through execd's one JSON parser: a duplicate key or
+    nesting deeper than 64 levels is an INVALID_FRAME error naming the cause,
+    and nothing of the frame reaches the shell."""
+    sid = new_session(x)
+    term = Term(x, sid, "?pty=0")  # pipes: no echo, the output is the shell's alone
+    term.wait_text("connected")
+    deep = "[" * 70 + "]" * 70
+    bad = [('{"type":"stdin","data":"echo DUP1\\n","data":"echo DUP2\\n"}', "duplicate"),
+           ('{"type":"stdin","type":"ping","data":"echo DUP3\\n"}', "duplicate"),
+           ('{"type":"stdin","data":"echo DEEP1\\n","x":%s}' % deep, "deeper than 64"),
+           ('{"type":"resize","cols":100,"cols":50,"rows":20}', "duplicate")]
+    for frame, why in bad:
+        n = len([o for o in term.texts if o.get("type") == "error"])
+        term.ws.send_text(frame)
+        ok = term.until(lambda: len([o for o in term.texts if o.get("type") == "error"]) > n, 10)
+        e = [o for o in term.texts if o.get("type") == "error"][-1] if ok else {}
+        t.ok(e.get("code") == "INVALID_FRAME" and why in e.get("error", ""),
+             "frame %r -> INVALID_FRAME naming %r" % (frame[:50], why), e)
+    term.send({"type": "stdin", "data": "echo OK-MARK\n"})
+    t.ok(term.wait_out("OK-MARK"), "a good frame after them runs", bytes(term.out))
+    t.ok(not re.search(rb"DUP|DEEP", bytes(term.out)), "nothing of the bad frames ran",
+         bytes(term.out))
+    t.ok(not term.closed, "the connection stays open")
+    term.close()
+    x.delete("/pty/" + sid)
+
+
 def test_exit_and_replay(x):
     sid = new_session(x)
     term = Term(x, sid)
@@ -322,7 +350,7 @@ def test_delete_live(x):
 
 def main():
     with Execd(env={"TERM": None}) as x:
-        for fn in (test_rest, test_echo_resize_tty, test_signals, test_bad_frames,
+        for fn in (test_rest, test_echo_resize_tty, test_signals, test_bad_frames, test_strict_frames,
                    test_exit_and_replay, test_conflict_takeover, test_pipe_mode_and_command,
                    test_big_output, test_delete_live):
             t.run(fn, x, timeout=90)

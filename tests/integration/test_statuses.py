@@ -92,6 +92,29 @@ def test_tables():
     got = c_table("src/execd/errmap.c", "rules[]")
     t.eq(got, {k: v for k, v in EXECD.items() if v},
          "execd errmap.c table == execd-api.yaml (operations with error statuses)")
+    used, table = server_codes()
+    t.eq(sorted(used - table), [], "every error code src/server/ raises is in apierr.c's code table")
+    t.eq(sorted(table - used), [], "every code in apierr.c's code table is raised somewhere")
+
+
+# The wire codes of src/server/*.c (string literals "AREA::NAME" and the area-less ones
+# upstream has) and the keys of apierr.c's codes[] (without a "#reason").
+CODE_LITERAL = r'"([A-Z][A-Z_]*::[A-Z_]+|MISSING_API_KEY|INVALID_API_KEY|INVALID_METADATA_[A-Z]+)"'
+
+
+def server_codes():
+    used = set()
+    src_dir = os.path.join(REPO, "src", "server")
+    for name in sorted(os.listdir(src_dir)):
+        if name.endswith(".c") and name != "apierr.c":
+            with open(os.path.join(src_dir, name)) as f:
+                used |= set(re.findall(CODE_LITERAL, f.read()))
+    with open(os.path.join(src_dir, "apierr.c")) as f:
+        src = f.read()
+    body = src[src.index("codes[] = {"):]
+    body = body[:body.index("};")]
+    table = {a or b for a, b in re.findall(r'ROW\("([A-Z_:]+)"|\.key = "([A-Z_:]+)#', body)}
+    return used, table
 
 
 # ------------------------------------------------------------------ lifecycle

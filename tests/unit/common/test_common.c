@@ -84,6 +84,22 @@ static void test_json(void)
     IS_INT(osb_json_bool(j, "b", true, &b, &e), 1, "bool present");
     IS_INT(osb_json_strmap(j, "m", &m, &e), -1, "map with non-string value fails");
     IS_STR(e.msg, "field 'm.k' must be a string", "map message");
+    json_t *o = NULL;
+    IS_INT(osb_json_obj(j, "m", true, &o, &e), 1, "object present");
+    OK(o == json_object_get(j, "m"), "object borrowed from its parent");
+    o = NULL;
+    IS_INT(osb_json_obj(j, "n", false, &o, &e), 0, "null object is absent");
+    OK(o == NULL, "absent object leaves out alone");
+    IS_INT(osb_json_obj(j, "x", true, &o, &e), -1, "missing required object fails");
+    IS_STR(e.msg, "field 'x' is required", "required object message");
+    IS_INT(osb_json_obj(j, "s", false, &o, &e), -1, "string as object fails");
+    IS_STR(e.msg, "field 's' must be an object", "object type message names field");
+    IS_INT(osb_json_array(j, "m", false, &o, &e), -1, "object as array fails");
+    IS_STR(e.msg, "field 'm' must be an array", "array type message names field");
+    json_t *arr = json_pack("{s:[i]}", "a", 1);
+    IS_INT(osb_json_array(arr, "a", true, &o, &e), 1, "array present");
+    OK(o == json_object_get(arr, "a"), "array borrowed from its parent");
+    json_decref(arr);
     json_decref(j);
 
     j = json_pack("{s:s,s:i}", "t", "<a&b>", "n", 1);

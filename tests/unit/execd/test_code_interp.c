@@ -22,40 +22,41 @@ static void test_lang(void)
 
 static void test_find(void)
 {
+    struct osb_execd x = {0}; /* nothing hidden from children */
     struct osb_err err = {0};
     struct osb_interp_prog prog = {0};
     setenv("EXECD_BASH_BIN", "/bin/sh", 1);
-    IS_INT(osb_interp_find(OSB_CODE_BASH, &prog, &err), 0, "override names the binary");
+    IS_INT(osb_interp_find(&x, OSB_CODE_BASH, &prog, &err), 0, "override names the binary");
     IS_STR(prog.bin, "/bin/sh", "override path returned as is");
     OK(prog.module == NULL, "no module for bash");
     osb_interp_prog_free(&prog);
     setenv("EXECD_PYTHON_BIN", "/nonexistent/python3", 1);
-    IS_INT(osb_interp_find(OSB_CODE_PYTHON, &prog, &err), -1, "override to a missing file fails");
+    IS_INT(osb_interp_find(&x, OSB_CODE_PYTHON, &prog, &err), -1, "override to a missing file fails");
     IS_INT(err.code, OSB_E_INVALID, "a missing interpreter is the caller's error (400)");
     IS_STR(err.msg, "python: EXECD_PYTHON_BIN=/nonexistent/python3 is not an executable file",
            "message names the language and the variable");
     unsetenv("EXECD_PYTHON_BIN");
     unsetenv("EXECD_BASH_BIN");
     setenv("PATH", "/nonexistent:/also-missing", 1);
-    IS_INT(osb_interp_find(OSB_CODE_JAVASCRIPT, &prog, &err), -1, "nothing in PATH");
+    IS_INT(osb_interp_find(&x, OSB_CODE_JAVASCRIPT, &prog, &err), -1, "nothing in PATH");
     IS_STR(err.msg, "javascript: node or nodejs not found in PATH (/nonexistent:/also-missing)",
            "message lists the candidates and the PATH");
-    IS_INT(osb_interp_find(OSB_CODE_JAVA, &prog, &err), -1, "no jshell in PATH");
+    IS_INT(osb_interp_find(&x, OSB_CODE_JAVA, &prog, &err), -1, "no jshell in PATH");
     IS_STR(err.msg, "java: jshell not found in PATH (/nonexistent:/also-missing)",
            "java needs jshell (a JDK)");
     setenv("PATH", "/usr/bin:/bin", 1);
-    IS_INT(osb_interp_find(OSB_CODE_BASH, &prog, &err), 0, "bash found in PATH");
+    IS_INT(osb_interp_find(&x, OSB_CODE_BASH, &prog, &err), 0, "bash found in PATH");
     OK(prog.bin && prog.bin[0] == '/' && strstr(prog.bin, "bash"), "absolute path to bash");
     osb_interp_prog_free(&prog);
     setenv("EXECD_TYPESCRIPT_MODULE", "/nonexistent/typescript.js", 1);
     setenv("EXECD_NODE_BIN", "/bin/sh", 1);
-    IS_INT(osb_interp_find(OSB_CODE_TYPESCRIPT, &prog, &err), -1, "typescript module override");
+    IS_INT(osb_interp_find(&x, OSB_CODE_TYPESCRIPT, &prog, &err), -1, "typescript module override");
     IS_STR(err.msg,
            "typescript: EXECD_TYPESCRIPT_MODULE=/nonexistent/typescript.js is not a readable file",
            "message names the module variable");
     OK(prog.bin == NULL, "nothing returned on failure");
     setenv("EXECD_TYPESCRIPT_MODULE", "/bin/sh", 1);
-    IS_INT(osb_interp_find(OSB_CODE_TYPESCRIPT, &prog, &err), 0, "typescript: node and module");
+    IS_INT(osb_interp_find(&x, OSB_CODE_TYPESCRIPT, &prog, &err), 0, "typescript: node and module");
     IS_STR(prog.module, "/bin/sh", "module path returned as is");
     osb_interp_prog_free(&prog);
     unsetenv("EXECD_TYPESCRIPT_MODULE");
@@ -72,16 +73,17 @@ static void test_drivers(void)
 
 static void test_go(void)
 {
+    struct osb_execd x = {0};
     struct osb_err err = {0};
     struct osb_interp_prog prog = {0};
     IS_INT(osb_code_lang_parse("go"), OSB_CODE_GO, "go");
     IS_STR(osb_code_lang_name(OSB_CODE_GO), "go", "name of go");
     setenv("PATH", "/nonexistent", 1);
-    IS_INT(osb_interp_find(OSB_CODE_GO, &prog, &err), -1, "no go in PATH");
+    IS_INT(osb_interp_find(&x, OSB_CODE_GO, &prog, &err), -1, "no go in PATH");
     OK(err.code == OSB_E_INVALID && strstr(err.msg, "go: go not found in PATH"),
        "a missing go is the request's problem (400), named in the message");
     setenv("EXECD_GO_BIN", "/bin/sh", 1);
-    IS_INT(osb_interp_find(OSB_CODE_GO, &prog, &err), 0, "EXECD_GO_BIN names the binary");
+    IS_INT(osb_interp_find(&x, OSB_CODE_GO, &prog, &err), 0, "EXECD_GO_BIN names the binary");
     IS_STR(prog.bin, "/bin/sh", "EXECD_GO_BIN path returned as is");
     osb_interp_prog_free(&prog);
     unsetenv("EXECD_GO_BIN");

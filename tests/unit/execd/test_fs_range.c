@@ -99,18 +99,15 @@ static char *lines(const char *in, int64_t offset, int64_t limit, size_t step)
     osb_buf_init(&out, 1 << 20);
     osb_fs_lines_init(&l, offset, limit);
     size_t n = strlen(in), i = 0;
-    int rc = 0;
-    while (i < n && rc == 0) {
+    bool done = false;
+    while (i < n && !done) {
         size_t k = n - i < step ? n - i : step;
-        rc = osb_fs_lines_feed(&l, in + i, k, &out);
+        done = osb_fs_lines_feed(&l, in + i, k, &out);
         i += k;
     }
-    if (rc == 0)
-        rc = osb_fs_lines_finish(&l, &out);
-    if (rc < 0) {
-        osb_buf_free(&out);
-        return NULL;
-    }
+    if (!done)
+        osb_fs_lines_finish(&l, &out);
+    MUST(osb_buf_add(&out, "", 1));
     return osb_buf_steal(&out, NULL);
 }
 

@@ -116,7 +116,7 @@ static void search(void)
     osb_fs_glob_free(g);
     g = osb_fs_glob_new("**", &err);
     out = json_array();
-    osb_fs_tree_search(P("b"), g, NULL, out, &err);
+    IS_INT(osb_fs_tree_search(P("b"), g, NULL, out, &err), 0, "search **");
     IS_STR(names_of(out), "b/c.txt,b/deep/d.c,b/link@", "directories skipped, symlink listed");
     json_decref(out);
     out = json_array();
@@ -175,7 +175,7 @@ static void replace(void)
     OK(osb_fs_replace_file(P("r.txt"), "aa", 2, "b", 1, &n, &err) == 0 && n == 0,
        "no match: count 0");
     put("o.txt", "aaaa");
-    osb_fs_replace_file(P("o.txt"), "aa", 2, "a", 1, &n, &err);
+    IS_INT(osb_fs_replace_file(P("o.txt"), "aa", 2, "a", 1, &n, &err), 0, "replace aa");
     OK(n == 2 && !strcmp(slurp(P("o.txt")), "aa"), "non-overlapping, left to right");
     symlink(P("r.txt"), P("r.link"));
     OK(osb_fs_replace_file(P("r.link"), "bar", 3, "BAR", 3, &n, &err) == 0 && n == 1,
@@ -246,6 +246,6 @@ int main(void)
     replace_boundary();
     move();
     struct osb_err err = {0};
-    osb_fs_tree_remove(root, &err);
+    IS_INT(osb_fs_tree_remove(root, &err), 0, "clean up");
     return tap_done();
 }

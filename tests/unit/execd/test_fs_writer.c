@@ -41,7 +41,7 @@ static void ordered_writes(void)
 {
     char a[64], b[64];
     int fa = open_tmp(a), fb = open_tmp(b);
-    struct osb_fs_writer *w = osb_fs_writer_new(on_progress, NULL);
+    struct osb_fs_writer *w = osb_fs_writer_new(uv_default_loop(), on_progress, NULL);
     static char big[1 << 20];
     for (size_t i = 0; i < sizeof big; i++)
         big[i] = (char)(i * 7);
@@ -78,7 +78,7 @@ static void write_error(void)
     int fd = open_tmp(a);
     int ro = open(a, O_RDONLY);
     close(fd);
-    struct osb_fs_writer *w = osb_fs_writer_new(on_progress, NULL);
+    struct osb_fs_writer *w = osb_fs_writer_new(uv_default_loop(), on_progress, NULL);
     osb_fs_writer_write(w, ro, "x", 1);
     osb_fs_writer_close(w, ro);
     drain(w);
@@ -94,7 +94,7 @@ static void free_while_running(void)
 {
     char a[64];
     int fd = open_tmp(a);
-    struct osb_fs_writer *w = osb_fs_writer_new(on_progress, NULL);
+    struct osb_fs_writer *w = osb_fs_writer_new(uv_default_loop(), on_progress, NULL);
     static char big[1 << 20];
     for (int i = 0; i < 8; i++)
         osb_fs_writer_write(w, fd, big, sizeof big);

@@ -5,6 +5,7 @@
 
 #include "server/spec.h"
 #include "server/timefmt.h"
+#include "net/policy.h"
 #include "tap.h"
 
 static const struct osb_spec_limits lim = {.min_timeout_s = 60, .max_timeout_s = 3600};
@@ -115,11 +116,15 @@ static void test_snapshot_and_auth(void)
                  "\"target\":\"a.com\"}]}}",
                  &s, &e),
            0, "networkPolicy");
-    char *np = json_dumps(s.network_policy, JSON_COMPACT);
+    OK(s.network_policy != NULL, "  parsed into the typed policy");
+    json_t *npj = s.network_policy ? osb_policy_json(s.network_policy) : NULL;
+    char *np = npj ? json_dumps(npj, JSON_COMPACT) : NULL;
+    json_decref(npj);
     IS_STR(np, "{\"egress\":[{\"action\":\"allow\",\"target\":\"a.com\"}],\"defaultAction\":\"deny\"}",
            "  normalized: actions lower-cased, a missing defaultAction is deny");
     free(np);
     osb_spec_free(&s);
+    OK(s.network_policy == NULL, "  freed with the spec");
 }
 
 static void test_invalid(void)
