@@ -832,8 +832,9 @@ static char *image_lowers(struct osb_rt *rt, const char *image, bool *host, char
         if (depth == 0 && stored_n)
             snprintf(stored, stored_n, "%s", name);
         if (strcmp(name, OSB_IMG_HOST) == 0) {
-            if ((full = osb_buf_addf(&b, "%s%s/%s/rootfs", b.len ? ":" : "", rt->images_dir,
-                                     OSB_IMG_HOST) < 0))
+            full = osb_buf_addf(&b, "%s%s/%s/rootfs", b.len ? ":" : "", rt->images_dir,
+                                OSB_IMG_HOST) < 0;
+            if (full)
                 break;
             *host = true;
             return osb_buf_steal(&b, NULL);
@@ -853,7 +854,8 @@ static char *image_lowers(struct osb_rt *rt, const char *image, bool *host, char
             rc |= osb_buf_addf(&b, "%s%s", b.len ? ":" : "", im.layers[i]);
         snprintf(name, sizeof name, "%s", im.base);
         osb_image_free(&im);
-        if ((full = rc < 0))
+        full = rc < 0;
+        if (full)
             break;
         if (!name[0])
             return osb_buf_steal(&b, NULL);
