@@ -48,7 +48,8 @@ static void h_ws(struct osb_http_req *req, void *ud)
 {
     (void)ud;
     static const struct osb_ws_cbs cbs = {.on_message = ws_msg};
-    osb_http_ws_accept(req, &cbs, NULL);
+    if (!osb_http_ws_accept(req, &cbs, NULL))
+        return; /* refused, and answered (400 or 426) */
 }
 
 static const struct osb_http_route routes[] = {
@@ -72,7 +73,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return 0;
     fcntl(sv[1], F_SETFL, O_NONBLOCK);
-    osb_http_server_adopt_fd(srv, sv[0], NULL);
+    if (osb_http_server_adopt_fd(srv, sv[0], NULL) < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return 0;
+    }
     size_t off = 0;
     char sink[65536];
     for (int i = 0; i < 100000 && srv->nconns > 0; i++) {

@@ -10,13 +10,14 @@
 
 #include "common/buf.h"
 #include "http/multipart.h"
+#include "must.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int on_begin(void *ud, const struct osb_multipart_part *p)
 {
-    osb_buf_addf(ud, "<%s|%s|%s>", p->name, p->filename ? p->filename : "-",
-                 p->content_type ? p->content_type : "-");
+    MUST(osb_buf_addf(ud, "<%s|%s|%s>", p->name, p->filename ? p->filename : "-",
+                      p->content_type ? p->content_type : "-"));
     return 0;
 }
 
@@ -24,13 +25,13 @@ static int on_data(void *ud, const char *d, size_t n)
 {
     if (n == 0)
         abort(); /* empty data callbacks are a contract violation */
-    osb_buf_add(ud, d, n);
+    MUST(osb_buf_add(ud, d, n));
     return 0;
 }
 
 static int on_end(void *ud)
 {
-    osb_buf_adds(ud, "</>");
+    MUST(osb_buf_adds(ud, "</>"));
     return 0;
 }
 
@@ -41,7 +42,7 @@ static int run(const char *ct, const char *body, size_t len, unsigned seed, stru
                struct osb_err *err)
 {
     osb_buf_init(log, 1 << 26);
-    osb_buf_adds(log, "");
+    MUST(osb_buf_adds(log, ""));
     struct osb_multipart *mp = osb_multipart_new(ct, &cbs, log, err);
     if (!mp)
         return -2;

@@ -12,6 +12,7 @@
 #include "common/buf.h"
 #include "common/quantity.h"
 #include "common/toml.h"
+#include "must.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -19,26 +20,26 @@ static void emit(struct osb_buf *b, json_t *v);
 
 static void emit_string(struct osb_buf *b, const char *s, size_t n)
 {
-    osb_buf_adds(b, "\"");
+    MUST(osb_buf_adds(b, "\""));
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\')
-            osb_buf_addf(b, "\\%c", c);
+            MUST(osb_buf_addf(b, "\\%c", c));
         else if (c < 0x20 || c == 0x7f)
-            osb_buf_addf(b, "\\u%04X", c);
+            MUST(osb_buf_addf(b, "\\u%04X", c));
         else
-            osb_buf_add(b, &s[i], 1);
+            MUST(osb_buf_add(b, &s[i], 1));
     }
-    osb_buf_adds(b, "\"");
+    MUST(osb_buf_adds(b, "\""));
 }
 
 static void emit_real(struct osb_buf *b, double d)
 {
     char t[64];
     snprintf(t, sizeof t, "%.17g", d);
-    osb_buf_adds(b, t);
+    MUST(osb_buf_adds(b, t));
     if (!strpbrk(t, ".e"))
-        osb_buf_adds(b, ".0");
+        MUST(osb_buf_adds(b, ".0"));
 }
 
 static void emit_object(struct osb_buf *b, json_t *v)
@@ -46,16 +47,16 @@ static void emit_object(struct osb_buf *b, json_t *v)
     const char *k;
     json_t *x;
     int first = 1;
-    osb_buf_adds(b, "{");
+    MUST(osb_buf_adds(b, "{"));
     json_object_foreach(v, k, x)
     {
-        osb_buf_adds(b, first ? "" : ", ");
+        MUST(osb_buf_adds(b, first ? "" : ", "));
         first = 0;
         emit_string(b, k, strlen(k));
-        osb_buf_adds(b, " = ");
+        MUST(osb_buf_adds(b, " = "));
         emit(b, x);
     }
-    osb_buf_adds(b, "}");
+    MUST(osb_buf_adds(b, "}"));
 }
 
 static void emit(struct osb_buf *b, json_t *v)
@@ -65,19 +66,19 @@ static void emit(struct osb_buf *b, json_t *v)
     switch (json_typeof(v)) {
     case JSON_OBJECT: emit_object(b, v); break;
     case JSON_ARRAY:
-        osb_buf_adds(b, "[");
+        MUST(osb_buf_adds(b, "["));
         json_array_foreach(v, i, x)
         {
             emit(b, x);
-            osb_buf_adds(b, ",\n");
+            MUST(osb_buf_adds(b, ",\n"));
         }
-        osb_buf_adds(b, "]");
+        MUST(osb_buf_adds(b, "]"));
         break;
     case JSON_STRING: emit_string(b, json_string_value(v), json_string_length(v)); break;
-    case JSON_INTEGER: osb_buf_addf(b, "%lld", (long long)json_integer_value(v)); break;
+    case JSON_INTEGER: MUST(osb_buf_addf(b, "%lld", (long long)json_integer_value(v))); break;
     case JSON_REAL: emit_real(b, json_real_value(v)); break;
-    case JSON_TRUE: osb_buf_adds(b, "true"); break;
-    case JSON_FALSE: osb_buf_adds(b, "false"); break;
+    case JSON_TRUE: MUST(osb_buf_adds(b, "true")); break;
+    case JSON_FALSE: MUST(osb_buf_adds(b, "false")); break;
     case JSON_NULL: abort(); /* TOML has no null */
     }
 }
@@ -110,9 +111,9 @@ static void round_trip(json_t *doc)
     json_object_foreach(doc, k, x)
     {
         emit_string(&b, k, strlen(k));
-        osb_buf_adds(&b, " = ");
+        MUST(osb_buf_adds(&b, " = "));
         emit(&b, x);
-        osb_buf_adds(&b, "\n");
+        MUST(osb_buf_adds(&b, "\n"));
     }
     json_t *again = NULL;
     struct osb_err e = {0};

@@ -11,6 +11,7 @@
 #include "common/base64.h"
 #include "common/buf.h"
 #include "http/ws.h"
+#include "must.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -20,9 +21,9 @@ static int on_frame(void *ud, int op, const uint8_t *d, size_t n)
         abort(); /* text messages must be validated before delivery */
     if (op >= 8 && n > OSB_WS_MAX_CONTROL)
         abort();
-    osb_buf_addf(ud, "[%d:", op);
-    osb_buf_add(ud, d, n);
-    osb_buf_adds(ud, "]");
+    MUST(osb_buf_addf(ud, "[%d:", op));
+    MUST(osb_buf_add(ud, d, n));
+    MUST(osb_buf_adds(ud, "]"));
     return 0;
 }
 
@@ -36,7 +37,7 @@ static int run(const uint8_t *d, size_t len, uint8_t flags, unsigned seed, struc
     if (flags & 2)
         r.max_message = 1000;
     osb_buf_init(log, 1 << 26);
-    osb_buf_adds(log, "");
+    MUST(osb_buf_adds(log, ""));
     int rc = 0;
     for (size_t at = 0; at < len && rc == 0;) {
         size_t n = seed ? 1 + (seed = seed * 1103515245 + 12345) % 61 : len;

@@ -3,6 +3,7 @@
 #define OSB_BASE64_H
 #include <stddef.h>
 #include <stdint.h>
+#include "common/err.h"
 
 /* Bytes osb_base64_encode writes for n input bytes, NUL included. */
 #define OSB_BASE64_ENCODED_SIZE(n) (((n) + 2) / 3 * 4 + 1)
@@ -18,5 +19,5 @@ size_t osb_base64_encode(const uint8_t *in, size_t n, char *out);
  * is tolerated: a char outside the alphabet (whitespace included), '=' other
  * than at the end, a dangling single char, or non-zero unused bits in the
  * last char make it return -1 (out then holds garbage). */
-int osb_base64_decode(const char *in, size_t n, uint8_t *out, size_t *outlen);
+OSB_MUST_CHECK int osb_base64_decode(const char *in, size_t n, uint8_t *out, size_t *outlen);
 #endif

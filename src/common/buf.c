@@ -28,15 +28,17 @@ void osb_buf_reset(struct osb_buf *b)
         b->data[0] = '\0';
 }
 
-static int grow(struct osb_buf *b, size_t need)
+/* Room for `more` bytes after the current ones (and the NUL). */
+static int grow(struct osb_buf *b, size_t more)
 {
-    if (need > b->max || need + 1 < need)
+    if (more > b->max - b->len || b->len + more == SIZE_MAX)
         return -1;
+    size_t need = b->len + more;
     if (need + 1 <= b->cap)
         return 0;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need + 1)
-        cap *= 2;
+        cap = cap > SIZE_MAX / 2 ? need + 1 : cap * 2;
     if (b->max < SIZE_MAX && cap > b->max + 1)
         cap = b->max + 1;
     b->data = osb_xrealloc(b->data, cap);
@@ -46,7 +48,7 @@ static int grow(struct osb_buf *b, size_t need)
 
 int osb_buf_add(struct osb_buf *b, const void *data, size_t len)
 {
-    if (grow(b, b->len + len) < 0)
+    if (grow(b, len) < 0)
         return -1;
     if (len)
         memcpy(b->data + b->len, data, len);
@@ -66,7 +68,7 @@ int osb_buf_addf(struct osb_buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0 || grow(b, b->len + (size_t)n) < 0)
+    if (n < 0 || grow(b, (size_t)n) < 0)
         return -1;
     va_start(ap, fmt);
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
@@ -88,8 +90,11 @@ void osb_buf_consume(struct osb_buf *b, size_t n)
 
 char *osb_buf_steal(struct osb_buf *b, size_t *len)
 {
-    if (grow(b, b->len) < 0)
-        return NULL;
+    /* Cannot fail: len never exceeds max, and NUL room is always granted. */
+    if (!b->data) {
+        b->data = osb_xmalloc(1);
+        b->data[0] = '\0';
+    }
     char *d = b->data;
     if (len)
         *len = b->len;

@@ -12,5 +12,5 @@
 /* Offset of the first control byte in s[0..n), or -1 if there is none. */
 long osb_ctl_find(const char *s, size_t n);
 /* 0, or -1 with an OSB_E_INVALID err: "<what> contains control byte 0xNN". */
-int osb_ctl_check(const char *what, const char *s, size_t n, struct osb_err *err);
+OSB_MUST_CHECK int osb_ctl_check(const char *what, const char *s, size_t n, struct osb_err *err);
 #endif

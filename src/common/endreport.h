@@ -11,6 +11,7 @@
 #ifndef OSB_COMMON_ENDREPORT_H
 #define OSB_COMMON_ENDREPORT_H
 #include <stddef.h>
+#include "common/err.h"
 
 /* Longest valid line, newline included: "signal 64\n" < "exec 4095\n" < 16. */
 #define OSB_ENDREPORT_MAX 16
@@ -28,8 +29,8 @@ struct osb_endreport {
 
 /* Formats r into buf (at least OSB_ENDREPORT_MAX bytes); returns the
  * length, or -1 when r is out of range. */
-int osb_endreport_format(const struct osb_endreport *r, char *buf, size_t n);
+OSB_MUST_CHECK int osb_endreport_format(const struct osb_endreport *r, char *buf, size_t n);
 /* Parses exactly one line (n bytes, the newline required, nothing after
  * it); -1 on anything else, *out untouched. */
-int osb_endreport_parse(const char *buf, size_t n, struct osb_endreport *out);
+OSB_MUST_CHECK int osb_endreport_parse(const char *buf, size_t n, struct osb_endreport *out);
 #endif

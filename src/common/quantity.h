@@ -8,9 +8,10 @@
 #ifndef OSB_QUANTITY_H
 #define OSB_QUANTITY_H
 #include <stdint.h>
+#include "common/err.h"
 
 /* Bytes: "1Gi" -> 1073741824, "512Mi", "1G" -> 10^9, "1000". */
-int osb_quantity_bytes(const char *s, int64_t *out);
+OSB_MUST_CHECK int osb_quantity_bytes(const char *s, int64_t *out);
 /* CPU in thousandths of a core: "500m" -> 500, "1" -> 1000, "2.5" -> 2500. */
-int osb_quantity_millicpu(const char *s, int64_t *out);
+OSB_MUST_CHECK int osb_quantity_millicpu(const char *s, int64_t *out);
 #endif

@@ -439,7 +439,6 @@ static int parse_string(struct parser *ps, bool allow_multi, char **out, size_t 
 {
     struct osb_buf b;
     osb_buf_init(&b, MAX_STRING);
-    osb_buf_adds(&b, "");
     char q = *ps->p;
     int rc;
     if (is_multi(ps)) {

@@ -26,8 +26,8 @@
  * path joins the keys with '.' ("server.port"), an element of an array of
  * tables is "name[0]" ("servers[1].host"), a table header maps its own path.
  * On failure nothing is returned and err (OSB_E_INVALID) says where. */
-int osb_toml_parse(const char *text, size_t len, json_t **out, json_t **lines,
-                   struct osb_err *err);
+OSB_MUST_CHECK int osb_toml_parse(const char *text, size_t len, json_t **out, json_t **lines,
+                                  struct osb_err *err);
 
 /* The line recorded for path in a lines object, or 0 if unknown. */
 int osb_toml_line(const json_t *lines, const char *path);

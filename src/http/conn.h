@@ -1,4 +1,11 @@
-/* Internals shared by server.c, wsconn.c and proxy.c. Not for other modules. */
+/* Internals of src/http: the connection, the request, and the connection
+ * primitives (conn.c) that every connection mode uses. Not for other modules.
+ *
+ * A connection is in one mode at a time: HTTP (server.c), WebSocket
+ * (wsconn.c), a spliced proxy (proxy.c) or a lingering close (linger.c).
+ * Each mode module keeps one const struct osb_http_mode and switches a
+ * connection to it; conn.c reaches the mode only through that table, so the
+ * modes call the primitives and nothing calls back into a mode by name. */
 #ifndef OSB_HTTP_CONN_H
 #define OSB_HTTP_CONN_H
 #include <http_parser.h>
@@ -28,12 +35,25 @@ struct osb_http_server {
     uv_timer_t linger_timer; /* ends lingering closes past their deadline */
     size_t nlinger;
     uv_timer_t head_timer; /* ends connections past their head deadline */
+    /* Reads are consumed before the next one is allocated (the loop is
+     * single threaded), so every socket of the server shares one slab. */
+    char slab[256 * 1024];
 };
 
-/* CONN_LINGER: the last response is out (or queued), the write side is shut
- * down, and what the client still sends is read and dropped for a while so
- * closing does not reset the connection before it read the answer. */
-enum conn_mode { CONN_HTTP, CONN_WS, CONN_PROXY, CONN_LINGER };
+struct conn;
+
+struct osb_http_mode {
+    /* Bytes read from the client; the slab is reused after the call. */
+    void (*on_data)(struct conn *c, const char *data, size_t len);
+    /* The client sent EOF (reading has stopped). NULL: close at once. */
+    void (*on_eof)(struct conn *c);
+    /* The send queue fell below half of OSB_WRITE_HIGH_WATER. May be NULL. */
+    void (*on_drain)(struct conn *c);
+    /* The connection is closing: drop the mode's state. May be NULL. */
+    void (*on_close)(struct conn *c);
+    /* Whether the connection should be reading now. NULL: always. */
+    bool (*want_read)(const struct conn *c);
+};
 
 struct conn {
     union {
@@ -51,9 +71,9 @@ struct conn {
     size_t queued;               /* bytes handed to uv_write, not yet written */
     bool reading, closing, close_after_flush, in_process, eof;
     bool doomed; /* a write failed: closed by the reaper, outside any caller */
-    enum conn_mode mode;
+    const struct osb_http_mode *mode;
     void *mode_ctx;              /* struct osb_ws * or struct proxy * */
-    uv_shutdown_t shut;          /* CONN_LINGER */
+    uv_shutdown_t shut;          /* lingering close */
     size_t linger_left;          /* bytes still dropped before closing */
     uint64_t linger_until;       /* uv_now deadline */
     uint64_t head_until;         /* uv_now deadline for the next request head; 0 once it is in */
@@ -79,6 +99,7 @@ struct osb_http_req {
         head_only, paused, keep_alive, taken_over;
     bool collect; /* a streaming route buffers its body after all (osb_http_req_collect) */
     bool drop_body; /* a small body no handler reads: dropped, the answer follows it */
+    bool head_overflow; /* resp_headers filled up: the response cannot be sent */
     osb_http_body_cb on_body;
     osb_http_end_cb on_end;
     void *body_ud;
@@ -88,31 +109,38 @@ struct osb_http_req {
     void *drain_ud;
 };
 
-/* uv_alloc_cb handing out the shared read slab. */
-void osb_http__alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf);
-/* Queue bytes on the connection (copied). */
+/* ---- conn.c: the primitives every mode uses ---- */
+
+/* Link a new connection into the server in the given mode. */
+void osb_http__conn_open(struct osb_http_server *srv, struct conn *c,
+                         const struct osb_http_mode *mode);
+/* Close and free a connection that was never opened (a refused accept). */
+void osb_http__conn_discard(struct conn *c);
+/* Switch modes; ctx becomes c->mode_ctx. */
+void osb_http__conn_set_mode(struct conn *c, const struct osb_http_mode *mode, void *ctx);
+/* The server's read slab. */
+uv_buf_t osb_http__slab(struct osb_http_server *srv);
+/* Queue bytes on the connection: what the socket takes now is not copied,
+ * the rest is copied once. */
 void osb_http__conn_write(struct conn *c, const void *data, size_t len);
+void osb_http__conn_writev(struct conn *c, uv_buf_t *bufs, unsigned n);
 /* Close once everything queued is written. */
 void osb_http__conn_close_after_flush(struct conn *c);
+/* Mark for closing by the server's prepare hook, outside any caller. */
+void osb_http__conn_doom(struct conn *c);
 void osb_http__conn_close(struct conn *c);
 /* Re-evaluate whether the connection should be reading. */
 void osb_http__conn_update_read(struct conn *c);
+
+/* ---- server.c ---- */
+
 /* Detach the request from its connection for a protocol switch; the
  * request is freed, the connection stays open in the given mode. */
-void osb_http__take_over(struct osb_http_req *req, enum conn_mode mode, void *ctx);
+void osb_http__take_over(struct osb_http_req *req, const struct osb_http_mode *mode, void *ctx);
 
-/* Close after the queued answer, lingering (linger.c): for an answer sent
- * before the request body was read. */
+/* ---- linger.c ---- */
+
+/* Close after the queued answer, lingering: for an answer sent before the
+ * request body was read. */
 void osb_http__linger(struct conn *c);
-void osb_http__linger_on_data(struct conn *c, size_t len);
-void osb_http__linger_on_close(struct conn *c);
-void osb_http__linger_timer(uv_timer_t *t);
-
-/* Mode hooks implemented by wsconn.c and proxy.c. */
-void osb_http__ws_on_data(struct conn *c, const char *data, size_t len);
-void osb_http__ws_on_close(struct conn *c);
-void osb_http__ws_on_drain(struct conn *c);
-void osb_http__proxy_on_data(struct conn *c, const char *data, size_t len);
-void osb_http__proxy_on_close(struct conn *c);
-void osb_http__proxy_on_drain(struct conn *c);
 #endif

@@ -78,17 +78,20 @@ void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status
  * "BAD_REQUEST". code must outlive the server. */
 void osb_http_server_set_invalid_code(struct osb_http_server *srv, const char *code);
 /* Body for unmatched routes; default is gin's "404 page not found" text. */
-int osb_http_listen_tcp(struct osb_http_server *srv, const char *host, int port,
-                        struct osb_err *err);
+OSB_MUST_CHECK int osb_http_listen_tcp(struct osb_http_server *srv, const char *host, int port,
+                                       struct osb_err *err);
 /* Returns the bound port (useful with port 0), or -1. */
-int osb_http_server_port(struct osb_http_server *srv);
-int osb_http_listen_unix(struct osb_http_server *srv, const char *path, struct osb_err *err);
+OSB_MUST_CHECK int osb_http_server_port(struct osb_http_server *srv);
+OSB_MUST_CHECK int osb_http_listen_unix(struct osb_http_server *srv, const char *path,
+                                        struct osb_err *err);
 /* Listen on an inherited unix stream socket, already bound (by whoever
  * made it, e.g. the sandbox runtime). Takes the place of --unix: one or
  * the other. */
-int osb_http_listen_unix_fd(struct osb_http_server *srv, int fd, struct osb_err *err);
+OSB_MUST_CHECK int osb_http_listen_unix_fd(struct osb_http_server *srv, int fd,
+                                           struct osb_err *err);
 /* Serve an already-connected stream socket (socketpair, inherited fd). */
-int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd, struct osb_err *err);
+OSB_MUST_CHECK int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd,
+                                            struct osb_err *err);
 /* Stops listening and closes every connection; frees the server once the
  * handles are closed (run the loop to finish). */
 void osb_http_server_close(struct osb_http_server *srv);
@@ -185,9 +188,12 @@ struct osb_ws_cbs {
 };
 /* Validates the upgrade request and answers 101; on failure answers 400 and
  * returns NULL. The request is consumed either way. */
-struct osb_ws *osb_http_ws_accept(struct osb_http_req *req, const struct osb_ws_cbs *cbs,
-                                  void *ud);
-int osb_ws_send(struct osb_ws *ws, int opcode, const void *data, size_t len);
+OSB_MUST_CHECK struct osb_ws *osb_http_ws_accept(struct osb_http_req *req,
+                                                 const struct osb_ws_cbs *cbs, void *ud);
+/* Queue one frame. Once a close was sent or the connection is gone, frames
+ * are dropped (as osb_http_write drops writes on an ended request): the
+ * sender learns of it from on_close, so there is no result to check. */
+void osb_ws_send(struct osb_ws *ws, int opcode, const void *data, size_t len);
 /* Returns bytes queued on the socket (for backpressure). */
 size_t osb_ws_queued(const struct osb_ws *ws);
 /* Send a close frame and close the connection (on_close follows). */
@@ -214,5 +220,5 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
 const char *osb_http_reason(int status);
 /* Percent-decode in place (also '+' -> ' ' when form); returns the decoded
  * length (an encoded %00 leaves a NUL inside it), or -1 on bad escapes. */
-long osb_http_url_decode(char *s, bool form);
+OSB_MUST_CHECK long osb_http_url_decode(char *s, bool form);
 #endif

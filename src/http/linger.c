@@ -6,6 +6,38 @@
 #include "common/limits.h"
 #include "http/conn.h"
 
+static void linger_on_data(struct conn *c, const char *data, size_t len)
+{
+    (void)data;
+    if (len >= c->linger_left) {
+        osb_http__conn_close(c);
+        return;
+    }
+    c->linger_left -= len;
+}
+
+static void linger_on_close(struct conn *c)
+{
+    if (--c->srv->nlinger == 0)
+        uv_timer_stop(&c->srv->linger_timer);
+}
+
+static const struct osb_http_mode linger_mode = {
+    .on_data = linger_on_data,
+    .on_close = linger_on_close,
+};
+
+static void linger_timer(uv_timer_t *t)
+{
+    struct osb_http_server *srv = t->data;
+    uint64_t now = uv_now(srv->loop);
+    for (struct conn *c = srv->conns, *next; c && srv->nlinger; c = next) {
+        next = c->next;
+        if (c->mode == &linger_mode && c->linger_until <= now)
+            osb_http__conn_close(c);
+    }
+}
+
 static void on_shutdown(uv_shutdown_t *s, int status)
 {
     struct conn *c = s->data;
@@ -16,12 +48,12 @@ static void on_shutdown(uv_shutdown_t *s, int status)
 void osb_http__linger(struct conn *c)
 {
     struct osb_http_server *srv = c->srv;
-    c->mode = CONN_LINGER;
+    osb_http__conn_set_mode(c, &linger_mode, NULL);
     osb_buf_reset(&c->in);
     c->linger_left = OSB_LINGER_BYTES;
     c->linger_until = uv_now(srv->loop) + OSB_LINGER_MS;
     if (srv->nlinger++ == 0)
-        uv_timer_start(&srv->linger_timer, osb_http__linger_timer, OSB_LINGER_MS / 4,
+        uv_timer_start(&srv->linger_timer, linger_timer, OSB_LINGER_MS / 4,
                        OSB_LINGER_MS / 4);
     /* libuv shuts down once every queued write is out. */
     c->shut.data = c;
@@ -30,30 +62,4 @@ void osb_http__linger(struct conn *c)
         return;
     }
     osb_http__conn_update_read(c);
-}
-
-void osb_http__linger_on_data(struct conn *c, size_t len)
-{
-    if (len >= c->linger_left) {
-        osb_http__conn_close(c);
-        return;
-    }
-    c->linger_left -= len;
-}
-
-void osb_http__linger_on_close(struct conn *c)
-{
-    if (--c->srv->nlinger == 0)
-        uv_timer_stop(&c->srv->linger_timer);
-}
-
-void osb_http__linger_timer(uv_timer_t *t)
-{
-    struct osb_http_server *srv = t->data;
-    uint64_t now = uv_now(srv->loop);
-    for (struct conn *c = srv->conns, *next; c && srv->nlinger; c = next) {
-        next = c->next;
-        if (c->mode == CONN_LINGER && c->linger_until <= now)
-            osb_http__conn_close(c);
-    }
 }

@@ -82,11 +82,14 @@ static int read_quoted(const char **s, char **out, struct osb_err *err)
             return osb_err_set(err, OSB_E_INVALID, "%s", *p ? "control character in a quoted "
                                "parameter value" : "unterminated quoted parameter value");
         }
-        osb_buf_add(&b, p, 1);
+        if (osb_buf_add(&b, p, 1) < 0) {
+            osb_buf_free(&b);
+            return osb_err_set(err, OSB_E_TOOBIG, "quoted parameter value exceeds %d bytes",
+                               OSB_MAX_PART_HEAD);
+        }
     }
     *s = p + 1;
-    osb_buf_add(&b, "", 0); /* an empty value still gets a string */
-    *out = osb_buf_steal(&b, NULL);
+    *out = osb_buf_steal(&b, NULL); /* an empty value still gets a string */
     return 0;
 }
 
@@ -274,7 +277,7 @@ static int hexval(char c)
 }
 
 /* Appends byte c, as UTF-8 when it is an ISO-8859-1 char above 0x7f. */
-static void add_char(struct osb_buf *b, unsigned c, bool latin1)
+static int add_char(struct osb_buf *b, unsigned c, bool latin1)
 {
     char enc[2] = {(char)c, 0};
     size_t n = 1;
@@ -283,7 +286,7 @@ static void add_char(struct osb_buf *b, unsigned c, bool latin1)
         enc[1] = (char)(0x80 | (c & 0x3F));
         n = 2;
     }
-    osb_buf_add(b, enc, n);
+    return osb_buf_add(b, enc, n);
 }
 
 /* RFC 5987 ext-value: charset'lang'pct-encoded. ISO-8859-1 is converted to
@@ -309,9 +312,12 @@ static int decode_ext_value(const char *v, char **out, struct osb_err *err)
             }
             p += 2;
         }
-        add_char(&b, (unsigned)c, latin1);
+        if (add_char(&b, (unsigned)c, latin1) < 0) {
+            osb_buf_free(&b);
+            return osb_err_set(err, OSB_E_TOOBIG, "filename* exceeds %d bytes",
+                               OSB_MAX_PART_HEAD * 2);
+        }
     }
-    osb_buf_add(&b, "", 0);
     *out = osb_buf_steal(&b, NULL);
     return 0;
 }
@@ -448,7 +454,9 @@ static ssize_t feed_head(struct osb_multipart *mp, const char *p, size_t n, stru
 {
     size_t old = mp->head.len, room = OSB_MAX_PART_HEAD - old;
     size_t take = n < room ? n : room;
-    osb_buf_add(&mp->head, p, take);
+    if (osb_buf_add(&mp->head, p, take) < 0) /* take fits by construction */
+        return osb_err_set(err, OSB_E_INTERNAL, "multipart part %u: header buffer",
+                           mp->parts + 1);
     size_t end = head_end(&mp->head, old);
     if (end) {
         mp->head.len = end;

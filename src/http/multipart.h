@@ -46,16 +46,16 @@ struct osb_multipart_cbs {
 /* content_type: the request's Content-Type header. Fails (NULL, err set,
  * OSB_E_INVALID) unless it is multipart/form-data with a boundary parameter
  * (quoted or not, 1..200 printable ASCII chars). cbs is copied. */
-struct osb_multipart *osb_multipart_new(const char *content_type,
-                                        const struct osb_multipart_cbs *cbs, void *ud,
-                                        struct osb_err *err);
+OSB_MUST_CHECK struct osb_multipart *osb_multipart_new(const char *content_type,
+                                                       const struct osb_multipart_cbs *cbs,
+                                                       void *ud, struct osb_err *err);
 /* 0, or -1 with err set. Errors are sticky: later feed/finish calls fail
  * again with the same error. Data after the closing boundary is ignored. */
-int osb_multipart_feed(struct osb_multipart *mp, const char *data, size_t len,
-                       struct osb_err *err);
+OSB_MUST_CHECK int osb_multipart_feed(struct osb_multipart *mp, const char *data, size_t len,
+                                      struct osb_err *err);
 /* Call at the end of the body: fails (OSB_E_INVALID) if the closing boundary
  * was not seen, i.e. the body was truncated. */
-int osb_multipart_finish(struct osb_multipart *mp, struct osb_err *err);
+OSB_MUST_CHECK int osb_multipart_finish(struct osb_multipart *mp, struct osb_err *err);
 /* Number of parts begun so far. */
 unsigned osb_multipart_parts(const struct osb_multipart *mp);
 /* NULL is a no-op. */

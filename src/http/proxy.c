@@ -20,7 +20,10 @@
     "{\"code\":\"PROXY::BAD_GATEWAY\",\"message\":\"Bad Gateway: nothing answered on the " \
     "proxied port.\"}"
 
+static const struct osb_http_mode proxy_mode;
+
 struct proxy {
+    struct osb_http_server *srv;
     struct conn *c;            /* client connection, NULL once gone */
     struct osb_http_req *req;  /* until the request is done or taken over */
     union {
@@ -68,7 +71,8 @@ static void up_send(struct proxy *p, const void *data, size_t len)
     if (p->closing || len == 0)
         return;
     if (!p->connected) {
-        osb_buf_add(&p->pending, data, len);
+        if (osb_buf_add(&p->pending, data, len) < 0)
+            proxy_close(p); /* unbounded: only a size_t wrap-around gets here */
         return;
     }
     struct pwrite *pw = osb_xmalloc(sizeof *pw + len);
@@ -113,7 +117,7 @@ static void proxy_close(struct proxy *p)
             req->keep_alive = false;
             osb_http_end(req);
         }
-    } else if (c && c->mode == CONN_PROXY) {
+    } else if (c && c->mode == &proxy_mode) {
         c->mode_ctx = NULL;
         if (!p->got_answer) {
             static const char bad[] =
@@ -148,10 +152,17 @@ static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         uv_read_stop(&p->up.stream);
 }
 
+static void up_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    struct proxy *p = h->data;
+    *buf = osb_http__slab(p->srv);
+}
+
 static void client_drained(struct proxy *p)
 {
     if (p && !p->closing && p->connected)
-        uv_read_start(&p->up.stream, osb_http__alloc_slab, up_read);
+        uv_read_start(&p->up.stream, up_alloc, up_read);
 }
 
 static void on_connect(uv_connect_t *cr, int status)
@@ -168,7 +179,7 @@ static void on_connect(uv_connect_t *cr, int status)
     osb_buf_init(&p->pending, SIZE_MAX);
     up_send(p, pend.data, pend.len);
     osb_buf_free(&pend);
-    uv_read_start(&p->up.stream, osb_http__alloc_slab, up_read);
+    uv_read_start(&p->up.stream, up_alloc, up_read);
 }
 
 /* ---- request side ---- */
@@ -199,7 +210,7 @@ static void body_end(struct osb_http_req *req, void *ud)
     if (p->upgrade) {
         p->req = NULL;
         p->c = req->c;
-        osb_http__take_over(req, CONN_PROXY, p);
+        osb_http__take_over(req, &proxy_mode, p);
     }
 }
 
@@ -236,34 +247,35 @@ static bool listed(const char *name, const char *const *list)
     return false;
 }
 
-static void build_head(struct proxy *p, struct osb_http_req *req, const char *target,
+static int build_head(struct proxy *p, struct osb_http_req *req, const char *target,
                        const char *const *extra, const char *const *drop)
 {
     struct osb_buf *h = &p->pending;
-    osb_buf_addf(h, "%s %s HTTP/1.1\r\n", req->method, target);
+    int rc = osb_buf_addf(h, "%s %s HTTP/1.1\r\n", req->method, target);
     const char *name, *value;
     for (size_t i = 0; osb_http_req_header_at(req, i, &name, &value); i++)
         if (!hop_by_hop(name) && !listed(name, drop))
-            osb_buf_addf(h, "%s: %s\r\n", name, value);
+            rc |= osb_buf_addf(h, "%s: %s\r\n", name, value);
     for (; extra && extra[0] && extra[1]; extra += 2)
-        osb_buf_addf(h, "%s: %s\r\n", extra[0], extra[1]);
+        rc |= osb_buf_addf(h, "%s: %s\r\n", extra[0], extra[1]);
     if (p->chunked)
-        osb_buf_adds(h, "Transfer-Encoding: chunked\r\n");
+        rc |= osb_buf_adds(h, "Transfer-Encoding: chunked\r\n");
     if (p->upgrade)
-        osb_buf_addf(h, "Connection: Upgrade\r\nUpgrade: %s\r\n",
-                     osb_http_req_header(req, "upgrade"));
+        rc |= osb_buf_addf(h, "Connection: Upgrade\r\nUpgrade: %s\r\n",
+                           osb_http_req_header(req, "upgrade"));
     else
-        osb_buf_adds(h, "Connection: close\r\n");
+        rc |= osb_buf_adds(h, "Connection: close\r\n");
     /* One X-Forwarded-For: the client's chain plus this hop's peer (a unix
      * socket peer has no address to add). */
     const char *xff = osb_http_req_header(req, "x-forwarded-for");
     const char *peer = osb_http_req_peer(req);
     bool has_peer = *peer && strcmp(peer, "unix") != 0 && strcmp(peer, "fd") != 0;
     if (xff && has_peer)
-        osb_buf_addf(h, "X-Forwarded-For: %s, %s\r\n", xff, peer);
+        rc |= osb_buf_addf(h, "X-Forwarded-For: %s, %s\r\n", xff, peer);
     else if (xff || has_peer)
-        osb_buf_addf(h, "X-Forwarded-For: %s\r\n", xff ? xff : peer);
-    osb_buf_adds(h, "\r\n");
+        rc |= osb_buf_addf(h, "X-Forwarded-For: %s\r\n", xff ? xff : peer);
+    rc |= osb_buf_adds(h, "\r\n");
+    return rc;
 }
 
 static int start_connect(struct proxy *p, struct conn *c, const struct osb_http_upstream *up)
@@ -293,6 +305,7 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
     if (!c)
         return;
     struct proxy *p = osb_xcalloc(1, sizeof *p);
+    p->srv = c->srv;
     p->c = c;
     p->req = req;
     osb_buf_init(&p->pending, SIZE_MAX);
@@ -301,21 +314,24 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
     p->upgrade = c->parser.upgrade || (osb_http_req_header(req, "upgrade") &&
                                        strcasestr(osb_http_req_header(req, "connection") ?: "",
                                                   "upgrade"));
-    build_head(p, req, target, extra_headers, up->drop_headers);
-    osb_http_req_on_body(req, body_chunk, body_end, p);
-    osb_http_req_on_close(req, client_gone, p);
-    osb_http_req_on_drain(req, client_drain, p);
-    if (start_connect(p, c, up) < 0) {
+    /* The head goes into the unbounded pending buffer, so building it
+     * fails only on a size_t wrap-around: answered as any failed proxy. The
+     * connect is started first because proxy_close closes its handle. */
+    if (start_connect(p, c, up) < 0 ||
+        build_head(p, req, target, extra_headers, up->drop_headers) < 0) {
         proxy_close(p);
         return;
     }
+    osb_http_req_on_body(req, body_chunk, body_end, p);
+    osb_http_req_on_close(req, client_gone, p);
+    osb_http_req_on_drain(req, client_drain, p);
     if (req->complete)
         body_end(req, p);
 }
 
 /* ---- raw mode hooks (after an upgrade) ---- */
 
-void osb_http__proxy_on_data(struct conn *c, const char *data, size_t len)
+static void proxy_on_data(struct conn *c, const char *data, size_t len)
 {
     struct proxy *p = c->mode_ctx;
     if (!p)
@@ -323,12 +339,11 @@ void osb_http__proxy_on_data(struct conn *c, const char *data, size_t len)
     up_send(p, data, len);
     if (p->up_queued + p->pending.len > OSB_WRITE_HIGH_WATER) {
         p->client_paused = true;
-        uv_read_stop(&c->h.stream);
-        c->reading = false;
+        osb_http__conn_update_read(c);
     }
 }
 
-void osb_http__proxy_on_close(struct conn *c)
+static void proxy_on_close(struct conn *c)
 {
     struct proxy *p = c->mode_ctx;
     c->mode_ctx = NULL;
@@ -338,7 +353,21 @@ void osb_http__proxy_on_close(struct conn *c)
     proxy_close(p);
 }
 
-void osb_http__proxy_on_drain(struct conn *c)
+/* Raw mode reads the client only while the upstream keeps up. */
+static bool proxy_want_read(const struct conn *c)
+{
+    const struct proxy *p = c->mode_ctx;
+    return !p || !p->client_paused;
+}
+
+static void proxy_on_drain(struct conn *c)
 {
     client_drained(c->mode_ctx);
 }
+
+static const struct osb_http_mode proxy_mode = {
+    .on_data = proxy_on_data,
+    .on_drain = proxy_on_drain,
+    .on_close = proxy_on_close,
+    .want_read = proxy_want_read,
+};

@@ -1,4 +1,4 @@
-/* Request accessors, target parsing and route matching. */
+/* Request lifetime, accessors, target parsing and route matching. */
 #include "http/request.h"
 
 #include <ctype.h>
@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "common/ctl.h"
+#include "common/limits.h"
 #include "common/xalloc.h"
 
 static int hexval(int ch)
@@ -40,6 +41,38 @@ long osb_http_url_decode(char *s, bool form)
     return (long)(o - s);
 }
 
+static void kv_free(struct kv *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].value);
+    }
+    free(v);
+}
+
+void osb_http__req_free(struct osb_http_req *req)
+{
+    osb_buf_free(&req->target);
+    osb_buf_free(&req->body);
+    osb_buf_free(&req->resp_headers);
+    free(req->path);
+    kv_free(req->headers, req->nheaders);
+    kv_free(req->params, req->nparams);
+    kv_free(req->query, req->nquery);
+    free(req->qvals);
+    free(req);
+}
+
+struct osb_http_req *osb_http__req_new(struct conn *c)
+{
+    struct osb_http_req *req = osb_xcalloc(1, sizeof *req);
+    req->c = c;
+    osb_buf_init(&req->target, OSB_MAX_HEAD_BYTES);
+    osb_buf_init(&req->body, OSB_MAX_JSON_BODY);
+    osb_buf_init(&req->resp_headers, OSB_MAX_HEAD_BYTES);
+    return req;
+}
+
 static void kv_add(struct kv **v, size_t *n, char *name, char *value)
 {
     *v = osb_xrealloc(*v, (*n + 1) * sizeof **v);
@@ -55,8 +88,10 @@ static int decode_checked(char *s, bool form, const char *what, struct osb_err *
     long n = osb_http_url_decode(s, form);
     if (n < 0)
         return -1;
-    if (ctl->code == OSB_E_OK)
-        osb_ctl_check(what, s, (size_t)n, ctl);
+    /* A control byte is no parse error: *ctl keeps the first one found
+     * for the server's 400, which is all osb_ctl_check's -1 says. */
+    if (ctl->code == OSB_E_OK && osb_ctl_check(what, s, (size_t)n, ctl) < 0)
+        return 0;
     return 0;
 }
 

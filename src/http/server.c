@@ -23,217 +23,8 @@
 /* Input kept while a request is being handled before reading stops. */
 #define MAX_PENDING_INPUT (256 * 1024)
 
-static http_parser_settings settings;
 static void process(struct conn *c);
-static void reap_doomed(uv_prepare_t *h);
-
-/* ---------- writing ---------- */
-
-struct wreq {
-    uv_write_t w;
-    struct conn *c;
-    size_t len;
-    char data[];
-};
-
-static void on_written(uv_write_t *w, int status)
-{
-    struct wreq *r = (struct wreq *)w;
-    struct conn *c = r->c;
-    size_t before = c->queued;
-    c->queued -= r->len;
-    free(r);
-    if (status < 0) {
-        osb_http__conn_close(c);
-        return;
-    }
-    if (c->closing)
-        return;
-    if (c->queued == 0 && c->close_after_flush) {
-        osb_http__conn_close(c);
-        return;
-    }
-    if (before >= OSB_WRITE_HIGH_WATER / 2 && c->queued < OSB_WRITE_HIGH_WATER / 2) {
-        if (c->mode == CONN_WS)
-            osb_http__ws_on_drain(c);
-        else if (c->mode == CONN_PROXY)
-            osb_http__proxy_on_drain(c);
-        else if (c->req && c->req->on_drain)
-            c->req->on_drain(c->req, c->req->drain_ud);
-    }
-}
-
-/* Closing a connection frees its request, so a failure seen while a
- * handler is writing must not close it on the spot: the connection is
- * marked and closed by the server's prepare hook, outside any caller. */
-static void doom(struct conn *c)
-{
-    if (c->doomed || c->closing)
-        return;
-    c->doomed = true;
-    if (c->srv->ndoomed++ == 0)
-        uv_prepare_start(&c->srv->reaper, reap_doomed);
-}
-
-/* Write several pieces: what the socket takes now is not copied; the rest
- * is copied once into one write request. */
-static void conn_writev(struct conn *c, uv_buf_t *bufs, unsigned n)
-{
-    if (c->closing || c->doomed)
-        return;
-    size_t total = 0;
-    for (unsigned i = 0; i < n; i++)
-        total += bufs[i].len;
-    if (total == 0)
-        return;
-    size_t skip = 0;
-    if (c->queued == 0) {
-        int w = uv_try_write(&c->h.stream, bufs, n);
-        if (w > 0)
-            skip = (size_t)w;
-        if (skip == total)
-            return;
-    }
-    struct wreq *r = osb_xmalloc(sizeof *r + total - skip);
-    r->c = c;
-    r->len = 0;
-    for (unsigned i = 0; i < n; i++) {
-        size_t l = bufs[i].len, drop = skip < l ? skip : l;
-        skip -= drop;
-        memcpy(r->data + r->len, bufs[i].base + drop, l - drop);
-        r->len += l - drop;
-    }
-    uv_buf_t b = uv_buf_init(r->data, (unsigned)r->len);
-    c->queued += r->len;
-    if (uv_write(&r->w, &c->h.stream, &b, 1, on_written) < 0) {
-        c->queued -= r->len;
-        free(r);
-        doom(c);
-    }
-}
-
-void osb_http__conn_write(struct conn *c, const void *data, size_t len)
-{
-    uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
-    conn_writev(c, &b, 1);
-}
-
-/* ---------- connection lifetime ---------- */
-
-static void req_free(struct osb_http_req *req);
-
-static void conn_freed(uv_handle_t *h)
-{
-    struct conn *c = h->data;
-    osb_buf_free(&c->in);
-    free(c);
-}
-
-void osb_http__conn_close(struct conn *c)
-{
-    if (c->closing)
-        return;
-    c->closing = true;
-    struct osb_http_server *srv = c->srv;
-    if (c->doomed)
-        srv->ndoomed--;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    srv->nconns--;
-    struct osb_http_req *req = c->req;
-    c->req = NULL;
-    if (req) {
-        req->c = NULL;
-        if (!req->ended && req->on_close)
-            req->on_close(req, req->close_ud);
-        req_free(req);
-    }
-    if (c->mode == CONN_WS)
-        osb_http__ws_on_close(c);
-    else if (c->mode == CONN_PROXY)
-        osb_http__proxy_on_close(c);
-    else if (c->mode == CONN_LINGER)
-        osb_http__linger_on_close(c);
-    uv_close(&c->h.handle, conn_freed);
-}
-
-/* Never closes on the spot (the caller may be deep inside a parser or a
- * handler): with nothing queued the reaper closes it before the next poll. */
-void osb_http__conn_close_after_flush(struct conn *c)
-{
-    c->close_after_flush = true;
-    if (c->queued == 0)
-        doom(c);
-}
-
-/* Reads are consumed before the next one is allocated (the loop is single
- * threaded), so every socket shares one slab. */
-void osb_http__alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf)
-{
-    (void)h;
-    (void)hint;
-    static char slab[256 * 1024];
-    *buf = uv_buf_init(slab, sizeof slab);
-}
-
-static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
-{
-    struct conn *c = s->data;
-    if (n < 0) {
-        /* Like Go's server, EOF while a request is being handled means the
-         * client is gone (SSE streams rely on this). Otherwise answer what
-         * is already buffered, then close. */
-        c->eof = true;
-        if (c->mode != CONN_HTTP || (c->req && c->req->complete && !c->req->ended) ||
-            n != UV_EOF) {
-            osb_http__conn_close(c);
-            return;
-        }
-        uv_read_stop(s);
-        c->reading = false;
-        process(c);
-        return;
-    }
-    if (n == 0)
-        return;
-    if (c->mode == CONN_WS) {
-        osb_http__ws_on_data(c, buf->base, (size_t)n);
-        return;
-    }
-    if (c->mode == CONN_PROXY) {
-        osb_http__proxy_on_data(c, buf->base, (size_t)n);
-        return;
-    }
-    if (c->mode == CONN_LINGER) {
-        osb_http__linger_on_data(c, (size_t)n);
-        return;
-    }
-    osb_buf_add(&c->in, buf->base, (size_t)n);
-    process(c);
-}
-
-void osb_http__conn_update_read(struct conn *c)
-{
-    if (c->closing || c->eof)
-        return;
-    bool want = true;
-    if (c->mode == CONN_HTTP) {
-        struct osb_http_req *r = c->req;
-        if (c->in.len >= MAX_PENDING_INPUT)
-            want = false;
-        if (r && r->paused)
-            want = false;
-    }
-    if (want && !c->reading)
-        uv_read_start(&c->h.stream, osb_http__alloc_slab, on_read);
-    else if (!want && c->reading)
-        uv_read_stop(&c->h.stream);
-    c->reading = want;
-}
+static const struct osb_http_mode http_mode;
 
 /* The client has OSB_HEAD_TIMEOUT_MS from now to send a whole request
  * head (head_sweep). */
@@ -247,11 +38,7 @@ static void conn_start(struct osb_http_server *srv, struct conn *c)
     osb_buf_init(&c->in, MAX_PENDING_INPUT + 256 * 1024);
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
-    c->next = srv->conns;
-    if (srv->conns)
-        srv->conns->prev = c;
-    srv->conns = c;
-    srv->nconns++;
+    osb_http__conn_open(srv, c, &http_mode);
     head_wait(c);
     osb_http__conn_update_read(c);
 }
@@ -269,7 +56,7 @@ static void on_connection(uv_stream_t *server, int status)
         uv_pipe_init(srv->loop, &c->h.pipe, 0);
     c->h.handle.data = c;
     if (uv_accept(server, &c->h.stream) < 0 || srv->nconns >= OSB_MAX_CONNECTIONS) {
-        uv_close(&c->h.handle, conn_freed);
+        osb_http__conn_discard(c);
         return;
     }
     if (server->type == UV_TCP) {
@@ -292,7 +79,7 @@ int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd, struct osb_err
     c->h.handle.data = c;
     int r = uv_pipe_open(&c->h.pipe, fd);
     if (r < 0) {
-        uv_close(&c->h.handle, conn_freed);
+        osb_http__conn_discard(c);
         return osb_err_set(err, OSB_E_SYS, "adopt fd %d: %s", fd, uv_strerror(r));
     }
     snprintf(c->peer, sizeof c->peer, "fd");
@@ -302,38 +89,6 @@ int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd, struct osb_err
 
 /* ---------- requests ---------- */
 
-static void kv_free(struct kv *v, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(v[i].name);
-        free(v[i].value);
-    }
-    free(v);
-}
-
-static void req_free(struct osb_http_req *req)
-{
-    osb_buf_free(&req->target);
-    osb_buf_free(&req->body);
-    osb_buf_free(&req->resp_headers);
-    free(req->path);
-    kv_free(req->headers, req->nheaders);
-    kv_free(req->params, req->nparams);
-    kv_free(req->query, req->nquery);
-    free(req->qvals);
-    free(req);
-}
-
-static struct osb_http_req *req_new(struct conn *c)
-{
-    struct osb_http_req *req = osb_xcalloc(1, sizeof *req);
-    req->c = c;
-    osb_buf_init(&req->target, OSB_MAX_HEAD_BYTES);
-    osb_buf_init(&req->body, OSB_MAX_JSON_BODY);
-    osb_buf_init(&req->resp_headers, OSB_MAX_HEAD_BYTES);
-    return req;
-}
-
 static void respond_error_as_is(struct osb_http_req *req, int status, const char *code,
                                const char *msg);
 
@@ -342,7 +97,7 @@ static void fail_conn(struct conn *c, int status, const char *code, const char *
 {
     struct osb_http_req *req = c->req;
     if (!req) {
-        req = c->req = req_new(c);
+        req = c->req = osb_http__req_new(c);
         snprintf(req->method, sizeof req->method, "GET");
     }
     req->keep_alive = false;
@@ -370,7 +125,7 @@ static bool head_grow(struct conn *c, size_t n)
 static int on_message_begin(http_parser *p)
 {
     struct conn *c = p->data;
-    c->req = req_new(c);
+    c->req = osb_http__req_new(c);
     c->head_bytes = 0;
     return 0;
 }
@@ -561,6 +316,16 @@ static void parse_error(struct conn *c)
     }
 }
 
+static const http_parser_settings settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
 /* Finish a request whose response has ended: free it, and decide whether
  * the connection lives on. Returns false if the connection is done. */
 static bool retire(struct conn *c)
@@ -569,9 +334,9 @@ static bool retire(struct conn *c)
     bool keep = r->keep_alive && r->complete && !c->parser.upgrade;
     bool unread = !r->complete && !c->eof;
     c->req = NULL;
-    req_free(r);
+    osb_http__req_free(r);
     if (!keep) {
-        if (unread && c->mode == CONN_HTTP)
+        if (unread)
             osb_http__linger(c);
         else
             osb_http__conn_close_after_flush(c);
@@ -588,7 +353,7 @@ static void process(struct conn *c)
     if (c->in_process || c->closing)
         return;
     c->in_process = true;
-    while (!c->closing && c->mode == CONN_HTTP) {
+    while (!c->closing && c->mode == &http_mode) {
         struct osb_http_req *r = c->req;
         if (r && r->ended) {
             if (!retire(c))
@@ -611,37 +376,76 @@ static void process(struct conn *c)
             c->req->keep_alive = false;
     }
     c->in_process = false;
-    if (c->eof && c->mode == CONN_HTTP && !(c->req && c->req->complete)) {
+    if (c->eof && c->mode == &http_mode && !(c->req && c->req->complete)) {
         osb_http__conn_close_after_flush(c);
         return;
     }
     /* A protocol switch inside the parser leaves the rest of the input to
      * the new mode. */
-    if (!c->closing && c->mode != CONN_HTTP && c->in.len) {
+    if (!c->closing && c->mode != &http_mode && c->in.len) {
         struct osb_buf rest = c->in;
         osb_buf_init(&c->in, 0);
-        if (c->mode == CONN_WS)
-            osb_http__ws_on_data(c, rest.data, rest.len);
-        else
-            osb_http__proxy_on_data(c, rest.data, rest.len);
+        c->mode->on_data(c, rest.data, rest.len);
         osb_buf_free(&rest);
     }
     if (!c->closing)
         osb_http__conn_update_read(c);
 }
 
-void osb_http__take_over(struct osb_http_req *req, enum conn_mode mode, void *ctx)
+/* ---------- the HTTP mode ---------- */
+
+static void http_on_data(struct conn *c, const char *data, size_t len)
+{
+    /* The input is capped above what http_want_read lets in, so it does
+     * not fill up; if it did, the bytes could not be parsed in order. */
+    if (osb_buf_add(&c->in, data, len) < 0) {
+        osb_http__conn_close(c);
+        return;
+    }
+    process(c);
+}
+
+/* Like Go's server, EOF while a request is being handled means the client
+ * is gone (SSE streams rely on this). Otherwise answer what is already
+ * buffered, then close. */
+static void http_on_eof(struct conn *c)
+{
+    if (c->req && c->req->complete && !c->req->ended) {
+        osb_http__conn_close(c);
+        return;
+    }
+    process(c);
+}
+
+static void http_on_drain(struct conn *c)
+{
+    if (c->req && c->req->on_drain)
+        c->req->on_drain(c->req, c->req->drain_ud);
+}
+
+static bool http_want_read(const struct conn *c)
+{
+    return c->in.len < MAX_PENDING_INPUT && !(c->req && c->req->paused);
+}
+
+static const struct osb_http_mode http_mode = {
+    .on_data = http_on_data,
+    .on_eof = http_on_eof,
+    .on_drain = http_on_drain,
+    .want_read = http_want_read,
+};
+
+void osb_http__take_over(struct osb_http_req *req, const struct osb_http_mode *mode, void *ctx)
 {
     struct conn *c = req->c;
     req->ended = true;
     req->taken_over = true;
-    c->mode = mode;
-    c->mode_ctx = ctx;
+    osb_http__conn_set_mode(c, mode, ctx);
     /* The request object dies here; the parser (still inside its callback
      * when called from a handler) must not see it again. */
     c->req = NULL;
     req->c = NULL;
-    req_free(req);
+    osb_http__req_free(req);
     http_parser_pause(&c->parser, 1);
     if (!c->in_process)
         process(c);
@@ -649,6 +453,8 @@ void osb_http__take_over(struct osb_http_req *req, enum conn_mode mode, void *ct
 
 /* ---------- responses ---------- */
 
+/* A head that cannot be built (a handler's headers past the head cap) is
+ * logged and the connection dropped: a response cut short would be worse. */
 static void write_head(struct osb_http_req *req, int status, const char *ctype, int64_t clen)
 {
     struct conn *c = req->c;
@@ -656,18 +462,25 @@ static void write_head(struct osb_http_req *req, int status, const char *ctype, 
     osb_time_http(time(NULL), date, sizeof date);
     struct osb_buf h;
     osb_buf_init(&h, SIZE_MAX);
-    osb_buf_addf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, osb_http_reason(status), date);
+    int rc = osb_buf_addf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status,
+                          osb_http_reason(status), date);
     if (ctype)
-        osb_buf_addf(&h, "Content-Type: %s\r\n", ctype);
+        rc |= osb_buf_addf(&h, "Content-Type: %s\r\n", ctype);
     if (clen >= 0)
-        osb_buf_addf(&h, "Content-Length: %lld\r\n", (long long)clen);
+        rc |= osb_buf_addf(&h, "Content-Length: %lld\r\n", (long long)clen);
     else if (status != 101 && status != 204 && status != 304)
-        osb_buf_adds(&h, "Transfer-Encoding: chunked\r\n");
+        rc |= osb_buf_adds(&h, "Transfer-Encoding: chunked\r\n");
     if (!req->keep_alive && status != 101)
-        osb_buf_adds(&h, "Connection: close\r\n");
-    osb_buf_add(&h, req->resp_headers.data, req->resp_headers.len);
-    osb_buf_adds(&h, "\r\n");
-    osb_http__conn_write(c, h.data, h.len);
+        rc |= osb_buf_adds(&h, "Connection: close\r\n");
+    rc |= osb_buf_add(&h, req->resp_headers.data, req->resp_headers.len);
+    rc |= osb_buf_adds(&h, "\r\n");
+    if (rc < 0 || req->head_overflow) {
+        osb_err_log("%s %s: response headers past %d bytes; connection dropped",
+                    req->method, osb_http_req_path(req), OSB_MAX_HEAD_BYTES);
+        osb_http__conn_doom(c);
+    } else {
+        osb_http__conn_write(c, h.data, h.len);
+    }
     osb_buf_free(&h);
 }
 
@@ -675,7 +488,8 @@ void osb_http_add_header(struct osb_http_req *req, const char *name, const char 
 {
     if (req->started)
         return;
-    osb_buf_addf(&req->resp_headers, "%s: %s\r\n", name, value);
+    if (osb_buf_addf(&req->resp_headers, "%s: %s\r\n", name, value) < 0)
+        req->head_overflow = true; /* write_head refuses to send the head */
 }
 
 void osb_http_start(struct osb_http_req *req, int status, const char *content_type,
@@ -706,7 +520,7 @@ size_t osb_http_write(struct osb_http_req *req, const void *data, size_t len)
     int n = snprintf(pre, sizeof pre, "%zx\r\n", len);
     uv_buf_t b[3] = {uv_buf_init(pre, (unsigned)n), uv_buf_init((char *)data, (unsigned)len),
                      uv_buf_init("\r\n", 2)};
-    conn_writev(c, b, 3);
+    osb_http__conn_writev(c, b, 3);
     return c->queued;
 }
 
@@ -719,7 +533,7 @@ void osb_http_end(struct osb_http_req *req)
     req->ended = true;
     struct conn *c = req->c;
     if (!c) {
-        req_free(req);
+        osb_http__req_free(req);
         return;
     }
     if (req->chunked && !req->head_only)
@@ -740,10 +554,10 @@ void osb_http_abort(struct osb_http_req *req)
     req->keep_alive = false;
     if (!req->c) {
         req->ended = true;
-        req_free(req);
+        osb_http__req_free(req);
         return;
     }
-    doom(req->c);
+    osb_http__conn_doom(req->c);
     /* The request lives until the reaper closes the connection. */
     req->ended = true;
     req->on_body = NULL;
@@ -866,7 +680,7 @@ static void head_sweep(uv_timer_t *t)
     uint64_t now = uv_now(srv->loop);
     for (struct conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
-        if (c->mode != CONN_HTTP || !c->head_until || c->head_until > now || c->doomed ||
+        if (c->mode != &http_mode || !c->head_until || c->head_until > now || c->doomed ||
             c->close_after_flush)
             continue;
         c->head_until = 0;
@@ -878,20 +692,6 @@ static void head_sweep(uv_timer_t *t)
         else
             osb_http__conn_close(c);
     }
-}
-
-static void reap_doomed(uv_prepare_t *h)
-{
-    struct osb_http_server *srv = h->data;
-    struct conn *c = srv->conns;
-    while (c && srv->ndoomed) {
-        struct conn *next = c->next;
-        if (c->doomed)
-            osb_http__conn_close(c);
-        c = next;
-    }
-    srv->ndoomed = 0;
-    uv_prepare_stop(h);
 }
 
 struct osb_http_server *osb_http_server_new(uv_loop_t *loop)
@@ -907,13 +707,6 @@ struct osb_http_server *osb_http_server_new(uv_loop_t *loop)
     srv->head_timer.data = srv;
     uv_timer_start(&srv->head_timer, head_sweep, OSB_HEAD_TIMEOUT_MS / 4, OSB_HEAD_TIMEOUT_MS / 4);
     uv_unref((uv_handle_t *)&srv->head_timer);
-    settings.on_message_begin = on_message_begin;
-    settings.on_url = on_url;
-    settings.on_header_field = on_header_field;
-    settings.on_header_value = on_header_value;
-    settings.on_headers_complete = on_headers_complete;
-    settings.on_body = on_body;
-    settings.on_message_complete = on_message_complete;
     return srv;
 }
 

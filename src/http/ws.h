@@ -58,8 +58,8 @@ size_t osb_ws_close_payload(uint8_t out[OSB_WS_MAX_CONTROL], int code, const cha
  * Returns 0, or -1 with *code set to the close code to fail with: 1002 for a
  * 1-byte payload or a code not allowed on the wire, 1007 for a reason that
  * is not UTF-8. reason points into data (not NUL-terminated). */
-int osb_ws_parse_close(const uint8_t *data, size_t len, int *code, const uint8_t **reason,
-                       size_t *reason_len);
+OSB_MUST_CHECK int osb_ws_parse_close(const uint8_t *data, size_t len, int *code,
+                                      const uint8_t **reason, size_t *reason_len);
 
 /* Return 0 to go on; anything else stops the reader (feed returns 1). data
  * is valid only during the call. */
@@ -105,9 +105,9 @@ void osb_ws_reader_free(struct osb_ws_reader *r);
  *      (text not UTF-8) or 1009 (message over max_message, detected from the
  *      frame header before anything is allocated); err says what was wrong.
  *      Sticky: later feeds fail the same way. */
-int osb_ws_reader_feed(struct osb_ws_reader *r, const uint8_t *data, size_t len,
-                       const struct osb_ws_reader_cbs *cbs, void *ud, int *close_code,
-                       struct osb_err *err);
+OSB_MUST_CHECK int osb_ws_reader_feed(struct osb_ws_reader *r, const uint8_t *data, size_t len,
+                                      const struct osb_ws_reader_cbs *cbs, void *ud,
+                                      int *close_code, struct osb_err *err);
 /* Whether a close frame has been read. */
 bool osb_ws_reader_closed(const struct osb_ws_reader *r);
 #endif

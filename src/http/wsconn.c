@@ -10,6 +10,8 @@
 #include "http/conn.h"
 #include "http/ws.h"
 
+static const struct osb_http_mode ws_mode;
+
 struct osb_ws {
     struct conn *c;
     struct osb_ws_reader reader;
@@ -54,24 +56,23 @@ struct osb_ws *osb_http_ws_accept(struct osb_http_req *req, const struct osb_ws_
     osb_http_add_header(req, "Sec-WebSocket-Accept", accept);
     req->keep_alive = true; /* no "Connection: close" on a 101 */
     osb_http_start(req, 101, NULL, -1);
-    osb_http__take_over(req, CONN_WS, ws);
+    osb_http__take_over(req, &ws_mode, ws);
     return ws;
 }
 
-static int send_frame(struct osb_ws *ws, int opcode, const void *data, size_t len)
+static void send_frame(struct osb_ws *ws, int opcode, const void *data, size_t len)
 {
     if (!ws->c || ws->close_sent)
-        return -1;
+        return;
     uint8_t h[OSB_WS_MAX_HEADER];
     size_t hl = osb_ws_frame_header(h, true, opcode, len, NULL);
     osb_http__conn_write(ws->c, h, hl);
     osb_http__conn_write(ws->c, data, len);
-    return 0;
 }
 
-int osb_ws_send(struct osb_ws *ws, int opcode, const void *data, size_t len)
+void osb_ws_send(struct osb_ws *ws, int opcode, const void *data, size_t len)
 {
-    return send_frame(ws, opcode, data, len);
+    send_frame(ws, opcode, data, len);
 }
 
 size_t osb_ws_queued(const struct osb_ws *ws)
@@ -107,7 +108,10 @@ static int on_control(void *ud, int opcode, const uint8_t *data, size_t len)
         int code = OSB_WS_CLOSE_NO_STATUS;
         const uint8_t *reason;
         size_t rlen;
-        osb_ws_parse_close(data, len, &code, &reason, &rlen);
+        /* The reader checked the payload already; should it not parse,
+         * the echo is a protocol error. */
+        if (osb_ws_parse_close(data, len, &code, &reason, &rlen) < 0)
+            code = OSB_WS_CLOSE_PROTOCOL;
         /* Echo the code, as RFC 6455 5.5.1 asks. */
         if (!ws->close_sent) {
             uint8_t p[2] = {(uint8_t)(code >> 8), (uint8_t)code};
@@ -123,7 +127,7 @@ static int on_control(void *ud, int opcode, const uint8_t *data, size_t len)
     return 0;
 }
 
-void osb_http__ws_on_data(struct conn *c, const char *data, size_t len)
+static void ws_on_data(struct conn *c, const char *data, size_t len)
 {
     struct osb_ws *ws = c->mode_ctx;
     if (!ws || ws->closed)
@@ -139,7 +143,7 @@ void osb_http__ws_on_data(struct conn *c, const char *data, size_t len)
     }
 }
 
-void osb_http__ws_on_close(struct conn *c)
+static void ws_on_close(struct conn *c)
 {
     struct osb_ws *ws = c->mode_ctx;
     c->mode_ctx = NULL;
@@ -152,9 +156,15 @@ void osb_http__ws_on_close(struct conn *c)
     free(ws);
 }
 
-void osb_http__ws_on_drain(struct conn *c)
+static void ws_on_drain(struct conn *c)
 {
     struct osb_ws *ws = c->mode_ctx;
     if (ws && ws->cbs.on_drain)
         ws->cbs.on_drain(ws, ws->ud);
 }
+
+static const struct osb_http_mode ws_mode = {
+    .on_data = ws_on_data,
+    .on_drain = ws_on_drain,
+    .on_close = ws_on_close,
+};

@@ -41,7 +41,7 @@ static int blob_install(const char *blobs, const char *path, struct osb_export_b
         return osb_err_sys(err, "open `%s`", path);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-    static __thread char buf[1 << 16];
+    char buf[1 << 16];
     ssize_t n;
     b->size = 0;
     while ((n = OSB_RETRY(read(fd, buf, sizeof buf))) > 0) {
@@ -181,7 +181,7 @@ static int add_file(struct archive *a, const char *root, const char *rel, struct
     archive_entry_set_mtime(e, st.st_mtime, 0);
     int r = archive_write_header(a, e) < ARCHIVE_WARN ? -1 : 0;
     archive_entry_free(e);
-    static __thread char buf[1 << 16];
+    char buf[1 << 16];
     ssize_t n = 0;
     while (r == 0 && !S_ISDIR(st.st_mode) && (n = OSB_RETRY(read(fd, buf, sizeof buf))) > 0)
         if (archive_write_data(a, buf, (size_t)n) < 0)
@@ -266,7 +266,7 @@ char *osb_export_blob_path(const struct osb_export *e, const char *digest)
 void osb_export_free(struct osb_export *e)
 {
     if (e->root)
-        osb_layer_remove(e->root, NULL);
+        osb_layer_discard(e->root);
     free(e->root);
     free(e->layers);
     memset(e, 0, sizeof *e);

@@ -28,13 +28,14 @@ struct osb_export {
 /* Build the blobs of im from layer_dirs (n layer directories, bottom
  * first; the config parts come from im) in a fresh directory made by
  * mkdtemp(root_template). Nothing is left behind on failure. */
-int osb_export_build(const struct osb_image *im, char *const *layer_dirs, size_t n,
-                     const char *root_template, struct osb_export *out, struct osb_err *err);
+OSB_MUST_CHECK int osb_export_build(const struct osb_image *im, char *const *layer_dirs, size_t n,
+                                    const char *root_template, struct osb_export *out,
+                                    struct osb_err *err);
 /* <root>/blobs/sha256/<hex of digest>; the caller frees it. */
 char *osb_export_blob_path(const struct osb_export *e, const char *digest);
 void osb_export_free(struct osb_export *e);
 
 /* The same packed as a layout tar; tar_path is replaced atomically. */
-int osb_export_write(const struct osb_image *im, char *const *layer_dirs, size_t n,
-                     const char *tar_path, struct osb_err *err);
+OSB_MUST_CHECK int osb_export_write(const struct osb_image *im, char *const *layer_dirs, size_t n,
+                                    const char *tar_path, struct osb_err *err);
 #endif

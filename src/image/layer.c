@@ -4,6 +4,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fts.h>
 #include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "common/xalloc.h"
 
 #define PIPE_SIZE (1 << 20)
@@ -49,6 +51,13 @@ int osb_layer_remove(const char *dir, struct osb_err *err)
     if (nftw(dir, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0)
         return osb_err_sys(err, "remove `%s`", dir);
     return 0;
+}
+
+void osb_layer_discard(const char *dir)
+{
+    struct osb_err err = {0};
+    if (osb_layer_remove(dir, &err) < 0)
+        osb_warn("%s", err.msg);
 }
 
 /* ------------------------------------------------------------ unpack (child side) */
@@ -173,7 +182,11 @@ static int whiteout(struct archive_entry *e, char *msg, size_t n)
         snprintf(msg, n, "entry `%s` refused: bad whiteout name", path);
         return -1;
     }
-    osb_layer_remove(target, NULL);
+    struct osb_err rm = {0};
+    if (osb_layer_remove(target, &rm) < 0) {
+        snprintf(msg, n, "entry `%s`: replace with a whiteout: %s", path, rm.msg);
+        return -1;
+    }
     if (mknod(target, S_IFCHR | 0000, makedev(0, 0)) < 0) {
         snprintf(msg, n, "entry `%s`: create whiteout: %s", path, strerror(errno));
         return -1;
@@ -248,7 +261,7 @@ static void __attribute__((noreturn)) child_main(const char *dir)
     if (chdir(dir) < 0 || chroot(".") < 0)
         snprintf(msg, sizeof msg, "enter `%s`: %s", dir, strerror(errno));
     else if (extract(0, msg, sizeof msg) == 0) {
-        static char sink[65536];
+        char sink[1 << 14];
         while (OSB_RETRY(read(0, sink, sizeof sink)) > 0)
             ;
         _exit(0);
@@ -325,7 +338,7 @@ static int finish(struct osb_layer_writer *w, struct osb_err *err)
     OSB_RETRY(waitpid(w->pid, &status, 0));
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
-    osb_layer_remove(w->dir, NULL);
+    osb_layer_discard(w->dir);
     return osb_err_set(err, OSB_E_INVALID, "%s", len ? msg : "the unpacking process died");
 }
 
@@ -378,7 +391,7 @@ int osb_layer_write(struct osb_layer_writer *w, const void *data, size_t len, st
             int r = finish(w, err);
             w->pid = -1;
             if (r == 0) {
-                osb_layer_remove(w->dir, NULL);
+                osb_layer_discard(w->dir);
                 osb_err_set(err, OSB_E_INVALID, "data after the end of the tar stream");
             }
             return -1;
@@ -401,7 +414,7 @@ int osb_layer_commit(struct osb_layer_writer *w, struct osb_err *err)
 {
     int r = w->pid > 0 ? finish(w, err) : osb_err_set(err, OSB_E_INVALID, "unpacking failed");
     if (w->pid <= 0)
-        osb_layer_remove(w->dir, NULL);
+        osb_layer_discard(w->dir);
     writer_free(w);
     return r;
 }
@@ -414,7 +427,7 @@ void osb_layer_abort(struct osb_layer_writer *w)
         kill(w->pid, SIGKILL);
         finish(w, NULL);
     }
-    osb_layer_remove(w->dir, NULL);
+    osb_layer_discard(w->dir);
     writer_free(w);
 }
 
@@ -626,7 +639,7 @@ int osb_layer_copy_tree(int src_dirfd, const char *dir, struct osb_err *err)
         free(c.links[i].path);
     free(c.links);
     if (r < 0) {
-        osb_layer_remove(dir, NULL);
+        osb_layer_discard(dir);
         return osb_err_wrap(err, "copy into layer `%s`", dir);
     }
     return 0;
@@ -634,38 +647,66 @@ int osb_layer_copy_tree(int src_dirfd, const char *dir, struct osb_err *err)
 
 /* ------------------------------------------------------------ size */
 
-static __thread unsigned long long du_bytes;
-static __thread struct link_seen *du_links;
-static __thread size_t du_n, du_cap;
-
-static int du_one(const char *p, const struct stat *st, int type, struct FTW *f)
+/* fts rather than nftw: it walks without a callback, so the hard links
+ * seen live in this call, not in thread-local statics, and it copes with
+ * deep trees without running out of descriptors. */
+static bool du_link_seen(struct link_seen **links, size_t *n, size_t *cap, const struct stat *st)
 {
-    (void)p, (void)type, (void)f;
-    if (!S_ISDIR(st->st_mode) && st->st_nlink > 1) {
-        for (size_t i = 0; i < du_n; i++)
-            if (du_links[i].ino == st->st_ino && du_links[i].dev == st->st_dev)
-                return 0;
-        if (du_n == du_cap) {
-            du_cap = du_cap ? 2 * du_cap : 64;
-            du_links = osb_xrealloc(du_links, du_cap * sizeof *du_links);
-        }
-        du_links[du_n++] = (struct link_seen){st->st_dev, st->st_ino, NULL};
+    for (size_t i = 0; i < *n; i++)
+        if ((*links)[i].ino == st->st_ino && (*links)[i].dev == st->st_dev)
+            return true;
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *links = osb_xrealloc(*links, *cap * sizeof **links);
     }
-    du_bytes += (unsigned long long)st->st_blocks * 512;
-    return 0;
+    (*links)[(*n)++] = (struct link_seen){st->st_dev, st->st_ino, NULL};
+    return false;
 }
 
 int osb_layer_size(const char *dir, unsigned long long *bytes, struct osb_err *err)
 {
-    du_bytes = 0;
-    du_n = 0;
-    int r = nftw(dir, du_one, 32, FTW_PHYS | FTW_MOUNT);
-    free(du_links);
-    du_links = NULL;
-    du_cap = du_n = 0;
+    char *const roots[] = {(char *)dir, NULL};
+    FTS *fts = fts_open(roots, FTS_PHYSICAL | FTS_NOCHDIR | FTS_XDEV, NULL);
+    if (!fts)
+        return osb_err_sys(err, "measure `%s`", dir);
+    struct link_seen *links = NULL;
+    size_t n = 0, cap = 0;
+    unsigned long long total = 0;
+    dev_t dev = 0;
+    int r = 0;
+    FTSENT *e = NULL;
+    while (r == 0 && (e = fts_read(fts))) {
+        if (e->fts_info == FTS_DP)
+            continue; /* a directory again, after its contents */
+        if (e->fts_info == FTS_NS || e->fts_info == FTS_ERR) {
+            /* An entry that vanished under us is not counted; a root that
+             * cannot be read is an error, as it is for nftw. */
+            if (e->fts_level == FTS_ROOTLEVEL) {
+                errno = e->fts_errno;
+                r = -1;
+            }
+            continue;
+        }
+        const struct stat *st = e->fts_statp;
+        if (e->fts_level == FTS_ROOTLEVEL)
+            dev = st->st_dev;
+        if (st->st_dev != dev) { /* a mount inside: neither counted nor entered */
+            fts_set(fts, e, FTS_SKIP);
+            continue;
+        }
+        if (!S_ISDIR(st->st_mode) && st->st_nlink > 1 && du_link_seen(&links, &n, &cap, st))
+            continue;
+        total += (unsigned long long)st->st_blocks * 512;
+    }
+    if (r == 0 && !e && errno != 0) /* fts_read ends with errno 0, or fails */
+        r = -1;
+    int saved = errno;
+    fts_close(fts);
+    free(links);
+    errno = saved;
     if (r != 0)
         return osb_err_sys(err, "measure `%s`", dir);
-    *bytes = du_bytes;
+    *bytes = total;
     return 0;
 }
 
@@ -713,7 +754,7 @@ static int tar_data(struct tar_ctx *c, const char *path, const char *rel, struct
     _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return osb_err_sys(err, "open `%s`", path);
-    static __thread char buf[1 << 16];
+    char buf[1 << 16];
     ssize_t n;
     while ((n = OSB_RETRY(read(fd, buf, sizeof buf))) > 0)
         if (archive_write_data(c->a, buf, (size_t)n) < 0)

@@ -23,28 +23,33 @@ struct osb_layer_writer;
 /* Start unpacking into dir, which must not exist (it is created; its
  * parent must exist). Feed the tar stream with osb_layer_write, then
  * osb_layer_commit; osb_layer_abort (or a failed commit) removes dir. */
-int osb_layer_begin(const char *dir, struct osb_layer_writer **out, struct osb_err *err);
-int osb_layer_write(struct osb_layer_writer *w, const void *data, size_t len, struct osb_err *err);
+OSB_MUST_CHECK int osb_layer_begin(const char *dir, struct osb_layer_writer **out,
+                                   struct osb_err *err);
+OSB_MUST_CHECK int osb_layer_write(struct osb_layer_writer *w, const void *data, size_t len,
+                                   struct osb_err *err);
 /* End of stream: waits for the unpacker; frees w whatever the outcome. */
-int osb_layer_commit(struct osb_layer_writer *w, struct osb_err *err);
+OSB_MUST_CHECK int osb_layer_commit(struct osb_layer_writer *w, struct osb_err *err);
 void osb_layer_abort(struct osb_layer_writer *w);
 
 /* The same from a tar file. */
-int osb_layer_from_file(const char *dir, const char *tar_path, struct osb_err *err);
+OSB_MUST_CHECK int osb_layer_from_file(const char *dir, const char *tar_path, struct osb_err *err);
 
 /* Copy the tree under src_dirfd (an overlay upper dir) into dir (must not
  * exist), keeping overlayfs whiteouts and opaque/redirect xattrs as they
  * are: the result stacks as a lower layer. */
-int osb_layer_copy_tree(int src_dirfd, const char *dir, struct osb_err *err);
+OSB_MUST_CHECK int osb_layer_copy_tree(int src_dirfd, const char *dir, struct osb_err *err);
 
 /* Write the layer dir as a tar stream (overlay whiteouts turned back into
  * OCI ones) to fd; used by `image export`. */
-int osb_layer_to_tar(const char *dir, int fd, struct osb_err *err);
+OSB_MUST_CHECK int osb_layer_to_tar(const char *dir, int fd, struct osb_err *err);
 
 /* rm -rf without following symlinks or crossing into another filesystem;
  * a missing dir is fine. err may be NULL. */
-int osb_layer_remove(const char *dir, struct osb_err *err);
+OSB_MUST_CHECK int osb_layer_remove(const char *dir, struct osb_err *err);
+/* Best-effort osb_layer_remove for cleanup paths (the caller already has
+ * an error to report, or nothing waits on it): a failure is logged. */
+void osb_layer_discard(const char *dir);
 
 /* Bytes used by the files of a layer dir (st_blocks * 512, hard links once). */
-int osb_layer_size(const char *dir, unsigned long long *bytes, struct osb_err *err);
+OSB_MUST_CHECK int osb_layer_size(const char *dir, unsigned long long *bytes, struct osb_err *err);
 #endif

@@ -27,7 +27,7 @@ struct osb_ref {
 };
 
 /* OSB_E_INVALID with a message naming what is wrong. */
-int osb_ref_parse(const char *s, struct osb_ref *out, struct osb_err *err);
+OSB_MUST_CHECK int osb_ref_parse(const char *s, struct osb_ref *out, struct osb_err *err);
 /* Canonical form: domain/path[:tag][@digest]. */
 void osb_ref_string(const struct osb_ref *r, char *out, size_t n);
 /* "sha256:" and 64 lower-case hex digits (the only digests accepted). */

@@ -137,7 +137,10 @@ static size_t on_data(char *data, size_t size, size_t n, void *ud)
         x->got_status = true;
     }
     if (x->status != 200) {
-        (void)osb_buf_add(&x->body, data, len); /* an error body: what fits */
+        /* An error body only feeds a message: its first bytes are enough. */
+        size_t room = x->body.max - x->body.len;
+        if (osb_buf_add(&x->body, data, len < room ? len : room) < 0)
+            return 0;
         return len;
     }
     x->delivered += (int64_t)len;
@@ -683,7 +686,9 @@ static int blob_once(struct osb_registry *r, const struct osb_blob *b, osb_regis
                          "got %s", r->image, b->digest, got);
     if (rc == 0 && !cb) {
         struct osb_buf *dst = ud;
-        osb_buf_add(dst, x.body.data, x.body.len);
+        if (osb_buf_add(dst, x.body.data, x.body.len) < 0)
+            rc = osb_err_set(err, OSB_E_TOOBIG, "image `%s`: blob %s does not fit in %zu bytes",
+                             r->image, b->digest, dst->max);
     }
     EVP_MD_CTX_free(x.md);
     osb_buf_free(&x.body);

@@ -61,15 +61,16 @@ struct osb_registry;
  *                      manifest for the platform in an index
  *   OSB_E_INVALID      a malformed manifest/index/config
  * Messages name the image (the canonical reference). */
-int osb_registry_open(const struct osb_ref *ref, const struct osb_registry_opts *o,
-                      struct osb_registry **out, struct osb_err *err);
+OSB_MUST_CHECK int osb_registry_open(const struct osb_ref *ref, const struct osb_registry_opts *o,
+                                     struct osb_registry **out, struct osb_err *err);
 void osb_registry_close(struct osb_registry *r);
 
 /* Resolve ref (tag or digest; an index or manifest list is followed to the
  * opts' platform) to an image manifest (Docker v2 schema 2 or OCI) and its
  * config. Layer media types accepted: tar, tar+gzip, tar+zstd (OCI and
  * Docker spellings). */
-int osb_registry_manifest(struct osb_registry *r, struct osb_manifest *out, struct osb_err *err);
+OSB_MUST_CHECK int osb_registry_manifest(struct osb_registry *r, struct osb_manifest *out,
+                                         struct osb_err *err);
 void osb_manifest_free(struct osb_manifest *m);
 
 /* Stream a blob: cb gets the raw bytes as they arrive (return < 0 to stop;
@@ -77,21 +78,21 @@ void osb_manifest_free(struct osb_manifest *m);
  * are checked at the end: OSB_E_INTEGRITY on mismatch, after all data was
  * delivered, so a consumer must commit only when this returns 0. */
 typedef int (*osb_registry_data_cb)(void *ud, const void *data, size_t len, struct osb_err *err);
-int osb_registry_blob(struct osb_registry *r, const struct osb_blob *b, osb_registry_data_cb cb,
-                      void *ud, struct osb_err *err);
+OSB_MUST_CHECK int osb_registry_blob(struct osb_registry *r, const struct osb_blob *b,
+                                     osb_registry_data_cb cb, void *ud, struct osb_err *err);
 
 /* Upload the blob in the file at path (size bytes, digest as given): a
  * HEAD first, and nothing more when the registry has it (returns 1); else
  * a monolithic upload (POST, then PUT <Location>?digest=… streaming the
  * file) and returns 0. The registry verifies the digest (OSB_E_INVALID
  * when it refuses the upload). */
-int osb_registry_push_blob(struct osb_registry *r, const char *digest, int64_t size,
-                           const char *path, struct osb_err *err);
+OSB_MUST_CHECK int osb_registry_push_blob(struct osb_registry *r, const char *digest, int64_t size,
+                                          const char *path, struct osb_err *err);
 
 /* PUT the manifest bytes under reference: a tag, or a digest, which must
  * be the bytes' own (OSB_E_INTEGRITY otherwise, or when the registry says
  * it stored other bytes). */
-int osb_registry_push_manifest(struct osb_registry *r, const char *reference,
-                               const char *media_type, const void *data, size_t len,
-                               struct osb_err *err);
+OSB_MUST_CHECK int osb_registry_push_manifest(struct osb_registry *r, const char *reference,
+                                              const char *media_type, const void *data, size_t len,
+                                              struct osb_err *err);
 #endif

@@ -34,7 +34,8 @@ struct osb_auth_challenge {
 };
 /* Parse a WWW-Authenticate value: scheme then k="v" (or k=token) pairs,
  * comma separated. OSB_E_INVALID when there is no scheme. */
-int osb_auth_parse(const char *header, struct osb_auth_challenge *out, struct osb_err *err);
+OSB_MUST_CHECK int osb_auth_parse(const char *header, struct osb_auth_challenge *out,
+                                  struct osb_err *err);
 
 /* The platform to pick when the options name none: linux and the
  * machine's architecture in Go's spelling (amd64, arm64, ...). */
@@ -44,11 +45,12 @@ const char *osb_default_arch(void);
  * ignored; "unknown/unknown" attestation entries never match).
  * OSB_E_UNSUPPORTED when no entry matches (the message lists those
  * offered), OSB_E_INVALID when malformed. image names the image. */
-int osb_index_select(json_t *index, const char *os, const char *arch, const char *image,
-                     char digest[OSB_DIGEST_MAX], struct osb_err *err);
+OSB_MUST_CHECK int osb_index_select(json_t *index, const char *os, const char *arch,
+                                    const char *image, char digest[OSB_DIGEST_MAX],
+                                    struct osb_err *err);
 
 /* Fill config_blob, layers, n_layers of out from an image manifest
  * (config and digest left alone). Checks media types and digests. */
-int osb_manifest_parse(json_t *manifest, const char *image, struct osb_manifest *out,
-                       struct osb_err *err);
+OSB_MUST_CHECK int osb_manifest_parse(json_t *manifest, const char *image, struct osb_manifest *out,
+                                      struct osb_err *err);
 #endif

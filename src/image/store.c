@@ -439,7 +439,7 @@ static int fetch_layer(struct pull *p, const struct osb_blob *b, const char *key
         return -1;
     if (rename(tmp, final) < 0) {
         int e = errno;
-        osb_layer_remove(tmp, NULL);
+        osb_layer_discard(tmp);
         if (e != EEXIST && e != ENOTEMPTY) { /* else: a racing writer won */
             errno = e;
             return osb_err_sys(err, "install layer `%s`", final);
@@ -597,7 +597,7 @@ static int import_layer(struct osb_istore *s, const char *key, const char *tar_p
     int r = osb_layer_from_file(tmp, tar_path, err);
     if (r == 0 && rename(tmp, final) < 0) {
         r = osb_err_sys(err, "install layer `%s`", final);
-        osb_layer_remove(tmp, NULL);
+        osb_layer_discard(tmp);
     }
     unsigned long long bytes = 0;
     if (r == 0 && (r = osb_layer_size(final, &bytes, err)) == 0)
@@ -631,7 +631,7 @@ int osb_istore_import(struct osb_istore *s, const char *name, const char *tar_pa
         json_decref(rec);
         if (r < 0) {
             _cleanup_free_ char *dir = layer_path(s, key);
-            osb_layer_remove(dir, NULL);
+            osb_layer_discard(dir);
         }
     }
     close(use);
@@ -764,7 +764,7 @@ static void clean_temporaries(struct osb_istore *s)
         if (fl < 0)
             continue;
         _cleanup_free_ char *p = osb_xasprintf("%s/%s", s->layers, e->d_name);
-        osb_layer_remove(p, NULL);
+        osb_layer_discard(p);
         close(fl);
     }
     _cleanup_closedir_ DIR *im = opendir(s->images);
@@ -772,7 +772,7 @@ static void clean_temporaries(struct osb_istore *s)
         if (strncmp(e->d_name, ".rm-", 4) != 0)
             continue;
         _cleanup_free_ char *p = osb_xasprintf("%s/%s", s->images, e->d_name);
-        osb_layer_remove(p, NULL);
+        osb_layer_discard(p);
     }
 }
 
@@ -835,7 +835,8 @@ int osb_istore_prune(struct osb_istore *s, size_t *layers_removed, uint64_t *byt
             unsigned long long bytes = 0;
             bool present = layer_exists(s, c[i].key);
             if (present) {
-                (void)osb_layer_size(dir, &bytes, NULL);
+                if (osb_layer_size(dir, &bytes, NULL) < 0)
+                    bytes = 0; /* only counts toward bytes_freed */
                 r = osb_layer_remove(dir, err);
             }
             if (r == 0) {
@@ -915,7 +916,7 @@ int osb_istore_export(struct osb_istore *s, const char *name, const char *tar_pa
 void osb_istore_discard_layer(struct osb_istore *s, const char *dir)
 {
     const char *key = key_of(s, dir);
-    osb_layer_remove(dir, NULL);
+    osb_layer_discard(dir);
     if (key)
         release_pending(s, key);
 }

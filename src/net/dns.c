@@ -282,7 +282,10 @@ static void deliver(struct fwd *f, uint8_t *msg, size_t len)
         return;
     }
     struct learn_ctx ctx = {s, f->pq.name};
-    osb_dns_answer_addrs(msg, len, on_addr, &ctx);
+    /* An answer that does not parse is still the client's to judge; it
+     * teaches the policy nothing more. */
+    if (osb_dns_answer_addrs(msg, len, on_addr, &ctx) < 0)
+        osb_debug("dns: the answer for %s does not parse", f->pq.name);
     fwd_finish(f, msg, len);
 }
 

@@ -57,21 +57,21 @@ typedef void (*osb_dns_learn_fn)(void *ud, const char *key, const char *name, in
 
 /** Create the forwarder on loop. The config is copied. Errors: OSB_E_INVALID
  * (no upstream, a bad upstream address). */
-int osb_dns_open(uv_loop_t *loop, const struct osb_dns_config *cfg, struct osb_dns **out,
-                 struct osb_err *err);
+OSB_MUST_CHECK int osb_dns_open(uv_loop_t *loop, const struct osb_dns_config *cfg,
+                                struct osb_dns **out, struct osb_err *err);
 
 /** Start serving sandbox `key` on UDP and TCP listen_ipv4:port (each
  * sandbox needs its own address: the host end of its link). policy is
  * copied (NULL: allow everything); learn may be NULL. Errors: OSB_E_EXISTS
  * (key already served), OSB_E_INVALID (bad address), OSB_E_SYS (bind). */
-int osb_dns_serve(struct osb_dns *dns, const char *key, const char *listen_ipv4,
-                  const struct osb_policy *policy, osb_dns_learn_fn learn, void *ud,
-                  struct osb_err *err);
+OSB_MUST_CHECK int osb_dns_serve(struct osb_dns *dns, const char *key, const char *listen_ipv4,
+                                 const struct osb_policy *policy, osb_dns_learn_fn learn, void *ud,
+                                 struct osb_err *err);
 
 /** Replace the policy of `key` (copied; NULL: allow everything).
  * OSB_E_NOTFOUND when key is not served. */
-int osb_dns_set_policy(struct osb_dns *dns, const char *key, const struct osb_policy *policy,
-                       struct osb_err *err);
+OSB_MUST_CHECK int osb_dns_set_policy(struct osb_dns *dns, const char *key,
+                                      const struct osb_policy *policy, struct osb_err *err);
 
 /** Stop serving `key`: close its sockets and drop its queries in flight
  * (no answers are sent, nothing more is learned). Unknown keys are ignored. */

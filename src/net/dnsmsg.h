@@ -8,6 +8,7 @@
 #define OSB_NET_DNSMSG_H
 #include <stddef.h>
 #include <stdint.h>
+#include "common/err.h"
 
 #define OSB_DNS_HEADER_LEN 12
 /* A message over TCP has a 16-bit length prefix. */
@@ -49,7 +50,7 @@ struct osb_dns_query {
  * (FORMERR: not exactly one well-formed question or a malformed rest;
  * NOTIMP: an opcode other than QUERY). On an rcode, q->qend is 0 unless the
  * question itself parsed (then it can be echoed). */
-int osb_dns_parse_query(const uint8_t *msg, size_t len, struct osb_dns_query *q);
+OSB_MUST_CHECK int osb_dns_parse_query(const uint8_t *msg, size_t len, struct osb_dns_query *q);
 
 /* Build an answer-less reply to `query` with the given rcode into out
  * (cap >= OSB_DNS_HEADER_LEN + question length): same id, QR set, opcode,
@@ -61,10 +62,11 @@ size_t osb_dns_reply_error(const uint8_t *query, size_t qlen, const struct osb_d
 /* Check that msg is a well-formed response to q: same id, QR set, the same
  * single question (name case-insensitive, type, class), and every record
  * in bounds. Returns 0 or -1. */
-int osb_dns_check_response(const uint8_t *msg, size_t len, const struct osb_dns_query *q);
+OSB_MUST_CHECK int osb_dns_check_response(const uint8_t *msg, size_t len,
+                                          const struct osb_dns_query *q);
 
 /* The rcode of a message of at least a header's length. */
-int osb_dns_rcode(const uint8_t *msg, size_t len);
+OSB_MUST_CHECK int osb_dns_rcode(const uint8_t *msg, size_t len);
 
 /* Call fn for each A/AAAA record (class IN) of the answer section owned by
  * the question name or by a name reached from it through CNAME records of
@@ -72,11 +74,13 @@ int osb_dns_rcode(const uint8_t *msg, size_t len);
  * 16 bytes. Returns how many addresses were reported, or -1 when the
  * message is malformed (fn may have been called before). */
 typedef void (*osb_dns_addr_fn)(void *ud, int family, const uint8_t *addr, uint32_t ttl);
-int osb_dns_answer_addrs(const uint8_t *msg, size_t len, osb_dns_addr_fn fn, void *ud);
+OSB_MUST_CHECK int osb_dns_answer_addrs(const uint8_t *msg, size_t len, osb_dns_addr_fn fn,
+                                        void *ud);
 
 /* Read the (possibly compressed) name at *off into text form (see
  * osb_dns_query.name); *off moves past it. Returns 0 or -1. Exposed for
  * tests. */
-int osb_dns_read_name(const uint8_t *msg, size_t len, size_t *off, char *out, size_t cap);
+OSB_MUST_CHECK int osb_dns_read_name(const uint8_t *msg, size_t len, size_t *off, char *out,
+                                     size_t cap);
 
 #endif

@@ -27,7 +27,8 @@ struct osb_hostnet {
 /* Reads the host's addresses and routes into out (freed with
  * osb_hostnet_free). Those on links named own_prefix + digits (this
  * server's slots from a previous run; NULL = none) are left out. */
-int osb_hostnet_scan(const char *own_prefix, struct osb_hostnet *out, struct osb_err *err);
+OSB_MUST_CHECK int osb_hostnet_scan(const char *own_prefix, struct osb_hostnet *out,
+                                    struct osb_err *err);
 void osb_hostnet_free(struct osb_hostnet *h);
 /* Appends one use (scan does this; tests build lists by hand). */
 void osb_hostnet_add(struct osb_hostnet *h, struct in_addr addr, unsigned len, const char *what,
@@ -39,10 +40,11 @@ const struct osb_hostnet_use *osb_hostnet_overlap(const struct osb_hostnet *h, s
 /* The first 10.X.0.0/16 (X from 88 up to 255, then 0 to 87) no use
  * overlaps, as "10.X.0.0/16";
  * -1 when every one is taken. */
-int osb_hostnet_free16(const struct osb_hostnet *h, char out[20]);
+OSB_MUST_CHECK int osb_hostnet_free16(const struct osb_hostnet *h, char out[20]);
 
 /* The start-up check: subnet (a valid IPv4 CIDR) overlaps nothing on the
  * host but own_prefix's links -> 0; else OSB_E_EXISTS with a message naming
  * the other owner and a free range to use instead. */
-int osb_hostnet_check(const char *subnet, const char *own_prefix, struct osb_err *err);
+OSB_MUST_CHECK int osb_hostnet_check(const char *subnet, const char *own_prefix,
+                                     struct osb_err *err);
 #endif

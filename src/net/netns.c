@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/cleanup.h"
 #include "common/fsutil.h"
 #include "common/xalloc.h"
@@ -189,7 +190,8 @@ static void del_link(const char *name)
     struct osb_err e;
     if (osb_nl_open(&nl, NETLINK_ROUTE, &e) < 0)
         return;
-    osb_nl_talk(&nl, osb_nl_build_dellink(buf, ++nl.seq, name), &e);
+    if (osb_nl_talk(&nl, osb_nl_build_dellink(buf, ++nl.seq, name), &e) < 0)
+        osb_debug("delete link %s: %s", name, e.msg); /* often already gone */
     osb_nl_close(&nl);
 }
 
@@ -613,7 +615,8 @@ void osb_net_close(struct osb_net *net)
         struct osb_nft_batch *b = osb_nft_batch_new(net->table);
         struct osb_err e;
         osb_nft_delete_table(b);
-        osb_nft_commit(b, &e);
+        if (osb_nft_commit(b, &e) < 0)
+            osb_warn("drop nftables table %s: %s", net->table, e.msg);
         osb_nft_batch_free(b);
     }
     for (unsigned i = 0; i < net->capacity; i++) {

@@ -75,8 +75,8 @@ struct osb_net_stats {
  * empty).
  * Then starts the pool thread. Duplicate or out-of-range in-use indexes, or
  * a bad config -> OSB_E_INVALID and nothing changed. */
-int osb_net_open(const struct osb_net_config *cfg, const struct osb_net_inuse *inuse, size_t n,
-                 struct osb_net **out, struct osb_err *err);
+OSB_MUST_CHECK int osb_net_open(const struct osb_net_config *cfg, const struct osb_net_inuse *inuse,
+                                size_t n, struct osb_net **out, struct osb_err *err);
 /* Stops the pool thread and destroys every slot not claimed. Claimed slots
  * (running sandboxes) and, if any remain, the nft table stay for the next
  * open; with none claimed the table is deleted too. NULL is a no-op. */
@@ -85,22 +85,24 @@ void osb_net_close(struct osb_net *net);
 /* Hands a ready slot to sandbox_id (non-empty, unique among claimed slots:
  * OSB_E_EXISTS otherwise). The slot starts unrestricted with empty allow
  * and deny sets. OSB_E_TOOBIG when the subnet is exhausted. */
-int osb_net_claim(struct osb_net *net, const char *sandbox_id, struct osb_net_slot *out,
-                  struct osb_err *err);
+OSB_MUST_CHECK int osb_net_claim(struct osb_net *net, const char *sandbox_id,
+                                 struct osb_net_slot *out, struct osb_err *err);
 /* The slot claimed by sandbox_id (OSB_E_NOTFOUND if none). */
-int osb_net_find(struct osb_net *net, const char *sandbox_id, struct osb_net_slot *out,
-                 struct osb_err *err);
+OSB_MUST_CHECK int osb_net_find(struct osb_net *net, const char *sandbox_id,
+                                struct osb_net_slot *out, struct osb_err *err);
 /* Gives the slot back: its nft state is reset (unrestricted, empty sets) and
  * the conntrack entries of its address flushed before this returns; the pool
  * thread then keeps it ready or destroys it. The caller must have killed every
  * process in the netns first. OSB_E_NOTFOUND if sandbox_id holds no slot. */
-int osb_net_release(struct osb_net *net, const char *sandbox_id, struct osb_err *err);
+OSB_MUST_CHECK int osb_net_release(struct osb_net *net, const char *sandbox_id,
+                                   struct osb_err *err);
 
 /* Egress enforcement of a claimed slot (by index). restrict on: only
  * destinations in the allow sets and not in the deny sets are reachable, for
  * new and established connections alike; off: everything but the global drops
  * and the deny sets. Applied to the next packet when this returns. */
-int osb_net_restrict(struct osb_net *net, unsigned index, bool on, struct osb_err *err);
+OSB_MUST_CHECK int osb_net_restrict(struct osb_net *net, unsigned index, bool on,
+                                    struct osb_err *err);
 /* Adds family (AF_INET/AF_INET6) addr (network order) /prefix_len to the
  * allow sets; timeout_s 0 = permanent, else the entry expires. Re-adding the
  * same address or range refreshes its timeout. Single addresses (/32, /128)
@@ -109,24 +111,24 @@ int osb_net_restrict(struct osb_net *net, unsigned index, bool on, struct osb_er
  * (10.0.0.0/8 after 10.1.0.0/16, or the reverse) fails with OSB_E_EXISTS:
  * the caller passes its static CIDRs without nested duplicates (keep the
  * widest). Host bits set beyond the prefix -> OSB_E_INVALID. */
-int osb_net_allow(struct osb_net *net, unsigned index, int family, const void *addr,
-                  unsigned prefix_len, uint32_t timeout_s, struct osb_err *err);
+OSB_MUST_CHECK int osb_net_allow(struct osb_net *net, unsigned index, int family, const void *addr,
+                                 unsigned prefix_len, uint32_t timeout_s, struct osb_err *err);
 /* Adds family addr/prefix_len to the deny sets, checked before everything
  * else for every packet from the slot, restricted or not: new and established
  * connections to it are rejected (TCP reset, else ICMP admin-prohibited) from
  * the next packet on. Same address rules and errors as osb_net_allow (nested
  * ranges -> OSB_E_EXISTS); no timeout. */
-int osb_net_deny(struct osb_net *net, unsigned index, int family, const void *addr,
-                 unsigned prefix_len, struct osb_err *err);
+OSB_MUST_CHECK int osb_net_deny(struct osb_net *net, unsigned index, int family, const void *addr,
+                                unsigned prefix_len, struct osb_err *err);
 /* Empties the allow sets AND the deny sets in one atomic change (static
  * entries must be re-added by the caller). While restricted, a connection to
  * a destination no longer allowed is cut at its next packet from the sandbox
  * (TCP gets a reset); a destination no longer denied is reachable again. */
-int osb_net_reset_allow(struct osb_net *net, unsigned index, struct osb_err *err);
+OSB_MUST_CHECK int osb_net_reset_allow(struct osb_net *net, unsigned index, struct osb_err *err);
 
 /* The interface prefix ("osb" + 4 hex digits) the slots of state_dir (which
  * must exist) get: what osb_net_open would use. */
-int osb_net_ifprefix(const char *state_dir, char out[16], struct osb_err *err);
+OSB_MUST_CHECK int osb_net_ifprefix(const char *state_dir, char out[16], struct osb_err *err);
 
 void osb_net_stats(struct osb_net *net, struct osb_net_stats *out);
 /* One line for logs: "net osb1a2b: subnet ... ready N claimed N ...". */

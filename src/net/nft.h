@@ -84,11 +84,12 @@ void osb_nft_set_restricted(struct osb_nft_batch *b, const struct osb_nft_slot *
  * slot's allow sets; timeout_ms 0 = permanent. Re-adding an existing single
  * address refreshes its timeout. Rejects bad input with OSB_E_INVALID and
  * queues nothing. */
-int osb_nft_allow(struct osb_nft_batch *b, unsigned index, int family, const void *addr,
-                  unsigned prefix, uint64_t timeout_ms, struct osb_err *err);
+OSB_MUST_CHECK int osb_nft_allow(struct osb_nft_batch *b, unsigned index, int family,
+                                 const void *addr, unsigned prefix, uint64_t timeout_ms,
+                                 struct osb_err *err);
 /* Like osb_nft_allow for the slot's deny sets (no timeout). */
-int osb_nft_deny(struct osb_nft_batch *b, unsigned index, int family, const void *addr,
-                 unsigned prefix, struct osb_err *err);
+OSB_MUST_CHECK int osb_nft_deny(struct osb_nft_batch *b, unsigned index, int family,
+                                const void *addr, unsigned prefix, struct osb_err *err);
 /* Empties the slot's four allow sets / four deny sets. */
 void osb_nft_flush_allow(struct osb_nft_batch *b, unsigned index);
 void osb_nft_flush_deny(struct osb_nft_batch *b, unsigned index);
@@ -96,5 +97,5 @@ void osb_nft_flush_deny(struct osb_nft_batch *b, unsigned index);
 /* Sends the batch over a fresh NETLINK_NETFILTER socket; the first error
  * reported by the kernel fails the whole batch (nothing applied). An empty
  * batch is a no-op. The batch may be reused afterwards (it is emptied). */
-int osb_nft_commit(struct osb_nft_batch *b, struct osb_err *err);
+OSB_MUST_CHECK int osb_nft_commit(struct osb_nft_batch *b, struct osb_err *err);
 #endif

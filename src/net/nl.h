@@ -25,11 +25,11 @@ struct osb_nl {
 #define OSB_NL_BUFSZ 1024
 
 /* bus: NETLINK_ROUTE or NETLINK_NETFILTER. */
-int osb_nl_open(struct osb_nl *nl, int bus, struct osb_err *err);
+OSB_MUST_CHECK int osb_nl_open(struct osb_nl *nl, int bus, struct osb_err *err);
 void osb_nl_close(struct osb_nl *nl);
 /* Send nlh (built with NLM_F_ACK) and wait for its ACK; a NLMSG_ERROR becomes
  * OSB_E_SYS with that errno (err->sys_errno). */
-int osb_nl_talk(struct osb_nl *nl, struct nlmsghdr *nlh, struct osb_err *err);
+OSB_MUST_CHECK int osb_nl_talk(struct osb_nl *nl, struct nlmsghdr *nlh, struct osb_err *err);
 
 /* RTM_NEWLINK: veth `name` in the current netns whose peer is created
  * directly inside the netns `peer_nsfd` under the name `peer_name`. */
@@ -49,11 +49,12 @@ struct nlmsghdr *osb_nl_build_default4(void *buf, uint32_t seq, struct in_addr g
 struct nlmsghdr *osb_nl_build_ct_flush_src4(void *buf, uint32_t seq, struct in_addr src);
 
 /* ifindex of `name` in nl's namespace (RTM_GETLINK). */
-int osb_nl_ifindex(struct osb_nl *nl, const char *name, int *out, struct osb_err *err);
+OSB_MUST_CHECK int osb_nl_ifindex(struct osb_nl *nl, const char *name, int *out,
+                                  struct osb_err *err);
 /* Calls fn for every link whose name starts with prefix (RTM_GETLINK dump). */
 typedef void (*osb_nl_link_fn)(const char *name, int ifindex, void *arg);
-int osb_nl_links(struct osb_nl *nl, const char *prefix, osb_nl_link_fn fn, void *arg,
-                 struct osb_err *err);
+OSB_MUST_CHECK int osb_nl_links(struct osb_nl *nl, const char *prefix, osb_nl_link_fn fn, void *arg,
+                                struct osb_err *err);
 
 /* IPv4 addresses (RTM_GETADDR dump) and routes of every routing table
  * (RTM_GETROUTE dump), as seen in nl's namespace. */
@@ -71,11 +72,14 @@ struct osb_nl_route4 {
 };
 typedef void (*osb_nl_addr4_fn)(const struct osb_nl_addr4 *a, void *arg);
 typedef void (*osb_nl_route4_fn)(const struct osb_nl_route4 *r, void *arg);
-int osb_nl_addrs4(struct osb_nl *nl, osb_nl_addr4_fn fn, void *arg, struct osb_err *err);
-int osb_nl_routes4(struct osb_nl *nl, osb_nl_route4_fn fn, void *arg, struct osb_err *err);
+OSB_MUST_CHECK int osb_nl_addrs4(struct osb_nl *nl, osb_nl_addr4_fn fn, void *arg,
+                                 struct osb_err *err);
+OSB_MUST_CHECK int osb_nl_routes4(struct osb_nl *nl, osb_nl_route4_fn fn, void *arg,
+                                  struct osb_err *err);
 
 /* The netmask of a /len (network byte order); len 0..32. */
 uint32_t osb_nl_mask4(unsigned len);
 /* "a.b.c.d/len" -> addr, len; strict (host bits must be zero). */
-int osb_nl_parse_cidr4(const char *s, struct in_addr *addr, unsigned *len, struct osb_err *err);
+OSB_MUST_CHECK int osb_nl_parse_cidr4(const char *s, struct in_addr *addr, unsigned *len,
+                                      struct osb_err *err);
 #endif

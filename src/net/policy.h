@@ -61,29 +61,29 @@ void osb_policy_copy(struct osb_policy *dst, const struct osb_policy *src);
  * Errors (OSB_E_INVALID) name the field: "egress[2].target must not be empty".
  * More than OSB_POLICY_MAX_RULES rules: OSB_E_TOOBIG. out is written only on
  * success. Unknown keys are ignored, as upstream does. */
-int osb_policy_parse(json_t *v, struct osb_policy *out, struct osb_err *err);
+OSB_MUST_CHECK int osb_policy_parse(json_t *v, struct osb_policy *out, struct osb_err *err);
 
 /** Parse a PATCH /policy body: a non-empty array of NetworkRule. On success
  * *rules (caller frees with osb_policy_rules_free) and *n are set. Errors
  * name the element: "rules[1].action must be allow or deny". */
-int osb_policy_parse_rules(json_t *array, struct osb_policy_rule **rules, size_t *n,
-                           struct osb_err *err);
+OSB_MUST_CHECK int osb_policy_parse_rules(json_t *array, struct osb_policy_rule **rules, size_t *n,
+                                          struct osb_err *err);
 void osb_policy_rules_free(struct osb_policy_rule *rules, size_t n);
 
 /** PATCH merge: the incoming rules first (within them, the first rule for a
  * target wins), then the existing rules whose target (case-insensitive)
  * is not in the patch, in their order. The rules are copied. A result over
  * OSB_POLICY_MAX_RULES fails with OSB_E_TOOBIG and p unchanged. */
-int osb_policy_patch(struct osb_policy *p, const struct osb_policy_rule *rules, size_t n,
-                     struct osb_err *err);
+OSB_MUST_CHECK int osb_policy_patch(struct osb_policy *p, const struct osb_policy_rule *rules,
+                                    size_t n, struct osb_err *err);
 
 /** Remove every rule whose target equals (case-insensitive, surrounding
  * spaces ignored) one of targets[0..n). Returns how many were removed. */
 size_t osb_policy_delete(struct osb_policy *p, const char *const *targets, size_t n);
 /** DELETE /policy body: a non-empty JSON array of strings, all checked
  * before anything is removed; *removed gets the count. */
-int osb_policy_delete_json(struct osb_policy *p, json_t *targets, size_t *removed,
-                           struct osb_err *err);
+OSB_MUST_CHECK int osb_policy_delete_json(struct osb_policy *p, json_t *targets, size_t *removed,
+                                          struct osb_err *err);
 
 /** The action for a DNS name (any case, trailing dot ignored): of all
  * matching domain/wildcard rules the lowest index wins, else the default.

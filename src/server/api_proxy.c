@@ -125,8 +125,9 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
 static bool dotdot(const char *rest)
 {
     char *d = osb_xstrdup(rest);
-    osb_http_url_decode(d, false);
-    bool bad = false;
+    /* The server refuses a path with a bad escape before any handler runs,
+     * so decoding cannot fail here; if it did, refusing is the safe side. */
+    bool bad = osb_http_url_decode(d, false) < 0;
     for (char *seg = d; seg && !bad; seg = strchr(seg, '/') ? strchr(seg, '/') + 1 : NULL)
         bad = strncmp(seg, "..", 2) == 0 && (seg[2] == '/' || seg[2] == '\0');
     free(d);

@@ -702,11 +702,11 @@ void osb_config_free(struct osb_config *cfg)
 
 /* ---- the example file ---- */
 
-static void example_row(struct osb_buf *b, const struct option *o, bool first, const char *subnet)
+static int example_row(struct osb_buf *b, const struct option *o, bool first, const char *subnet)
 {
-    osb_buf_adds(b, first ? "# " : "\n# ");
+    int rc = osb_buf_adds(b, first ? "# " : "\n# ");
     for (const char *d = o->doc; *d; d++)
-        osb_buf_adds(b, *d == '\n' ? "\n# " : (char[]){*d, 0});
+        rc |= osb_buf_adds(b, *d == '\n' ? "\n# " : (char[]){*d, 0});
     _cleanup_free_ char *computed = NULL;
     const char *value = o->example;
     if (o->off == OFF(network.subnet) && subnet) {
@@ -720,14 +720,16 @@ static void example_row(struct osb_buf *b, const struct option *o, bool first, c
         value = computed = json_dumps(js, JSON_ENCODE_ANY);
         json_decref(js);
     }
-    osb_buf_addf(b, "\n%s%s = %s\n", o->commented ? "# " : "", o->key, value);
+    return rc | osb_buf_addf(b, "\n%s%s = %s\n", o->commented ? "# " : "", o->key, value);
 }
 
+/* NULL if the text cannot be built (the buffer is unbounded: only a size_t
+ * wrap-around). */
 static char *example_text(const char *subnet)
 {
     struct osb_buf b;
     osb_buf_init(&b, SIZE_MAX);
-    osb_buf_adds(&b,
+    int rc = osb_buf_adds(&b,
                  "# opensandbox-server configuration (native runtime).\n"
                  "# Every key is shown with its default; commented-out keys are unset.\n"
                  "# Upstream OpenSandbox tables such as [docker], [kubernetes] or\n"
@@ -739,8 +741,12 @@ static char *example_text(const char *subnet)
             continue;
         bool first = strcmp(table, o->table) != 0;
         if (first)
-            osb_buf_addf(&b, "\n[%s]\n", table = o->table);
-        example_row(&b, o, first, subnet);
+            rc |= osb_buf_addf(&b, "\n[%s]\n", table = o->table);
+        rc |= example_row(&b, o, first, subnet);
+    }
+    if (rc < 0) {
+        osb_buf_free(&b);
+        return NULL;
     }
     return osb_buf_steal(&b, NULL);
 }
@@ -789,6 +795,10 @@ int osb_config_write_example(const char *path, const char *example, const char *
     if (fd < 0)
         return osb_err_sys(err, "create %s", file);
     _cleanup_free_ char *text = example_text(subnet);
+    if (!text) {
+        unlink(file);
+        return osb_err_set(err, OSB_E_INTERNAL, "cannot build the example configuration");
+    }
     if (write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0) {
         int e = osb_err_sys(err, "write %s", file);
         unlink(file);

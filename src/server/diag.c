@@ -27,13 +27,14 @@
 struct content {
     struct osb_buf text;
     bool truncated;
+    bool full;          /* an append to text failed: answered as an error, not sent cut */
     json_t *warnings;   /* array of strings */
 };
 
 static void content_init(struct content *c)
 {
     osb_buf_init(&c->text, SIZE_MAX);
-    c->truncated = false;
+    c->truncated = c->full = false;
     c->warnings = json_array();
 }
 
@@ -78,7 +79,8 @@ static void read_log(const struct osb_sbx *s, size_t max, long lines, struct con
             start = p;
         }
     }
-    osb_buf_add(&c->text, start, (size_t)(buf + n - start));
+    if (osb_buf_add(&c->text, start, (size_t)(buf + n - start)) < 0)
+        c->full = true;
     free(buf);
 }
 
@@ -97,18 +99,21 @@ static void read_events(struct osb_server *srv, const struct osb_sbx *s, long li
     for (size_t i = first; i < n; i++) {
         char ts[OSB_TIMEFMT_LEN];
         osb_timefmt_us(ev[i].ts_us, ts);
-        osb_buf_addf(&c->text, "%s %s%s%s\n", ts, ev[i].type, ev[i].message ? ": " : "",
-                     ev[i].message ? ev[i].message : "");
+        if (osb_buf_addf(&c->text, "%s %s%s%s\n", ts, ev[i].type, ev[i].message ? ": " : "",
+                         ev[i].message ? ev[i].message : "") < 0)
+            c->full = true;
     }
     c->truncated = first > 0;
     osb_store_events_free(ev, n);
 }
 
-/* JSON strings must be UTF-8: replace invalid bytes with U+FFFD. */
+/* JSON strings must be UTF-8: replace invalid bytes with U+FFFD. NULL if
+ * the result does not fit (the buffer is unbounded: a size_t wrap-around). */
 static char *utf8_clean(const char *s, size_t n, size_t *out_len)
 {
     struct osb_buf b;
     osb_buf_init(&b, SIZE_MAX);
+    int rc = 0;
     for (size_t i = 0; i < n;) {
         unsigned char ch = (unsigned char)s[i];
         size_t len = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 0;
@@ -123,12 +128,16 @@ static char *utf8_clean(const char *s, size_t n, size_t *out_len)
             ok = cp >= min[len] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
         }
         if (ok && ch != 0) {
-            osb_buf_add(&b, s + i, len);
+            rc |= osb_buf_add(&b, s + i, len);
             i += len;
         } else {
-            osb_buf_adds(&b, ch == 0 ? "\\u0000" : "\xef\xbf\xbd");
+            rc |= osb_buf_adds(&b, ch == 0 ? "\\u0000" : "\xef\xbf\xbd");
             i++;
         }
+    }
+    if (rc < 0) {
+        osb_buf_free(&b);
+        return NULL;
     }
     return osb_buf_steal(&b, out_len);
 }
@@ -145,11 +154,26 @@ static bool scope_known(const char *s)
     return false;
 }
 
+static bool respond_full(struct osb_http_req *req, const struct content *c)
+{
+    if (c->full)
+        osb_http_respond_error(req, 500, "DIAGNOSTICS::TOO_LARGE",
+                               "the diagnostic text does not fit in memory");
+    return c->full;
+}
+
 static void respond_content(struct osb_http_req *req, const struct osb_sbx *s, const char *kind,
                             const char *scope, struct content *c)
 {
+    if (respond_full(req, c))
+        return;
     size_t len;
     char *text = utf8_clean(c->text.data ? c->text.data : "", c->text.len, &len);
+    if (!text) {
+        c->full = true;
+        respond_full(req, c);
+        return;
+    }
     json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s%,s:b,s:I}", "sandboxId", s->id, "kind", kind,
                           "scope", scope, "delivery", "inline", "contentType", TEXT, "content",
                           text, len, "truncated", c->truncated, "contentLength",
@@ -164,7 +188,11 @@ static void respond_text(struct osb_http_req *req, struct content *c)
 {
     osb_http_add_header(req, "Deprecation", "true");
     for (size_t i = 0; i < json_array_size(c->warnings); i++)
-        osb_buf_addf(&c->text, "# %s\n", json_string_value(json_array_get(c->warnings, i)));
+        if (osb_buf_addf(&c->text, "# %s\n",
+                         json_string_value(json_array_get(c->warnings, i))) < 0)
+            c->full = true;
+    if (respond_full(req, c))
+        return;
     osb_http_respond(req, 200, TEXT, c->text.data ? c->text.data : "", c->text.len);
 }
 
@@ -199,7 +227,7 @@ static void h_logs(struct osb_http_req *req, void *ud)
     if (scope && strcmp(scope, "lifecycle") == 0)
         read_events(srv, s, OSB_STORE_MAX_EVENTS, &c);
     else if (scope && strcmp(scope, "network") == 0)
-        osb_network_diag(srv, s, &c.text);
+        c.full = osb_network_diag(srv, s, &c.text) < 0;
     else
         read_log(s, DIAG_MAX_BYTES, tail, &c);
     if (scope)
@@ -231,8 +259,9 @@ static void h_events(struct osb_http_req *req, void *ud)
     content_free(&c);
 }
 
-static void inspect(const struct osb_sbx *s, struct osb_buf *b)
+static void inspect(const struct osb_sbx *s, struct content *c)
 {
+    struct osb_buf *b = &c->text;
     char created[OSB_TIMEFMT_LEN], trans[OSB_TIMEFMT_LEN], exp[OSB_TIMEFMT_LEN] = "never";
     osb_timefmt_us(s->created_us, created);
     osb_timefmt_us(s->transition_us, trans);
@@ -240,14 +269,16 @@ static void inspect(const struct osb_sbx *s, struct osb_buf *b)
         osb_timefmt_us(s->expires_us, exp);
     char *spec = json_dumps(s->spec, JSON_COMPACT);
     char *md = json_dumps(s->metadata, JSON_COMPACT);
-    osb_buf_addf(b, "Sandbox %s\n  state: %s (%s) %s\n  since: %s\n  created: %s\n  expires: %s\n"
-                    "  spec: %s\n  metadata: %s\n",
+    int rc = osb_buf_addf(b, "Sandbox %s\n  state: %s (%s) %s\n  since: %s\n  created: %s\n"
+                    "  expires: %s\n  spec: %s\n  metadata: %s\n",
                  s->id, osb_state_name(s->state), s->reason ? s->reason : "-",
                  s->message ? s->message : "", trans, created, exp, spec ? spec : "{}",
                  md ? md : "{}");
     if (s->has_handle)
-        osb_buf_addf(b, "  pid: %d\n  execd socket: %s\n  log: %s\n", (int)s->handle.pid,
-                     s->handle.sock_path, s->handle.log_path);
+        rc |= osb_buf_addf(b, "  pid: %d\n  execd socket: %s\n  log: %s\n", (int)s->handle.pid,
+                           s->handle.sock_path, s->handle.log_path);
+    if (rc < 0)
+        c->full = true;
     free(spec);
     free(md);
 }
@@ -259,7 +290,7 @@ static void h_inspect(struct osb_http_req *req, void *ud)
         return;
     struct content c;
     content_init(&c);
-    inspect(s, &c.text);
+    inspect(s, &c);
     respond_text(req, &c);
     content_free(&c);
 }
@@ -274,10 +305,12 @@ static void h_summary(struct osb_http_req *req, void *ud)
         return;
     struct content c;
     content_init(&c);
-    inspect(s, &c.text);
-    osb_buf_adds(&c.text, "\nEvents:\n");
+    inspect(s, &c);
+    if (osb_buf_adds(&c.text, "\nEvents:\n") < 0)
+        c.full = true;
     read_events(srv, s, nev, &c);
-    osb_buf_adds(&c.text, "\nLogs:\n");
+    if (osb_buf_adds(&c.text, "\nLogs:\n") < 0)
+        c.full = true;
     read_log(s, DIAG_MAX_BYTES, tail, &c);
     respond_text(req, &c);
     content_free(&c);

@@ -425,7 +425,9 @@ int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
     }
     fill_addrs(n);
     if (start_dns(g, n, &err) < 0) {
-        osb_net_release(g->net, s->id, NULL);
+        struct osb_err rerr;
+        if (osb_net_release(g->net, s->id, &rerr) < 0)
+            osb_err_log("sandbox %s: release its network slot: %s", s->id, rerr.msg);
         nsb_free(n);
         return osb_apierr(e, "SANDBOX::NETWORK_FAILED", "Sandbox %s: DNS forwarder: %s", s->id,
                           err.msg);
@@ -455,49 +457,47 @@ void osb_network_detach(struct osb_server *srv, struct osb_sbx *s)
     nsb_free(n);
 }
 
-static void describe_policy(const struct osb_server *srv, const struct nsb *n, struct osb_buf *b)
+static int describe_policy(const struct osb_server *srv, const struct nsb *n, struct osb_buf *b)
 {
     const struct osb_netglue *g = srv->net;
-    if (!n->has_policy) {
-        osb_buf_adds(b, "egress policy: none (every destination is allowed but the blocked ones "
-                        "above)\n");
-        return;
-    }
-    osb_buf_addf(b, "egress policy: default %s, %zu rule%s, mode %s, enforced by %s (%s)\n",
-                 osb_policy_action_str(n->policy.default_action), n->policy.nrules,
-                 n->policy.nrules == 1 ? "" : "s",
-                 osb_policy_mode_str(osb_policy_mode(&n->policy)), enforcement(g),
-                 srv->cfg->egress.mode);
+    if (!n->has_policy)
+        return osb_buf_adds(b, "egress policy: none (every destination is allowed but the "
+                               "blocked ones above)\n");
+    int rc = osb_buf_addf(b, "egress policy: default %s, %zu rule%s, mode %s, enforced by %s "
+                             "(%s)\n",
+                          osb_policy_action_str(n->policy.default_action), n->policy.nrules,
+                          n->policy.nrules == 1 ? "" : "s",
+                          osb_policy_mode_str(osb_policy_mode(&n->policy)), enforcement(g),
+                          srv->cfg->egress.mode);
     if (g->nft && restricted(g, n))
-        osb_buf_addf(b, "addresses learned from allowed DNS answers: %zu\n", n->n_learned);
+        rc |= osb_buf_addf(b, "addresses learned from allowed DNS answers: %zu\n", n->n_learned);
+    return rc;
 }
 
-void osb_network_diag(const struct osb_server *srv, const struct osb_sbx *s, struct osb_buf *b)
+int osb_network_diag(const struct osb_server *srv, const struct osb_sbx *s, struct osb_buf *b)
 {
-    osb_buf_addf(b, "network mode: %s\n", srv->cfg->network.mode);
-    if (!osb_network_enabled(srv)) {
-        osb_buf_adds(b, "interfaces: lo (127.0.0.1) only; the sandbox cannot reach other hosts\n"
-                        "DNS: none\negress policy: none (there is no network to leave by)\n");
-        return;
-    }
+    int rc = osb_buf_addf(b, "network mode: %s\n", srv->cfg->network.mode);
+    if (!osb_network_enabled(srv))
+        return rc | osb_buf_adds(b, "interfaces: lo (127.0.0.1) only; the sandbox cannot reach "
+                                    "other hosts\nDNS: none\negress policy: none (there is no "
+                                    "network to leave by)\n");
     const struct osb_netglue *g = srv->net;
     const struct nsb *n = find(g, s->id);
-    if (!n) {
-        osb_buf_adds(b, "The sandbox holds no network now (it is not running).\n");
-        return;
-    }
-    osb_buf_addf(b, "sandbox address: %s/%u on %s\ngateway: %s (host link %s)\n"
-                    "DNS: %s:53, the server's forwarder on the gateway, upstream %s\n"
-                    "outbound: NAT through the host; other sandboxes, host services (but this "
-                    "DNS) and 169.254.0.0/16 are blocked\n",
-                 n->address, n->slot.prefix_len, n->slot.sandbox_ifname, n->gateway,
-                 n->slot.host_ifname, n->gateway, g->upstreams);
+    if (!n)
+        return rc | osb_buf_adds(b, "The sandbox holds no network now (it is not running).\n");
+    rc |= osb_buf_addf(b, "sandbox address: %s/%u on %s\ngateway: %s (host link %s)\n"
+                          "DNS: %s:53, the server's forwarder on the gateway, upstream %s\n"
+                          "outbound: NAT through the host; other sandboxes, host services (but "
+                          "this DNS) and 169.254.0.0/16 are blocked\n",
+                       n->address, n->slot.prefix_len, n->slot.sandbox_ifname, n->gateway,
+                       n->slot.host_ifname, n->gateway, g->upstreams);
     if (g->bridge)
-        osb_buf_addf(b, "endpoints: the sandbox's own address (%s:<port>); ports 44772 and "
-                        "18080 through the server proxy\n", n->address);
+        rc |= osb_buf_addf(b, "endpoints: the sandbox's own address (%s:<port>); ports 44772 "
+                              "and 18080 through the server proxy\n", n->address);
     else
-        osb_buf_adds(b, "endpoints: through the server proxy (/sandboxes/<id>/proxy/<port>)\n");
-    describe_policy(srv, n, b);
+        rc |= osb_buf_adds(b, "endpoints: through the server proxy "
+                              "(/sandboxes/<id>/proxy/<port>)\n");
+    return rc | describe_policy(srv, n, b);
 }
 
 const char *osb_network_bridge_ip(const struct osb_server *srv, const struct osb_sbx *s)

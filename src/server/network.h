@@ -36,9 +36,11 @@ void osb_network_detach(struct osb_server *srv, struct osb_sbx *s);
 const char *osb_network_bridge_ip(const struct osb_server *srv, const struct osb_sbx *s);
 
 /* For the `network` diagnostics scope: the mode and, for a sandbox with a
- * network, its address, gateway, DNS, endpoints and egress policy, as text. */
+ * network, its address, gateway, DNS, endpoints and egress policy, as text.
+ * -1 if b is full. */
 struct osb_buf;
-void osb_network_diag(const struct osb_server *srv, const struct osb_sbx *s, struct osb_buf *b);
+OSB_MUST_CHECK int osb_network_diag(const struct osb_server *srv, const struct osb_sbx *s,
+                                    struct osb_buf *b);
 
 /* What the egress API (server/api_egress.c) needs of a sandbox's policy.
  * The policy in force, or NULL when s has none (or no network). */

@@ -243,7 +243,8 @@ static int add_image(struct snap *sn, struct osb_err *err)
     im.user = base.user;
     im.created_ms = osb_now_ms();
     unsigned long long bytes = 0;
-    osb_layer_size(sn->layer, &bytes, NULL);
+    if (osb_layer_size(sn->layer, &bytes, NULL) < 0)
+        bytes = 0; /* unknown: the image is listed with size 0 */
     im.size_bytes = bytes;
     int rc = osb_istore_add(store, &im, err);
     if (have_base)

@@ -33,6 +33,14 @@ static inline void tap_check(int cond, const char *file, int line, const char *w
         tap_check(_eq, __FILE__, __LINE__, (what));                                \
     } while (0)
 
+/* A setup step that must succeed (an osb_buf_add, say): silent when it
+ * does, a failed check when it does not. */
+#define MUST(call)                                                                 \
+    do {                                                                           \
+        if ((call) < 0)                                                            \
+            tap_check(0, __FILE__, __LINE__, "setup: " #call);                     \
+    } while (0)
+
 static inline int tap_done(void)
 {
     return tap_failed ? 1 : 0;

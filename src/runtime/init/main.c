@@ -120,10 +120,14 @@ static int make_state_dir(const struct osb_init_spec *s, int *listenfd, struct o
         return osb_err_sys(err, "open state dir `%s`", s->dir);
     struct osb_buf rec;
     osb_buf_init(&rec, 1 << 20);
-    osb_buf_addf(&rec, "image %s\n", s->image);
+    int r = osb_buf_addf(&rec, "image %s\n", s->image);
     for (size_t i = 0; i < s->n_cgroups; i++)
-        osb_buf_addf(&rec, "%s %s\n", osb_cg_role_name(s->cgroups[i].role), s->cgroups[i].dir);
-    int r = write_record(d, OSB_SANDBOX_RECORD, rec.data, err);
+        r |= osb_buf_addf(&rec, "%s %s\n", osb_cg_role_name(s->cgroups[i].role),
+                          s->cgroups[i].dir);
+    if (r < 0)
+        r = osb_err_set(err, OSB_E_INVALID, "sandbox record exceeds %zu bytes", rec.max);
+    else
+        r = write_record(d, OSB_SANDBOX_RECORD, rec.data, err);
     osb_buf_free(&rec);
     if (r < 0 || write_record(d, OSB_SANDBOX_LOG, "", err) < 0)
         return -1;

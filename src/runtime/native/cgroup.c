@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/cleanup.h"
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -165,7 +166,8 @@ static int move_to_leaf(const char *dir, struct osb_err *err)
         return osb_err_sys(err, "read `%s`", procs);
     snprintf(procs, sizeof procs, "%s/cgroup.procs", leaf);
     for (char *save = NULL, *w = strtok_r(buf, "\n", &save); w; w = strtok_r(NULL, "\n", &save))
-        osb_write_fileat(AT_FDCWD, procs, w, NULL);
+        if (osb_write_fileat(AT_FDCWD, procs, w, NULL) < 0) /* e.g. it exited meanwhile */
+            osb_debug("move pid %s into `%s`: %s", w, leaf, strerror(errno));
     return 0;
 }
 
@@ -414,8 +416,9 @@ int osb_cg_freeze(const struct osb_cg_set *s, bool freeze, struct osb_err *err)
     if (osb_write_fileat(AT_FDCWD, path, state, err) < 0)
         return -1;
     if (!wait_for(d, "freezer.state", state)) {
-        if (freeze)
-            osb_write_fileat(AT_FDCWD, path, "THAWED", NULL);
+        struct osb_err thaw;
+        if (freeze && osb_write_fileat(AT_FDCWD, path, "THAWED", &thaw) < 0)
+            osb_warn("%s", thaw.msg);
         return osb_err_set(err, OSB_E_INTERNAL, "`%s` did not become %s within %d ms", d, state,
                            WAIT_MS);
     }

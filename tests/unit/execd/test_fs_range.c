@@ -107,7 +107,7 @@ static char *lines(const char *in, int64_t offset, int64_t limit, size_t step)
     }
     if (!done)
         osb_fs_lines_finish(&l, &out);
-    osb_buf_add(&out, "", 1);
+    MUST(osb_buf_add(&out, "", 1));
     return osb_buf_steal(&out, NULL);
 }
 

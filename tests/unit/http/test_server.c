@@ -107,6 +107,18 @@ static void h_abort(struct osb_http_req *req, void *ud)
     osb_http_write(req, "late", 4); /* a no-op after abort */
 }
 
+/* Response headers past the head cap (64 KiB): 2 KiB each, 40 of them. */
+static void h_bigheaders(struct osb_http_req *req, void *ud)
+{
+    (void)ud;
+    char v[2048];
+    memset(v, 'v', sizeof v - 1);
+    v[sizeof v - 1] = '\0';
+    for (int i = 0; i < 40; i++)
+        osb_http_add_header(req, "X-Big", v);
+    osb_http_respond(req, 200, "text/plain", "whole", 5);
+}
+
 static bool auth(struct osb_http_req *req, void *ud)
 {
     (void)ud;
@@ -127,6 +139,7 @@ static const struct osb_http_route routes[] = {
     {"POST", "/secret-echo", h_echo, 0, NULL},
     {"POST", "/secret-stream", h_stream, OSB_ROUTE_STREAM_BODY, NULL},
     {"GET", "/abort", h_abort, OSB_ROUTE_PUBLIC, NULL},
+    {"GET", "/bigheaders", h_bigheaders, OSB_ROUTE_PUBLIC, NULL},
 };
 
 /* ---- client side ---- */
@@ -155,7 +168,7 @@ static void *client_main(void *arg)
     char buf[65536];
     ssize_t n;
     while ((n = read(c->fd, buf, sizeof buf)) > 0)
-        osb_buf_add(&c->resp, buf, (size_t)n);
+        MUST(osb_buf_add(&c->resp, buf, (size_t)n));
     /* The server may be lingering on a connection it answered early. */
     shutdown(c->fd, SHUT_WR);
     uv_async_send(&c->done);
@@ -176,7 +189,7 @@ static char *exchange(const char *req, size_t len)
     int sv[2];
     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
     struct osb_err err = {0};
-    osb_http_server_adopt_fd(srv, sv[0], &err);
+    MUST(osb_http_server_adopt_fd(srv, sv[0], &err));
     struct client c = {.fd = sv[1], .req = req, .req_len = len, .half_close = half_close_next};
     half_close_next = false;
     osb_buf_init(&c.resp, 64 << 20);
@@ -236,9 +249,9 @@ static void test_streaming_body(void)
     memset(body, 'x', n);
     struct osb_buf req;
     osb_buf_init(&req, SIZE_MAX);
-    osb_buf_addf(&req, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
-                       "Connection: close\r\n\r\n", n);
-    osb_buf_add(&req, body, n);
+    MUST(osb_buf_addf(&req, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
+                            "Connection: close\r\n\r\n", n));
+    MUST(osb_buf_add(&req, body, n));
     free(body);
     _cleanup_free_ char *r = exchange(req.data, req.len);
     osb_buf_free(&req);
@@ -267,10 +280,10 @@ static void test_errors(void)
     OK(strstr(r1, "HTTP/1.1 400 ") && strstr(r1, "\"code\":\"BAD_REQUEST\""), "garbage -> 400");
     struct osb_buf big;
     osb_buf_init(&big, SIZE_MAX);
-    osb_buf_adds(&big, "GET /hello HTTP/1.1\r\nX-Big: ");
+    MUST(osb_buf_adds(&big, "GET /hello HTTP/1.1\r\nX-Big: "));
     for (int i = 0; i < 70000; i++)
-        osb_buf_adds(&big, "a");
-    osb_buf_adds(&big, "\r\n\r\n");
+        MUST(osb_buf_adds(&big, "a"));
+    MUST(osb_buf_adds(&big, "\r\n\r\n"));
     _cleanup_free_ char *r2 = exchange(big.data, big.len);
     osb_buf_free(&big);
     OK(strstr(r2, "HTTP/1.1 431 ") && strstr(r2, "\"message\""), "huge header -> 431");
@@ -279,9 +292,9 @@ static void test_errors(void)
              OSB_MAX_JSON_BODY + 10);
     struct osb_buf b;
     osb_buf_init(&b, SIZE_MAX);
-    osb_buf_adds(&b, head);
+    MUST(osb_buf_adds(&b, head));
     char *pad = calloc(1, OSB_MAX_JSON_BODY + 10);
-    osb_buf_add(&b, pad, OSB_MAX_JSON_BODY + 10);
+    MUST(osb_buf_add(&b, pad, OSB_MAX_JSON_BODY + 10));
     free(pad);
     _cleanup_free_ char *r3 = exchange(b.data, b.len);
     osb_buf_free(&b);
@@ -321,9 +334,9 @@ static void test_auth_early(void)
     size_t n = 8 << 20;
     struct osb_buf req;
     osb_buf_init(&req, SIZE_MAX);
-    osb_buf_addf(&req, "POST /secret-stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", n);
+    MUST(osb_buf_addf(&req, "POST /secret-stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", n));
     char *body = calloc(1, n);
-    osb_buf_add(&req, body, n);
+    MUST(osb_buf_add(&req, body, n));
     free(body);
     stream_calls = 0;
     _cleanup_free_ char *r4 = exchange(req.data, req.len);
@@ -375,6 +388,15 @@ static void test_head(void)
     OK(strstr(r, "Content-Length: 2\r\n") && !strstr(r, "\r\n\r\nhi"), "HEAD has no body");
 }
 
+static void test_head_overflow(void)
+{
+    /* Keep-alive request: only dropping the connection ends it. */
+    _cleanup_free_ char *r = xs("GET /bigheaders HTTP/1.1\r\nHost: x\r\n\r\n");
+    IS_INT(strlen(r), 0, "headers past the cap: nothing is sent, not a cut head");
+    _cleanup_free_ char *r2 = xs("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    OK(strncmp(r2, "HTTP/1.1 200 OK\r\n", 17) == 0, "the server answers the next connection");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -397,5 +419,6 @@ int main(void)
     test_abort();
     test_auth_early();
     test_control_bytes();
+    test_head_overflow();
     return tap_done();
 }

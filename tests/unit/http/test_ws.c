@@ -176,9 +176,9 @@ struct log {
 static int log_msg(void *ud, int op, const uint8_t *d, size_t n)
 {
     struct log *l = ud;
-    osb_buf_addf(&l->b, "[%d:", op);
-    osb_buf_add(&l->b, d, n);
-    osb_buf_adds(&l->b, "]");
+    MUST(osb_buf_addf(&l->b, "[%d:", op));
+    MUST(osb_buf_add(&l->b, d, n));
+    MUST(osb_buf_adds(&l->b, "]"));
     return ++l->calls == l->stop_at;
 }
 
@@ -189,9 +189,9 @@ static void frame(struct osb_buf *b, bool fin, int op, const void *data, size_t 
                   const uint8_t *mask)
 {
     uint8_t h[OSB_WS_MAX_HEADER];
-    osb_buf_add(b, h, osb_ws_frame_header(h, fin, op, n, mask));
+    MUST(osb_buf_add(b, h, osb_ws_frame_header(h, fin, op, n, mask)));
     size_t at = b->len;
-    osb_buf_add(b, data, n);
+    MUST(osb_buf_add(b, data, n));
     if (mask)
         osb_ws_mask((uint8_t *)b->data + at, n, mask, 0);
 }
@@ -205,7 +205,7 @@ static int read_cuts(bool server, size_t max, const uint8_t *in, size_t len, con
     if (max)
         r.max_message = max;
     osb_buf_init(&l->b, 1 << 30);
-    osb_buf_adds(&l->b, "");
+    MUST(osb_buf_adds(&l->b, ""));
     l->calls = 0;
     int rc = 0;
     size_t at = 0;
@@ -279,19 +279,19 @@ static void test_reader_rfc_examples(void)
     static const uint8_t ping[] = {0x89, 0x05, 0x48, 0x65, 0x6c, 0x6c, 0x6f};
     static const uint8_t mpong[] = {0x8a, 0x85, 0x37, 0xfa, 0x21, 0x3d,
                                     0x7f, 0x9f, 0x4d, 0x51, 0x58};
-    osb_buf_add(&b, unmasked_hello, sizeof unmasked_hello);
-    osb_buf_add(&b, frags, sizeof frags);
-    osb_buf_add(&b, ping, sizeof ping);
+    MUST(osb_buf_add(&b, unmasked_hello, sizeof unmasked_hello));
+    MUST(osb_buf_add(&b, frags, sizeof frags));
+    MUST(osb_buf_add(&b, ping, sizeof ping));
     EXPECT("RFC 5.7 unmasked frames (client side)", false, &b, "[1:Hello][1:Hello][9:Hello]");
     osb_buf_reset(&b);
-    osb_buf_add(&b, masked_hello, sizeof masked_hello);
-    osb_buf_add(&b, mpong, sizeof mpong);
+    MUST(osb_buf_add(&b, masked_hello, sizeof masked_hello));
+    MUST(osb_buf_add(&b, mpong, sizeof mpong));
     EXPECT("RFC 5.7 masked frames (server side)", true, &b, "[1:Hello][10:Hello]");
     osb_buf_reset(&b);
-    osb_buf_add(&b, unmasked_hello, sizeof unmasked_hello);
+    MUST(osb_buf_add(&b, unmasked_hello, sizeof unmasked_hello));
     EXPECT_FAIL("server rejects unmasked frames", true, &b, 1002, "unmasked frame from the client");
     osb_buf_reset(&b);
-    osb_buf_add(&b, masked_hello, sizeof masked_hello);
+    MUST(osb_buf_add(&b, masked_hello, sizeof masked_hello));
     EXPECT_FAIL("client rejects masked frames", false, &b, 1002, "masked frame from the server");
     osb_buf_free(&b);
 }
@@ -359,12 +359,12 @@ static void test_reader_errors(void)
     for (size_t i = 0; i < OSB_ARRAY_LEN(hdr); i++) {
         osb_buf_reset(&b);
         uint8_t f[6] = {hdr[i].b0, 0x80, 1, 2, 3, 4};
-        osb_buf_add(&b, f, 6);
+        MUST(osb_buf_add(&b, f, 6));
         EXPECT_FAIL(hdr[i].what, true, &b, 1002, hdr[i].msg);
     }
     osb_buf_reset(&b);
     uint8_t big_ping[] = {0x89, 0x80 | 126, 0, 126, 1, 2, 3, 4};
-    osb_buf_add(&b, big_ping, sizeof big_ping);
+    MUST(osb_buf_add(&b, big_ping, sizeof big_ping));
     EXPECT_FAIL("ping with 126-byte payload", true, &b, 1002, "control frame payload over 125");
     osb_buf_reset(&b);
     frame(&b, false, 1, "a", 1, m);
@@ -372,7 +372,7 @@ static void test_reader_errors(void)
     EXPECT_FAIL("new message mid-fragment", true, &b, 1002, "fragmented message is in progress");
     osb_buf_reset(&b);
     uint8_t msb[] = {0x82, 0xFF, 0x80, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4};
-    osb_buf_add(&b, msb, sizeof msb);
+    MUST(osb_buf_add(&b, msb, sizeof msb));
     EXPECT_FAIL("64-bit length with the top bit", true, &b, 1002, "top bit set");
     osb_buf_reset(&b);
     frame(&b, true, 1, "ok\xc0\xaf", 4, m);
@@ -518,7 +518,7 @@ static void test_reader_random(void)
         struct osb_buf in, want;
         osb_buf_init(&in, 1 << 24);
         osb_buf_init(&want, 1 << 24);
-        osb_buf_adds(&want, "");
+        MUST(osb_buf_adds(&want, ""));
         int msgs = rand() % 5;
         for (int k = 0; k < msgs; k++) {
             int op = 1 + rand() % 2, frags = 1 + rand() % 3;
@@ -530,16 +530,16 @@ static void test_reader_random(void)
                 for (size_t i = 0; i < n; i++)
                     p[i] = (char)('a' + rand() % 26);
                 frame(&in, f == frags - 1, f ? 0 : op, p, n, server ? mk : NULL);
-                osb_buf_add(&joined, p, n);
+                MUST(osb_buf_add(&joined, p, n));
                 free(p);
                 if (f < frags - 1 && rand() % 2 == 0) { /* between fragments */
                     frame(&in, true, 9, "pg", 2, server ? mk : NULL);
-                    osb_buf_adds(&want, "[9:pg]");
+                    MUST(osb_buf_adds(&want, "[9:pg]"));
                 }
             }
-            osb_buf_addf(&want, "[%d:", op);
-            osb_buf_add(&want, joined.data, joined.len);
-            osb_buf_adds(&want, "]");
+            MUST(osb_buf_addf(&want, "[%d:", op));
+            MUST(osb_buf_add(&want, joined.data, joined.len));
+            MUST(osb_buf_adds(&want, "]"));
             osb_buf_free(&joined);
         }
         size_t cuts[6];

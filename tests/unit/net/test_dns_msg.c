@@ -233,7 +233,7 @@ static void test_reply_error(void)
     struct osb_dns_query q;
     query(&m, 0xbeef, "denied.test", 1);
     m.b[3] = 0x10; /* CD */
-    osb_dns_parse_query(m.b, m.n, &q);
+    MUST(osb_dns_parse_query(m.b, m.n, &q));
     uint8_t out[600];
     size_t n = osb_dns_reply_error(m.b, m.n, &q, OSB_DNS_RCODE_NXDOMAIN, out, sizeof out);
     IS_INT(n, m.n, "reply = header + question");
@@ -270,7 +270,7 @@ static void test_answers(void)
     struct msg m;
     struct osb_dns_query q;
     query(&m, 42, "cname.test", 1);
-    osb_dns_parse_query(m.b, m.n, &q);
+    MUST(osb_dns_parse_query(m.b, m.n, &q));
     /* answer: unrelated A first, then the A of the target, then the
      * CNAME (out of order), then an AAAA of the target via a pointer */
     header(&m, 42, 0x8180, 1, 5, 0, 0);

@@ -177,13 +177,13 @@ static void test_nft_allow(void)
 
     b = osb_nft_batch_new("osb_test");
     a = ip4("255.255.255.0");
-    osb_nft_allow(b, 3, AF_INET, &a, 24, 0, &e);
+    MUST(osb_nft_allow(b, 3, AF_INET, &a, 24, 0, &e));
     IS_INT(elems(b, set, k, fl), 1, "cidr at the top of the space: no end element");
     osb_nft_batch_free(b);
 
     b = osb_nft_batch_new("osb_test");
     a = ip4("10.202.0.2");
-    osb_nft_allow(b, 7, AF_INET, &a, 32, 5000, &e);
+    MUST(osb_nft_allow(b, 7, AF_INET, &a, 32, 5000, &e));
     OK(elems(b, set, k, fl) == 1 && !strcmp(set, "a4_7"), "single address goes to the hash set");
     osb_nft_batch_free(b);
 

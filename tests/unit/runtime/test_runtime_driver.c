@@ -415,7 +415,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         uv_close((uv_handle_t *)s, NULL);
         return;
     }
-    osb_buf_add(&inbuf, buf->base, (size_t)n);
+    MUST(osb_buf_add(&inbuf, buf->base, (size_t)n));
     char *nl;
     while (inbuf.len && (nl = memchr(inbuf.data, '\n', inbuf.len))) {
         *nl = '\0';
