@@ -39,6 +39,7 @@ DEFINE_RE = re.compile(r'^\s*#.*(?:\\\n.*)*$', re.M)
 DEF_RE = re.compile(r'^(?!static\b|typedef\b|extern\b)[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*\(', re.M)
 DECL_RE = re.compile(r'\b([A-Za-z_]\w*)\s*\(')
 WORD_RE = re.compile(r'[A-Za-z_]\w*')
+TAG_RE = re.compile(r'\b(?:struct|union|enum)\s+[A-Za-z_]\w*')
 
 
 def strip(text):
@@ -176,7 +177,10 @@ def module_circles(tree):
     edges, why = {}, {}
     words = {}
     for rel, f in tree.files.items():
-        words.setdefault(tree.module[rel], set()).update(WORD_RE.findall(f["code"]))
+        # A struct, union or enum tag is a type, not a use of a function
+        # that happens to share its name (struct osb_nat_create).
+        code = TAG_RE.sub(" ", f["code"])
+        words.setdefault(tree.module[rel], set()).update(WORD_RE.findall(code))
     for rel, inc in tree.includes():
         a = tree.module[rel]
         for c, defined in tree.defs.items():
