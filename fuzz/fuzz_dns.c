@@ -28,8 +28,8 @@ static void as_query(const uint8_t *data, size_t size)
     if (rc < 0)
         return;
     uint8_t out[OSB_DNS_HEADER_LEN + 260 + 4];
-    size_t n = osb_dns_reply_error(data, size, &q, rc ? rc : OSB_DNS_RCODE_NXDOMAIN, out,
-                                   sizeof out);
+    size_t n =
+        osb_dns_reply_error(data, size, &q, rc ? rc : OSB_DNS_RCODE_NXDOMAIN, out, sizeof out);
     if (n == 0 || osb_dns_rcode(out, n) != (rc ? rc : OSB_DNS_RCODE_NXDOMAIN))
         abort();
     if (q.qend) {
@@ -50,8 +50,8 @@ static void as_answer(const uint8_t *data, size_t size)
     if (n >= 0 && n != seen)
         abort();
     if (size >= OSB_DNS_HEADER_LEN) {
-        struct osb_dns_query q = {.id = (uint16_t)(data[0] << 8 | data[1]), .qtype = 1,
-                                  .qclass = 1};
+        struct osb_dns_query q = {
+            .id = (uint16_t)(data[0] << 8 | data[1]), .qtype = 1, .qclass = 1};
         snprintf(q.name, sizeof q.name, "allowed.test");
         (void)osb_dns_check_response(data, size, &q);
     }

@@ -4,9 +4,9 @@
 #define OSB_FUZZ_MUST_H
 #include <stdlib.h>
 
-#define MUST(call)                                                                 \
-    do {                                                                           \
-        if ((call) < 0)                                                            \
-            abort();                                                               \
+#define MUST(call) \
+    do { \
+        if ((call) < 0) \
+            abort(); \
     } while (0)
 #endif

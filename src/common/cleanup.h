@@ -51,13 +51,13 @@ static inline int osb_steal_fd(int *fd)
     return v;
 }
 
-#define OSB_RETRY(expr)                                                            \
-    ({                                                                             \
-        long _r;                                                                   \
-        do                                                                         \
-            _r = (long)(expr);                                                     \
-        while (_r == -1 && errno == EINTR);                                        \
-        _r;                                                                        \
+#define OSB_RETRY(expr) \
+    ({ \
+        long _r; \
+        do \
+            _r = (long)(expr); \
+        while (_r == -1 && errno == EINTR); \
+        _r; \
     })
 
 #define OSB_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -17,9 +17,9 @@
 #define OSB_ENDREPORT_MAX 16
 
 enum osb_end_kind {
-    OSB_END_EXITED = 1,     /* value: exit code */
-    OSB_END_SIGNALED,       /* value: signal number */
-    OSB_END_EXEC_FAILED,    /* value: errno of the failed exec */
+    OSB_END_EXITED = 1,  /* value: exit code */
+    OSB_END_SIGNALED,    /* value: signal number */
+    OSB_END_EXEC_FAILED, /* value: errno of the failed exec */
 };
 
 struct osb_endreport {

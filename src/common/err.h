@@ -11,22 +11,22 @@
 
 enum osb_errc {
     OSB_E_OK = 0,
-    OSB_E_INVALID,   /* bad input from the caller: 400 */
-    OSB_E_NOTFOUND,  /* the named thing does not exist: 404 */
-    OSB_E_EXISTS,    /* conflicts with something that exists: 409 */
-    OSB_E_TOOBIG,    /* over a limit: 413 */
-    OSB_E_RANGE,     /* unsatisfiable range: 416 */
+    OSB_E_INVALID,     /* bad input from the caller: 400 */
+    OSB_E_NOTFOUND,    /* the named thing does not exist: 404 */
+    OSB_E_EXISTS,      /* conflicts with something that exists: 409 */
+    OSB_E_TOOBIG,      /* over a limit: 413 */
+    OSB_E_RANGE,       /* unsatisfiable range: 416 */
     OSB_E_UNSUPPORTED, /* not implemented / not available: 501 */
-    OSB_E_SYS,       /* a system call failed; see sys_errno: 500 */
-    OSB_E_INTERNAL,  /* anything else: 500 */
-    OSB_E_DENIED,    /* refused by a peer (registry auth): 403 */
+    OSB_E_SYS,         /* a system call failed; see sys_errno: 500 */
+    OSB_E_INTERNAL,    /* anything else: 500 */
+    OSB_E_DENIED,      /* refused by a peer (registry auth): 403 */
     OSB_E_UNAVAILABLE, /* a peer is unreachable or failing (registry down, 5xx): 502 */
-    OSB_E_INTEGRITY, /* data failed verification (digest or size mismatch): 502 */
+    OSB_E_INTEGRITY,   /* data failed verification (digest or size mismatch): 502 */
 };
 
 struct osb_err {
     enum osb_errc code;
-    int sys_errno;   /* errno of the failing call, or 0 */
+    int sys_errno; /* errno of the failing call, or 0 */
     char msg[512];
 };
 
@@ -45,9 +45,21 @@ int osb_err_http_status(const struct osb_err *err);
  * return -1 and follows impossible "succeeded" paths after
  * `return osb_err_set(...)`. Only its build sees the -1 spelled out. */
 #if defined(__clang_analyzer__) && !defined(OSB_ERR_DEFINING)
-#define osb_err_set(...) ({ (void)osb_err_set(__VA_ARGS__); -1; })
-#define osb_err_sys(...) ({ (void)osb_err_sys(__VA_ARGS__); -1; })
-#define osb_err_wrap(...) ({ (void)osb_err_wrap(__VA_ARGS__); -1; })
+#define osb_err_set(...) \
+    ({ \
+        (void)osb_err_set(__VA_ARGS__); \
+        -1; \
+    })
+#define osb_err_sys(...) \
+    ({ \
+        (void)osb_err_sys(__VA_ARGS__); \
+        -1; \
+    })
+#define osb_err_wrap(...) \
+    ({ \
+        (void)osb_err_wrap(__VA_ARGS__); \
+        -1; \
+    })
 #endif
 
 #endif

@@ -39,7 +39,8 @@ int osb_json_parse(const char *data, size_t len, bool allow_empty, json_t **out,
     if (!data || blank(data, len)) {
         if (allow_empty)
             return 0;
-        return osb_err_set(err, OSB_E_INVALID, "request body is empty; a JSON document is required");
+        return osb_err_set(err, OSB_E_INVALID,
+                           "request body is empty; a JSON document is required");
     }
     json_error_t je;
     json_t *j = json_loadb(data, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
@@ -85,8 +86,7 @@ static int absent(const char *key, bool required, struct osb_err *err)
     return 0;
 }
 
-int osb_json_str(json_t *obj, const char *key, bool required, const char **out,
-                 struct osb_err *err)
+int osb_json_str(json_t *obj, const char *key, bool required, const char **out, struct osb_err *err)
 {
     json_t *v = field(obj, key);
     if (!v)
@@ -149,8 +149,7 @@ int osb_json_obj(json_t *obj, const char *key, bool required, json_t **out, stru
     return 1;
 }
 
-int osb_json_array(json_t *obj, const char *key, bool required, json_t **out,
-                   struct osb_err *err)
+int osb_json_array(json_t *obj, const char *key, bool required, json_t **out, struct osb_err *err)
 {
     json_t *v = field(obj, key);
     if (!v)

@@ -9,10 +9,10 @@ extern const char *osb_log_prefix;
 
 void osb_log_(enum osb_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define osb_log(lvl, ...)                                                          \
-    do {                                                                           \
-        if ((lvl) <= osb_log_level)                                                \
-            osb_log_((lvl), __VA_ARGS__);                                          \
+#define osb_log(lvl, ...) \
+    do { \
+        if ((lvl) <= osb_log_level) \
+            osb_log_((lvl), __VA_ARGS__); \
     } while (0)
 #define osb_err_log(...) osb_log(OSB_LOG_ERROR, __VA_ARGS__)
 #define osb_warn(...) osb_log(OSB_LOG_WARN, __VA_ARGS__)

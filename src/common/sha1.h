@@ -10,9 +10,9 @@
 /* Incremental interface; osb_sha1 is the one-shot form. */
 struct osb_sha1_ctx {
     uint32_t h[5];
-    uint64_t total;  /* bytes hashed so far */
+    uint64_t total; /* bytes hashed so far */
     uint8_t block[64];
-    size_t used;     /* bytes waiting in block */
+    size_t used; /* bytes waiting in block */
 };
 
 void osb_sha1_init(struct osb_sha1_ctx *c);

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <time.h>
 
-int64_t osb_now_ms(void);   /* Unix time in ms (CLOCK_REALTIME) */
-int64_t osb_mono_ms(void);  /* CLOCK_MONOTONIC in ms */
+int64_t osb_now_ms(void);  /* Unix time in ms (CLOCK_REALTIME) */
+int64_t osb_mono_ms(void); /* CLOCK_MONOTONIC in ms */
 /* RFC 3339 with nanoseconds and the local UTC offset, trailing zeros of the
  * fraction trimmed (Go's RFC3339Nano). buf needs 40 bytes. */
 void osb_time_rfc3339(const struct timespec *ts, char *buf, size_t n);

@@ -84,7 +84,11 @@ static int fail_at(struct parser *ps, const char *at, const char *fmt, ...)
 #ifdef __clang_analyzer__
 /* As in err.h: the analyzer does not follow variadic functions, so spell out
  * that fail_at returns -1. */
-#define fail_at(...) ({ (void)fail_at(__VA_ARGS__); -1; })
+#define fail_at(...) \
+    ({ \
+        (void)fail_at(__VA_ARGS__); \
+        -1; \
+    })
 #endif
 
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
@@ -150,7 +154,8 @@ static int check_text(struct parser *ps)
             return fail_at(ps, (const char *)p, "a carriage return must be followed by a newline");
         if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
             return fail_at(ps, (const char *)p,
-                           "control character U+%04X is not allowed (use an escape in a string)", c);
+                           "control character U+%04X is not allowed (use an escape in a string)",
+                           c);
         int n = utf8_seq(p, e, &cp);
         if (n == 0)
             return fail_at(ps, (const char *)p, "invalid UTF-8");
@@ -252,8 +257,8 @@ static int end_of_line(struct parser *ps, const char *after)
 
 static bool is_bare(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
 }
 
 static int hexval(char c)
@@ -267,7 +272,8 @@ static int hexval(char c)
     return -1;
 }
 
-static int add_bytes(struct parser *ps, struct osb_buf *b, const char *d, size_t n, const char *open)
+static int add_bytes(struct parser *ps, struct osb_buf *b, const char *d, size_t n,
+                     const char *open)
 {
     if (osb_buf_add(b, d, n) < 0)
         return fail_at(ps, open, "string longer than %d bytes", MAX_STRING);
@@ -332,7 +338,9 @@ static int escape(struct parser *ps, struct osb_buf *b, const char *open)
     case '\\': o = '\\'; break;
     case 'u':
     case 'U': return unicode_escape(ps, b, bs, open);
-    default: return fail_at(ps, bs, "invalid escape sequence: backslash followed by %s", show(ps, ps->p));
+    default:
+        return fail_at(ps, bs, "invalid escape sequence: backslash followed by %s",
+                       show(ps, ps->p));
     }
     ps->p++;
     return add_bytes(ps, b, &o, 1, open);
@@ -539,7 +547,8 @@ static int radix_int(struct parser *ps, const char *t, size_t n, json_t **out)
         if (*q == '_')
             continue;
         if (v > (uint64_t)(INT64_MAX - hexval(*q)) / (uint64_t)base)
-            return fail_at(ps, t, "integer '%.*s' does not fit in 64 bits", (int)(n > 40 ? 40 : n), t);
+            return fail_at(ps, t, "integer '%.*s' does not fit in 64 bits", (int)(n > 40 ? 40 : n),
+                           t);
         v = v * (uint64_t)base + (uint64_t)hexval(*q);
     }
     *out = json_integer((json_int_t)v);
@@ -611,7 +620,8 @@ static bool is_digit(char c)
 
 static bool looks_like_date_or_time(const char *t, size_t n)
 {
-    if (n >= 5 && is_digit(t[0]) && is_digit(t[1]) && is_digit(t[2]) && is_digit(t[3]) && t[4] == '-')
+    if (n >= 5 && is_digit(t[0]) && is_digit(t[1]) && is_digit(t[2]) && is_digit(t[3]) &&
+        t[4] == '-')
         return true;
     return n >= 3 && is_digit(t[0]) && is_digit(t[1]) && t[2] == ':';
 }
@@ -676,8 +686,10 @@ static int array_value(struct parser *ps, const char *path, json_t **out)
         }
         if (ps->p < ps->end && *ps->p == ']')
             break;
-        int e = ps->p >= ps->end ? fail_at(ps, open, "unterminated array") : fail_at(ps, ps->p, "expected ',' or ']' after an array element, found %s",
-                        show(ps, ps->p));
+        int e = ps->p >= ps->end
+                    ? fail_at(ps, open, "unterminated array")
+                    : fail_at(ps, ps->p, "expected ',' or ']' after an array element, found %s",
+                              show(ps, ps->p));
         json_decref(arr);
         return e;
     }
@@ -712,8 +724,9 @@ static int inline_sep(struct parser *ps)
         return 0;
     }
     if (ps->p >= ps->end || at_newline(ps))
-        return fail_at(ps, ps->p, "expected ',' or '}' in an inline table, found %s "
-                                  "(an inline table must be on one line)",
+        return fail_at(ps, ps->p,
+                       "expected ',' or '}' in an inline table, found %s "
+                       "(an inline table must be on one line)",
                        show(ps, ps->p));
     return fail_at(ps, ps->p, "expected ',' or '}' in an inline table, found %s", show(ps, ps->p));
 }
@@ -730,8 +743,9 @@ static int inline_table(struct parser *ps, const char *path, json_t **out)
         do {
             skip_ws(ps);
             if (ps->p >= ps->end || at_newline(ps))
-                rc = fail_at(ps, ps->p, "expected a key in an inline table, found %s "
-                                        "(an inline table must be on one line)",
+                rc = fail_at(ps, ps->p,
+                             "expected a key in an inline table, found %s "
+                             "(an inline table must be on one line)",
                              show(ps, ps->p));
             else
                 rc = keyval(ps, t, path);
@@ -833,8 +847,7 @@ static int keyval(struct parser *ps, json_t *tbl, const char *path)
 
 /* One step of a header path through an existing value: a table is
  * entered, an array of tables means its last element. */
-static int header_step(struct parser *ps, json_t **t, char **path, const char *part,
-                       const char *at)
+static int header_step(struct parser *ps, json_t **t, char **path, const char *part, const char *at)
 {
     char *np = path_push(path, part);
     json_t *v = json_object_get(*t, part);
@@ -867,8 +880,9 @@ static int header_table(struct parser *ps, json_t **t, char **path, const char *
         v = json_object();
         json_object_set_new(*t, part, v);
     } else if (!json_is_object(v) || flags_of(ps, v) != T_IMPLICIT) {
-        return fail_at(ps, at, json_is_object(v) ? "duplicate table [%s]"
-                                                 : "'%s' is already defined as a value, not a table",
+        return fail_at(ps, at,
+                       json_is_object(v) ? "duplicate table [%s]"
+                                         : "'%s' is already defined as a value, not a table",
                        np);
     }
     flags_set(ps, v, T_DEFINED);
@@ -877,8 +891,7 @@ static int header_table(struct parser *ps, json_t **t, char **path, const char *
 }
 
 /* The last part of a [[array]] header: appends a new table. */
-static int header_aot(struct parser *ps, json_t **t, char **path, const char *part,
-                      const char *at)
+static int header_aot(struct parser *ps, json_t **t, char **path, const char *part, const char *at)
 {
     char *np = path_push(path, part);
     json_t *arr = json_object_get(*t, part);
@@ -964,11 +977,14 @@ static int document(struct parser *ps)
     }
 }
 
-int osb_toml_parse(const char *text, size_t len, json_t **out, json_t **lines,
-                   struct osb_err *err)
+int osb_toml_parse(const char *text, size_t len, json_t **out, json_t **lines, struct osb_err *err)
 {
     struct parser ps = {
-        .s = text, .p = text, .end = text + len, .line = 1, .err = err,
+        .s = text,
+        .p = text,
+        .end = text + len,
+        .line = 1,
+        .err = err,
     };
     ps.root = ps.cur = json_object();
     ps.cur_path = osb_xstrdup("");

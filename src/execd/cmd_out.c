@@ -49,7 +49,7 @@ struct osb_cmd_out {
     char *obuf; /* encoded events waiting for one write */
     size_t olen, ocap;
     struct frame frame; /* event type and timestamp of the chunk being encoded */
-    bool paused;      /* socket queue above the high-water mark */
+    bool paused;        /* socket queue above the high-water mark */
     bool finishing, grace_over;
     size_t budget;
     void (*done)(void *ud);
@@ -64,8 +64,8 @@ struct osb_cmd_out {
 
 /* 1: must be escaped (ASCII); 2: non-ASCII, needs UTF-8 validation. */
 static const uint8_t esc_class[256] = {
-    [0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, ['<'] = 1, ['>'] = 1, ['&'] = 1,
-    [0x80 ... 0xff] = 2,
+    [0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1,          ['<'] = 1,
+    ['>'] = 1,           ['&'] = 1, [0x80 ... 0xff] = 2,
 };
 
 /* Length of a valid UTF-8 sequence at p (n bytes available), 0 if invalid;
@@ -106,11 +106,26 @@ static char *put_u(char *o, unsigned v)
 static char *put_ascii_escape(char *o, unsigned char c)
 {
     switch (c) {
-    case '"': *o++ = '\\'; *o++ = '"'; return o;
-    case '\\': *o++ = '\\'; *o++ = '\\'; return o;
-    case '\n': *o++ = '\\'; *o++ = 'n'; return o;
-    case '\r': *o++ = '\\'; *o++ = 'r'; return o;
-    case '\t': *o++ = '\\'; *o++ = 't'; return o;
+    case '"':
+        *o++ = '\\';
+        *o++ = '"';
+        return o;
+    case '\\':
+        *o++ = '\\';
+        *o++ = '\\';
+        return o;
+    case '\n':
+        *o++ = '\\';
+        *o++ = 'n';
+        return o;
+    case '\r':
+        *o++ = '\\';
+        *o++ = 'r';
+        return o;
+    case '\t':
+        *o++ = '\\';
+        *o++ = 't';
+        return o;
     default: return put_u(o, c);
     }
 }

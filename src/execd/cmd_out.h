@@ -22,7 +22,8 @@ struct osb_cmd_out;
 struct osb_cmd_out *osb_cmd_out_new(uv_loop_t *loop);
 /* Read from fd (a pipe read end; ownership passes to the pump, even on
  * failure) and send each line as an event of `type` (a static string). */
-OSB_MUST_CHECK int osb_cmd_out_add(struct osb_cmd_out *o, int fd, const char *type, struct osb_err *err);
+OSB_MUST_CHECK int osb_cmd_out_add(struct osb_cmd_out *o, int fd, const char *type,
+                                   struct osb_err *err);
 /* Send events to `sse` from now on; NULL reads and drops the output. Any
  * partial line left from before is forgotten. */
 void osb_cmd_out_set_sse(struct osb_cmd_out *o, struct osb_sse *sse);

@@ -20,19 +20,36 @@
 static const char *signal_name(int sig)
 {
     static const char *const names[] = {
-        [SIGHUP] = "hangup", [SIGINT] = "interrupt", [SIGQUIT] = "quit",
-        [SIGILL] = "illegal instruction", [SIGTRAP] = "trace/breakpoint trap",
-        [SIGABRT] = "aborted", [SIGBUS] = "bus error",
-        [SIGFPE] = "floating point exception", [SIGKILL] = "killed",
-        [SIGUSR1] = "user defined signal 1", [SIGSEGV] = "segmentation fault",
-        [SIGUSR2] = "user defined signal 2", [SIGPIPE] = "broken pipe",
-        [SIGALRM] = "alarm clock", [SIGTERM] = "terminated", [SIGSTKFLT] = "stack fault",
-        [SIGCHLD] = "child exited", [SIGCONT] = "continued", [SIGSTOP] = "stopped (signal)",
-        [SIGTSTP] = "stopped", [SIGTTIN] = "stopped (tty input)",
-        [SIGTTOU] = "stopped (tty output)", [SIGURG] = "urgent I/O condition",
-        [SIGXCPU] = "CPU time limit exceeded", [SIGXFSZ] = "file size limit exceeded",
-        [SIGVTALRM] = "virtual timer expired", [SIGPROF] = "profiling timer expired",
-        [SIGWINCH] = "window changed", [SIGIO] = "I/O possible", [SIGPWR] = "power failure",
+        [SIGHUP] = "hangup",
+        [SIGINT] = "interrupt",
+        [SIGQUIT] = "quit",
+        [SIGILL] = "illegal instruction",
+        [SIGTRAP] = "trace/breakpoint trap",
+        [SIGABRT] = "aborted",
+        [SIGBUS] = "bus error",
+        [SIGFPE] = "floating point exception",
+        [SIGKILL] = "killed",
+        [SIGUSR1] = "user defined signal 1",
+        [SIGSEGV] = "segmentation fault",
+        [SIGUSR2] = "user defined signal 2",
+        [SIGPIPE] = "broken pipe",
+        [SIGALRM] = "alarm clock",
+        [SIGTERM] = "terminated",
+        [SIGSTKFLT] = "stack fault",
+        [SIGCHLD] = "child exited",
+        [SIGCONT] = "continued",
+        [SIGSTOP] = "stopped (signal)",
+        [SIGTSTP] = "stopped",
+        [SIGTTIN] = "stopped (tty input)",
+        [SIGTTOU] = "stopped (tty output)",
+        [SIGURG] = "urgent I/O condition",
+        [SIGXCPU] = "CPU time limit exceeded",
+        [SIGXFSZ] = "file size limit exceeded",
+        [SIGVTALRM] = "virtual timer expired",
+        [SIGPROF] = "profiling timer expired",
+        [SIGWINCH] = "window changed",
+        [SIGIO] = "I/O possible",
+        [SIGPWR] = "power failure",
         [SIGSYS] = "bad system call",
     };
     if (sig > 0 && (size_t)sig < OSB_ARRAY_LEN(names) && names[sig])
@@ -145,8 +162,8 @@ static size_t expand_var(const char *s, char *const *envp, struct osb_buf *out,
     if (v)
         *full |= osb_buf_adds(out, v) < 0;
     else
-        *full |= (missing->len && osb_buf_adds(missing, ",") < 0) ||
-                 osb_buf_add(missing, name, len) < 0;
+        *full |=
+            (missing->len && osb_buf_adds(missing, ",") < 0) || osb_buf_add(missing, name, len) < 0;
     return 1 + braced + len + braced;
 }
 
@@ -157,7 +174,8 @@ static int expand_home(char *const *envp, char **path, struct osb_err *err)
         return 0;
     const char *home = env_lookup(envp, "HOME", 4);
     if (!home || !*home)
-        return osb_err_set(err, OSB_E_INVALID, "cannot resolve working directory %s: $HOME is not defined", p);
+        return osb_err_set(err, OSB_E_INVALID,
+                           "cannot resolve working directory %s: $HOME is not defined", p);
     *path = osb_xasprintf("%s%s", home, p + 1);
     free(p);
     return 0;
@@ -186,7 +204,8 @@ int osb_cmd_expand_path(const char *path, char *const *envp, char **out, struct 
     if (missing.len) {
         osb_err_set(err, OSB_E_INVALID,
                     "cannot resolve working directory %s: path references undefined "
-                    "environment variables: %s", path, missing.data);
+                    "environment variables: %s",
+                    path, missing.data);
         osb_buf_free(&b);
         osb_buf_free(&missing);
         return -1;
@@ -273,8 +292,7 @@ const char *osb_cmd_tmpdir(struct osb_execd *x, struct osb_err *err)
     struct stat st;
     /* An existing directory must be ours and private: someone else's would
      * let them read command logs. */
-    if (lstat(d, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-        (st.st_mode & 077)) {
+    if (lstat(d, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
         osb_err_set(err, OSB_E_SYS, "temporary directory %s is not a private directory", d);
         free(d);
         return NULL;

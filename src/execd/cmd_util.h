@@ -26,7 +26,8 @@ const char *osb_cmd_shell(void);
 /* Expand $NAME / ${NAME} from envp (NAME=VALUE entries) and a leading "~"
  * ($HOME). A reference to an undefined variable is an OSB_E_INVALID error
  * naming it. *out is allocated (caller frees). */
-OSB_MUST_CHECK int osb_cmd_expand_path(const char *path, char *const *envp, char **out, struct osb_err *err);
+OSB_MUST_CHECK int osb_cmd_expand_path(const char *path, char *const *envp, char **out,
+                                       struct osb_err *err);
 /* The expanded cwd must be an existing directory (OSB_E_INVALID otherwise);
  * `shown` is the path as the client sent it, for the message. */
 OSB_MUST_CHECK int osb_cmd_check_dir(const char *path, const char *shown, struct osb_err *err);

@@ -44,7 +44,7 @@ struct run {
     char *code;
     size_t len;
     int64_t t0;
-    bool orphaned;            /* its client left: interrupted, and again until it ends */
+    bool orphaned; /* its client left: interrupted, and again until it ends */
 };
 
 static const struct osb_interp_cbs interp_cbs;
@@ -229,8 +229,8 @@ static void send_error(struct osb_sse *sse, const char *ename, const char *evalu
 {
     struct osb_execd_event st = {.type = "status", .text = "error"};
     osb_sse_send(sse, &st);
-    struct osb_execd_event ev = {.type = "error", .ename = ename, .evalue = evalue,
-                                 .traceback = traceback};
+    struct osb_execd_event ev = {
+        .type = "error", .ename = ename, .evalue = evalue, .traceback = traceback};
     osb_sse_send(sse, &ev);
 }
 
@@ -427,8 +427,8 @@ static void on_output(struct osb_interp *ip, int stream, const char *data, size_
     struct run *r = c->run;
     if (!r || !r->sse)
         return; /* between runs (a background job, a timer): nobody to tell */
-    struct osb_execd_event ev = {.type = stream == 1 ? "stdout" : "stderr", .text = data,
-                                 .text_len = len};
+    struct osb_execd_event ev = {
+        .type = stream == 1 ? "stdout" : "stderr", .text = data, .text_len = len};
     osb_sse_send(r->sse, &ev);
     if (osb_sse_queued(r->sse) > OSB_WRITE_HIGH_WATER)
         osb_interp_pause_output(ip, true);
@@ -598,8 +598,8 @@ static void h_list(struct osb_http_req *req, void *ud)
     struct osb_execd_code *m = ud;
     const char *lang = osb_http_req_query(req, "language");
     if (lang && *lang && no_context_language(lang)) {
-        osb_http_respond_error(req, 500, "RUNTIME_ERROR",
-                               "language '%s' has no code contexts", lang);
+        osb_http_respond_error(req, 500, "RUNTIME_ERROR", "language '%s' has no code contexts",
+                               lang);
         return;
     }
     json_t *a = json_array();
@@ -675,8 +675,8 @@ static void on_pending_gone(struct osb_http_req *req, void *ud)
 
 /* The context for a run: by id, or the language's default (created on
  * demand). NULL after answering. */
-static struct ctx *run_context(struct osb_execd_code *m, struct osb_http_req *req,
-                               const char *id, const char *lang)
+static struct ctx *run_context(struct osb_execd_code *m, struct osb_http_req *req, const char *id,
+                               const char *lang)
 {
     struct osb_err err = {0};
     if (id && *id) {

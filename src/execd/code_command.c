@@ -50,8 +50,8 @@ static void on_output_done(void *ud)
         snprintf(evalue, sizeof evalue, "%d", code);
         osb_cmd_exit_text(r->wstatus, text, sizeof text);
         json_t *tb = json_pack("[s]", text);
-        struct osb_execd_event ev = {.type = "error", .ename = "CommandExecError",
-                                     .evalue = evalue, .traceback = tb};
+        struct osb_execd_event ev = {
+            .type = "error", .ename = "CommandExecError", .evalue = evalue, .traceback = tb};
         osb_sse_send(r->sse, &ev);
         json_decref(tb);
     }
@@ -87,8 +87,12 @@ static pid_t spawn_shell(struct osb_execd *x, const char *code, int out_w, int e
 {
     char **env = osb_execd_env_build(x, NULL);
     const char *argv[] = {osb_cmd_shell(), "-c", code, NULL};
-    struct osb_spawn sp = {.argv = argv, .envp = (const char *const *)env, .stdin_fd = -1,
-                           .stdout_fd = out_w, .stderr_fd = err_w, .ctty_fd = -1};
+    struct osb_spawn sp = {.argv = argv,
+                           .envp = (const char *const *)env,
+                           .stdin_fd = -1,
+                           .stdout_fd = out_w,
+                           .stderr_fd = err_w,
+                           .ctty_fd = -1};
     pid_t pid = osb_execd_spawn(x, &sp, err);
     osb_execd_env_free(env);
     return pid;
@@ -130,8 +134,8 @@ void osb_code_command_run(struct osb_execd *x, struct osb_http_req *req, const c
     osb_sse_send(r->sse, &init);
     if (pid < 0) {
         json_t *tb = json_pack("[s]", err.msg);
-        struct osb_execd_event ev = {.type = "error", .ename = "CommandExecError",
-                                     .evalue = err.msg, .traceback = tb};
+        struct osb_execd_event ev = {
+            .type = "error", .ename = "CommandExecError", .evalue = err.msg, .traceback = tb};
         osb_sse_send(r->sse, &ev);
         json_decref(tb);
         cmd_free(r);

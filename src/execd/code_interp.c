@@ -37,8 +37,8 @@
 struct stream {
     uv_poll_t poll;
     int fd;
-    int id; /* 1 stdout, 2 stderr */
-    bool open;   /* not at EOF */
+    int id;                 /* 1 stdout, 2 stderr */
+    bool open;              /* not at EOF */
     unsigned char carry[4]; /* an incomplete UTF-8 sequence from the last read */
     size_t ncarry;
     struct osb_buf hold; /* clean text not yet delivered (see deliver) */
@@ -60,7 +60,7 @@ struct osb_interp {
     uv_timer_t ready_timer;
     struct osb_buf startup_err;
     bool ready, dead, closing, paused;
-    unsigned sigints;        /* SIGINTs sent so far (the driver tells stale ones apart) */
+    unsigned sigints; /* SIGINTs sent so far (the driver tells stale ones apart) */
     bool pid_reaped;
     int handles;
     char *workdir; /* the driver's private directory (go), removed at the end */
@@ -92,9 +92,14 @@ static const struct lang_info langs[] = {
  * directories of Debian's nodejs (node-typescript installs into
  * /usr/share/nodejs) and of npm -g. */
 static const char *const ts_dirs[] = {
-    "/usr/local/lib/nodejs", "/usr/local/share/nodejs", "/usr/lib/x86_64-linux-gnu/nodejs",
-    "/usr/lib/aarch64-linux-gnu/nodejs", "/usr/share/nodejs", "/usr/lib/nodejs",
-    "/usr/local/lib/node_modules", "/usr/lib/node_modules",
+    "/usr/local/lib/nodejs",
+    "/usr/local/share/nodejs",
+    "/usr/lib/x86_64-linux-gnu/nodejs",
+    "/usr/lib/aarch64-linux-gnu/nodejs",
+    "/usr/share/nodejs",
+    "/usr/lib/nodejs",
+    "/usr/local/lib/node_modules",
+    "/usr/lib/node_modules",
 };
 
 int osb_code_lang_parse(const char *name)
@@ -250,8 +255,8 @@ static int find_in_env(enum osb_code_lang lang, char **env, struct osb_interp_pr
     return 0;
 }
 
-int osb_interp_find(const struct osb_execd *x, enum osb_code_lang lang,
-                    struct osb_interp_prog *out, struct osb_err *err)
+int osb_interp_find(const struct osb_execd *x, enum osb_code_lang lang, struct osb_interp_prog *out,
+                    struct osb_err *err)
 {
     char **env = osb_execd_env_build(x, NULL);
     int r = find_in_env(lang, env, out, err);
@@ -682,8 +687,8 @@ void osb_interp_free(struct osb_interp *ip)
 
 /* ---- start ---- */
 
-static void argv_for(enum osb_code_lang lang, const struct osb_interp_prog *prog,
-                     const char *fd, const char *src, const char *argv[10])
+static void argv_for(enum osb_code_lang lang, const struct osb_interp_prog *prog, const char *fd,
+                     const char *src, const char *argv[10])
 {
     int i = 0;
     argv[i++] = prog->bin;
@@ -782,8 +787,9 @@ static int fds_open(struct fds *f, struct osb_err *err)
  * socket is an inheritable duplicate that exists only across the fork (the
  * loop is single-threaded, so no other child can pick it up). java gets it
  * as its stdin instead. */
-static pid_t spawn_interp(struct osb_execd *x, enum osb_code_lang lang, const struct osb_interp_prog *prog,
-                          char **env, const char *cwd, struct fds *f, struct osb_err *err)
+static pid_t spawn_interp(struct osb_execd *x, enum osb_code_lang lang,
+                          const struct osb_interp_prog *prog, char **env, const char *cwd,
+                          struct fds *f, struct osb_err *err)
 {
     bool java = lang == OSB_CODE_JAVA;
     _cleanup_close_ int child_ctl = java ? -1 : fcntl(f->ctl[1], F_DUPFD, 3);
@@ -800,9 +806,13 @@ static pid_t spawn_interp(struct osb_execd *x, enum osb_code_lang lang, const st
         snprintf(srcpath, sizeof srcpath, "/proc/self/fd/%d", src);
     const char *argv[10];
     argv_for(lang, prog, fdstr, srcpath, argv);
-    struct osb_spawn sp = {.argv = argv, .envp = (const char *const *)env, .cwd = cwd,
-                           .stdin_fd = java ? f->ctl[1] : -1, .stdout_fd = f->out[1],
-                           .stderr_fd = f->err[1], .ctty_fd = -1};
+    struct osb_spawn sp = {.argv = argv,
+                           .envp = (const char *const *)env,
+                           .cwd = cwd,
+                           .stdin_fd = java ? f->ctl[1] : -1,
+                           .stdout_fd = f->out[1],
+                           .stderr_fd = f->err[1],
+                           .ctty_fd = -1};
     pid_t pid = osb_execd_spawn(x, &sp, err);
     if (pid < 0)
         osb_err_wrap(err, "start %s interpreter", langs[lang].name);

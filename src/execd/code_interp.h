@@ -71,8 +71,8 @@ void osb_interp_prog_free(struct osb_interp_prog *p);
 
 /* Start the interpreter in cwd (NULL: execd's). The callbacks start after
  * this returns; on_ready comes once. */
-OSB_MUST_CHECK int osb_interp_start(struct osb_execd *x, enum osb_code_lang lang,
-                                    const char *cwd, const struct osb_interp_cbs *cbs, void *ud,
+OSB_MUST_CHECK int osb_interp_start(struct osb_execd *x, enum osb_code_lang lang, const char *cwd,
+                                    const struct osb_interp_cbs *cbs, void *ud,
                                     struct osb_interp **out, struct osb_err *err);
 /* Send code to run; only after on_ready, one run at a time. */
 OSB_MUST_CHECK int osb_interp_run(struct osb_interp *ip, const char *code, size_t len,

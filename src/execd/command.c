@@ -195,8 +195,7 @@ static int get_u32(json_t *body, const char *key, bool *has, uint32_t *out, stru
     if (r <= 0)
         return r;
     if (v < 0 || v > UINT32_MAX)
-        return osb_err_set(err, OSB_E_INVALID, "field '%s' must be between 0 and 4294967295",
-                           key);
+        return osb_err_set(err, OSB_E_INVALID, "field '%s' must be between 0 and 4294967295", key);
     *has = true;
     *out = (uint32_t)v;
     return 0;
@@ -304,8 +303,8 @@ static void send_error(struct osb_sse *sse, const char *evalue, const char *trac
 static void send_terminal(struct osb_sse *sse, const struct cmd_rec *r)
 {
     if (r->exit_code == 0) {
-        struct osb_execd_event ev = {
-            .type = "execution_complete", .execution_time = osb_mono_ms() - r->start_mono};
+        struct osb_execd_event ev = {.type = "execution_complete",
+                                     .execution_time = osb_mono_ms() - r->start_mono};
         osb_sse_send(sse, &ev);
         return;
     }
@@ -347,8 +346,7 @@ static void fg_abort(struct fg_run *run)
 {
     struct cmd_rec *r = run->rec;
     if (r->running && r->pid > 0) {
-        osb_info("command %s: client disconnected, killing process group %d", r->id,
-                 (int)r->pid);
+        osb_info("command %s: client disconnected, killing process group %d", r->id, (int)r->pid);
         kill(-r->pid, SIGKILL);
     }
     run_free(run);
@@ -487,8 +485,8 @@ static void run_background(struct osb_execd_commands *m, struct osb_http_req *re
     bool gone = false;
     struct osb_sse *sse = osb_sse_open(r->m->x->loop, req, note_gone, &gone);
     send_init(sse, r->id);
-    struct osb_execd_event ev = {
-        .type = "execution_complete", .execution_time = osb_mono_ms() - r->start_mono};
+    struct osb_execd_event ev = {.type = "execution_complete",
+                                 .execution_time = osb_mono_ms() - r->start_mono};
     osb_sse_send(sse, &ev);
     if (!gone)
         osb_sse_close(sse);
@@ -578,8 +576,8 @@ static void logs_pump(struct osb_http_req *req, void *ud)
 {
     struct logs_send *ls = ud;
     while (ls->off < ls->end) {
-        size_t want = (size_t)(ls->end - ls->off) < LOGS_CHUNK ? (size_t)(ls->end - ls->off)
-                                                             : LOGS_CHUNK;
+        size_t want =
+            (size_t)(ls->end - ls->off) < LOGS_CHUNK ? (size_t)(ls->end - ls->off) : LOGS_CHUNK;
         ssize_t n = OSB_RETRY(pread(ls->fd, ls->buf, want, ls->off));
         if (n <= 0) {
             /* The file shrank or failed: pad so the Content-Length holds. */

@@ -77,8 +77,8 @@ static void on_ping(uv_timer_t *t)
     osb_sse_send(s, &ev);
 }
 
-struct osb_sse *osb_sse_open(uv_loop_t *loop, struct osb_http_req *req,
-                             void (*on_gone)(void *ud), void *ud)
+struct osb_sse *osb_sse_open(uv_loop_t *loop, struct osb_http_req *req, void (*on_gone)(void *ud),
+                             void *ud)
 {
     struct osb_sse *s = osb_xcalloc(1, sizeof *s);
     s->req = req;

@@ -13,22 +13,22 @@
 #include "http/http.h"
 
 struct osb_execd_event {
-    const char *type;     /* required */
-    const char *text;     /* may be NULL; text_len 0 means strlen(text) */
+    const char *type; /* required */
+    const char *text; /* may be NULL; text_len 0 means strlen(text) */
     size_t text_len;
     int64_t execution_count; /* 0: absent */
     int64_t execution_time;  /* 0: absent */
-    json_t *results;      /* borrowed; NULL: absent */
-    const char *ename;    /* non-NULL: an "error" object is added */
+    json_t *results;         /* borrowed; NULL: absent */
+    const char *ename;       /* non-NULL: an "error" object is added */
     const char *evalue;
-    json_t *traceback;    /* borrowed array of strings; NULL: [] */
+    json_t *traceback; /* borrowed array of strings; NULL: [] */
 };
 
 struct osb_sse;
 /* Start the SSE response on req. on_gone runs if the client disconnects
  * first; the stream is freed after it returns, so drop the pointer there. */
-struct osb_sse *osb_sse_open(uv_loop_t *loop, struct osb_http_req *req,
-                             void (*on_gone)(void *ud), void *ud);
+struct osb_sse *osb_sse_open(uv_loop_t *loop, struct osb_http_req *req, void (*on_gone)(void *ud),
+                             void *ud);
 void osb_sse_send(struct osb_sse *s, const struct osb_execd_event *ev);
 /* Send raw bytes as they are (e.g. the session timeout JSON line). */
 void osb_sse_send_raw(struct osb_sse *s, const char *data, size_t len);

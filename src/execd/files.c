@@ -92,8 +92,7 @@ static const char *need_query(struct osb_http_req *req, const char *name)
 
 static void bad_body(struct osb_http_req *req, const struct osb_err *err)
 {
-    osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "invalid request body: %s",
-                           err->msg);
+    osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY", "invalid request body: %s", err->msg);
 }
 
 /* Parse the buffered body as JSON of the given kind (JSON null is an empty
@@ -116,8 +115,7 @@ static json_t *body_json(struct osb_http_req *req, bool array)
         return j;
     json_decref(j);
     osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY",
-                           "invalid request body: expected a JSON %s",
-                           array ? "array" : "object");
+                           "invalid request body: expected a JSON %s", array ? "array" : "object");
     return NULL;
 }
 

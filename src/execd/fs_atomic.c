@@ -47,8 +47,7 @@ static int create_named(const char *dir, const char *base, mode_t mode, struct o
                        dir);
 }
 
-int osb_fs_tmp_create(const char *target, mode_t mode, struct osb_fs_tmp *t,
-                      struct osb_err *err)
+int osb_fs_tmp_create(const char *target, mode_t mode, struct osb_fs_tmp *t, struct osb_err *err)
 {
     *t = (struct osb_fs_tmp){.fd = -1};
     _cleanup_free_ char *dir = osb_fs_path_dir(target);
@@ -59,8 +58,7 @@ int osb_fs_tmp_create(const char *target, mode_t mode, struct osb_fs_tmp *t,
     return create_named(dir, base, mode, t, err);
 }
 
-int osb_fs_tmp_create_in(const char *dir, mode_t mode, struct osb_fs_tmp *t,
-                         struct osb_err *err)
+int osb_fs_tmp_create_in(const char *dir, mode_t mode, struct osb_fs_tmp *t, struct osb_err *err)
 {
     *t = (struct osb_fs_tmp){.fd = -1};
     return create_named(dir, "upload", mode, t, err);
@@ -82,8 +80,7 @@ int osb_fs_write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
-static int apply_attrs(struct osb_fs_tmp *t, const struct osb_fs_tmp_attrs *a,
-                       struct osb_err *err)
+static int apply_attrs(struct osb_fs_tmp *t, const struct osb_fs_tmp_attrs *a, struct osb_err *err)
 {
     /* chown first: it clears set-id bits that the chmod may want to set. */
     if ((a->uid != (uid_t)-1 || a->gid != (gid_t)-1) && fchown(t->fd, a->uid, a->gid) < 0 &&
@@ -104,8 +101,8 @@ static void sync_dir(const char *target)
         fsync(fd);
 }
 
-int osb_fs_tmp_commit(struct osb_fs_tmp *t, const char *target,
-                      const struct osb_fs_tmp_attrs *a, struct osb_err *err)
+int osb_fs_tmp_commit(struct osb_fs_tmp *t, const char *target, const struct osb_fs_tmp_attrs *a,
+                      struct osb_err *err)
 {
     int rc = apply_attrs(t, a, err);
     if (rc == 0 && fsync(t->fd) < 0)

@@ -19,8 +19,8 @@ struct osb_fs_tmp {
 struct osb_fs_tmp_attrs {
     bool set_mode;
     mode_t mode;
-    uid_t uid;          /* (uid_t)-1: leave */
-    gid_t gid;          /* (gid_t)-1: leave */
+    uid_t uid;           /* (uid_t)-1: leave */
+    gid_t gid;           /* (gid_t)-1: leave */
     bool owner_optional; /* an EPERM from chown is ignored (keeping an owner
                             is best effort when execd is not root) */
 };
@@ -28,16 +28,16 @@ struct osb_fs_tmp_attrs {
 /* Create "<dir of target>/.<base>.osb-<random>" for writing; `mode` is
  * passed to open(2), so the umask applies as for any new file. */
 OSB_MUST_CHECK int osb_fs_tmp_create(const char *target, mode_t mode, struct osb_fs_tmp *t,
-                      struct osb_err *err);
+                                     struct osb_err *err);
 /* Temp file in dir (any name) for data whose target is not known yet. */
 OSB_MUST_CHECK int osb_fs_tmp_create_in(const char *dir, mode_t mode, struct osb_fs_tmp *t,
-                         struct osb_err *err);
+                                        struct osb_err *err);
 /* write(2) everything; -1 with errno on failure. */
 OSB_MUST_CHECK int osb_fs_write_all(int fd, const void *data, size_t len);
 /* Apply attrs, fsync, rename over target, fsync the directory. The temp
  * file is gone afterwards whatever happens. */
 OSB_MUST_CHECK int osb_fs_tmp_commit(struct osb_fs_tmp *t, const char *target,
-                      const struct osb_fs_tmp_attrs *a, struct osb_err *err);
+                                     const struct osb_fs_tmp_attrs *a, struct osb_err *err);
 /* Close and unlink (no-op when already committed or discarded). */
 void osb_fs_tmp_discard(struct osb_fs_tmp *t);
 #endif

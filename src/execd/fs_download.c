@@ -154,8 +154,8 @@ static void on_drain(struct osb_http_req *req, void *ud)
 
 /* Start the response (status, ctype, len: -1 chunked) and stream
  * [pos, pos+len) or, in line mode, the selected lines. */
-static void start_stream(uv_loop_t *loop, struct osb_http_req *req, int fd, int status, const char *ctype,
-                         int64_t pos, int64_t len, const struct dl_query *q)
+static void start_stream(uv_loop_t *loop, struct osb_http_req *req, int fd, int status,
+                         const char *ctype, int64_t pos, int64_t len, const struct dl_query *q)
 {
     struct dl *d = osb_xcalloc(1, sizeof *d);
     d->loop = loop;
@@ -289,8 +289,7 @@ static bool choose_span(struct osb_http_req *req, int fd, const struct stat *st,
 {
     const char *range = osb_http_req_header(req, "Range");
     int64_t size = st->st_size;
-    enum osb_fs_range r = range ? osb_fs_range_parse(range, size, start, len)
-                                : OSB_FS_RANGE_NONE;
+    enum osb_fs_range r = range ? osb_fs_range_parse(range, size, start, len) : OSB_FS_RANGE_NONE;
     if (r == OSB_FS_RANGE_INVALID) {
         osb_http_respond_error(req, 416, "UNKNOWN", "invalid range: %s", range);
         return false;

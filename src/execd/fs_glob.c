@@ -213,8 +213,7 @@ static bool class_match(const char *p, size_t *i, uint32_t r)
 
 static bool zero_length(const char *rest)
 {
-    return !strcmp(rest, "") || !strcmp(rest, "*") || !strcmp(rest, "**") ||
-           !strcmp(rest, "/**");
+    return !strcmp(rest, "") || !strcmp(rest, "*") || !strcmp(rest, "**") || !strcmp(rest, "/**");
 }
 
 /* Backtracking state: the last `*` and the last `** /` seen. */

@@ -31,5 +31,5 @@ char *osb_fs_utf8_sanitize(const char *s);
 json_t *osb_fs_json_string(const char *s);
 /* lstat(abs) and build its FileInfo. ENOENT/ENOTDIR -> OSB_E_NOTFOUND. */
 OSB_MUST_CHECK int osb_fs_info_lstat(const char *abs, struct osb_fs_names *names, json_t **out,
-                      struct osb_err *err);
+                                     struct osb_err *err);
 #endif

@@ -24,8 +24,8 @@ static int copy_data(int in, int out, struct osb_err *err)
         ssize_t n;
         if (!plain) {
             n = copy_file_range(in, NULL, out, NULL, chunk, 0);
-            if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
-                          errno == EOPNOTSUPP)) {
+            if (n < 0 &&
+                (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
                 plain = true;
                 continue;
             }
@@ -45,8 +45,7 @@ static int copy_data(int in, int out, struct osb_err *err)
     }
 }
 
-static int copy_file(const char *src, const char *dest, const struct stat *st,
-                     struct osb_err *err)
+static int copy_file(const char *src, const char *dest, const struct stat *st, struct osb_err *err)
 {
     _cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (in < 0)
@@ -60,8 +59,11 @@ static int copy_file(const char *src, const char *dest, const struct stat *st,
     }
     const struct timespec times[2] = {st->st_atim, st->st_mtim};
     futimens(t.fd, times);
-    struct osb_fs_tmp_attrs a = {.set_mode = true, .mode = st->st_mode & 07777,
-                                 .uid = st->st_uid, .gid = st->st_gid, .owner_optional = true};
+    struct osb_fs_tmp_attrs a = {.set_mode = true,
+                                 .mode = st->st_mode & 07777,
+                                 .uid = st->st_uid,
+                                 .gid = st->st_gid,
+                                 .owner_optional = true};
     return osb_fs_tmp_commit(&t, dest, &a, err);
 }
 

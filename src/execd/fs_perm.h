@@ -25,10 +25,12 @@ OSB_MUST_CHECK int osb_fs_perm_mode(long long dec, mode_t *out);
  * Wrong types or bad mode digits -> OSB_E_INVALID naming `what`; an owner
  * or group that the image does not know -> OSB_E_INTERNAL (the reference
  * answers 500 for a failed lookup). */
-OSB_MUST_CHECK int osb_fs_perm_parse(json_t *obj, const char *what, struct osb_fs_perm *p, struct osb_err *err);
+OSB_MUST_CHECK int osb_fs_perm_parse(json_t *obj, const char *what, struct osb_fs_perm *p,
+                                     struct osb_err *err);
 /* chmod (when apply_mode and a mode was given), then chown. */
 OSB_MUST_CHECK int osb_fs_perm_apply(const char *path, const struct osb_fs_perm *p, bool apply_mode,
-                      struct osb_err *err);
+                                     struct osb_err *err);
 /* chown only (for directories created on the way). */
-OSB_MUST_CHECK int osb_fs_perm_chown(const char *path, const struct osb_fs_perm *p, struct osb_err *err);
+OSB_MUST_CHECK int osb_fs_perm_chown(const char *path, const struct osb_fs_perm *p,
+                                     struct osb_err *err);
 #endif

@@ -72,8 +72,7 @@ static bool parse_one(const char *s, size_t n, int64_t size, int64_t *start, int
     return true;
 }
 
-enum osb_fs_range osb_fs_range_parse(const char *hdr, int64_t size, int64_t *start,
-                                     int64_t *len)
+enum osb_fs_range osb_fs_range_parse(const char *hdr, int64_t size, int64_t *start, int64_t *len)
 {
     if (strncmp(hdr, "bytes=", 6) != 0)
         return OSB_FS_RANGE_INVALID;

@@ -9,16 +9,15 @@
 #include "common/err.h"
 
 enum osb_fs_range {
-    OSB_FS_RANGE_OK,        /* serve [start, start+len) with 206 */
-    OSB_FS_RANGE_NONE,      /* no range in the list: serve everything */
-    OSB_FS_RANGE_NO_OVERLAP,/* every range starts at or past EOF: 416 text */
-    OSB_FS_RANGE_INVALID,   /* bad syntax: 416 {"code":"UNKNOWN"} */
+    OSB_FS_RANGE_OK,         /* serve [start, start+len) with 206 */
+    OSB_FS_RANGE_NONE,       /* no range in the list: serve everything */
+    OSB_FS_RANGE_NO_OVERLAP, /* every range starts at or past EOF: 416 text */
+    OSB_FS_RANGE_INVALID,    /* bad syntax: 416 {"code":"UNKNOWN"} */
 };
 
 /* "bytes=a-b" / "a-" / "-n", comma-separated; the first range that starts
  * before EOF wins and is clipped to the file. */
-enum osb_fs_range osb_fs_range_parse(const char *hdr, int64_t size, int64_t *start,
-                                     int64_t *len);
+enum osb_fs_range osb_fs_range_parse(const char *hdr, int64_t size, int64_t *start, int64_t *len);
 /* `attachment; filename="name"`, or for names that are not plain printable
  * ASCII `attachment; filename="<pct>"; filename*=UTF-8''<pct>` with Go's
  * url.PathEscape encoding (quotes, backslashes and control characters are

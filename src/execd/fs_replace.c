@@ -117,7 +117,10 @@ int osb_fs_replace_file(const char *path, const char *old, size_t oldlen, const 
         osb_fs_tmp_discard(&t);
         return 0;
     }
-    struct osb_fs_tmp_attrs a = {.set_mode = true, .mode = st.st_mode & 07777,
-                                 .uid = st.st_uid, .gid = st.st_gid, .owner_optional = true};
+    struct osb_fs_tmp_attrs a = {.set_mode = true,
+                                 .mode = st.st_mode & 07777,
+                                 .uid = st.st_uid,
+                                 .gid = st.st_gid,
+                                 .owner_optional = true};
     return osb_fs_tmp_commit(&t, real, &a, err);
 }

@@ -149,8 +149,8 @@ int osb_fs_tree_list(const char *root, int64_t depth, struct osb_fs_names *names
         return osb_err_sys(err, "stat %s", root);
     }
     if (S_ISLNK(st.st_mode))
-        return osb_err_set(err, OSB_E_INVALID,
-                           "path is a symbolic link, refusing to traverse: %s", root);
+        return osb_err_set(err, OSB_E_INVALID, "path is a symbolic link, refusing to traverse: %s",
+                           root);
     if (!S_ISDIR(st.st_mode))
         return osb_err_set(err, OSB_E_INVALID, "path is not a directory: %s", root);
     if (depth == 0)
@@ -158,23 +158,22 @@ int osb_fs_tree_list(const char *root, int64_t depth, struct osb_fs_names *names
     _cleanup_close_ int fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return osb_err_sys(err, "open directory %s", root);
-    struct walk w = {.visit = list_visit, .max_depth = depth, .names = names, .out = out,
-                     .err = err};
+    struct walk w = {
+        .visit = list_visit, .max_depth = depth, .names = names, .out = out, .err = err};
     return walk_dir(&w, fd, root, 0);
 }
 
 /* ---- search ---- */
 
-static int search_visit(struct walk *w, const char *path, const char *name,
-                        const struct stat *st)
+static int search_visit(struct walk *w, const char *path, const char *name, const struct stat *st)
 {
     if (!S_ISDIR(st->st_mode) && osb_fs_glob_match(w->glob, name))
         json_array_append_new(w->out, osb_fs_info_json(path, st, w->names));
     return 0;
 }
 
-int osb_fs_tree_search(const char *root, const struct osb_fs_glob *g,
-                       struct osb_fs_names *names, json_t *out, struct osb_err *err)
+int osb_fs_tree_search(const char *root, const struct osb_fs_glob *g, struct osb_fs_names *names,
+                       json_t *out, struct osb_err *err)
 {
     struct stat st;
     if (stat(root, &st) < 0 || lstat(root, &st) < 0) {
@@ -182,8 +181,12 @@ int osb_fs_tree_search(const char *root, const struct osb_fs_glob *g,
             return osb_err_set(err, OSB_E_NOTFOUND, "file not found: %s", root);
         return osb_err_sys(err, "stat %s", root);
     }
-    struct walk w = {.visit = search_visit, .max_depth = INT64_MAX, .names = names, .glob = g,
-                     .out = out, .err = err};
+    struct walk w = {.visit = search_visit,
+                     .max_depth = INT64_MAX,
+                     .names = names,
+                     .glob = g,
+                     .out = out,
+                     .err = err};
     if (!S_ISDIR(st.st_mode)) {
         _cleanup_free_ char *base = osb_fs_path_base(root);
         return search_visit(&w, root, base, &st);
@@ -261,8 +264,7 @@ int osb_fs_tree_remove(const char *path, struct osb_err *err)
 /* ---- mkdir -p ---- */
 
 /* Create one directory of the chain; *made tells whether it is new. */
-static int mkdir_one(const char *dir, const struct osb_fs_perm *p, bool *made,
-                     struct osb_err *err)
+static int mkdir_one(const char *dir, const struct osb_fs_perm *p, bool *made, struct osb_err *err)
 {
     *made = false;
     if (mkdir(dir, 0777) == 0) {

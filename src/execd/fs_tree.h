@@ -18,18 +18,18 @@
  * clean absolute path) down to `depth` levels (1 = children only) to the
  * array `out`; each entry is followed by its descendants, lexical order
  * per directory. The root must be a directory and not a symlink. */
-OSB_MUST_CHECK int osb_fs_tree_list(const char *root, int64_t depth, struct osb_fs_names *names, json_t *out,
-                     struct osb_err *err);
+OSB_MUST_CHECK int osb_fs_tree_list(const char *root, int64_t depth, struct osb_fs_names *names,
+                                    json_t *out, struct osb_err *err);
 /* /files/search: append the FileInfo of every non-directory under root
  * whose base name matches g (pre-order, lexical). A root that is not a
  * directory is itself matched. Entries vanishing meanwhile are skipped. */
 OSB_MUST_CHECK int osb_fs_tree_search(const char *root, const struct osb_fs_glob *g,
-                       struct osb_fs_names *names, json_t *out, struct osb_err *err);
+                                      struct osb_fs_names *names, json_t *out, struct osb_err *err);
 /* rm -rf: a missing path is success; symlinks are removed, not followed. */
 OSB_MUST_CHECK int osb_fs_tree_remove(const char *path, struct osb_err *err);
 /* mkdir -p (mode 0777 less the umask, as Go's MkdirAll(ModePerm)); each
  * directory it creates gets p's owner/group. *created: the leaf itself was
  * created. An existing non-directory on the way fails (ENOTDIR). */
 OSB_MUST_CHECK int osb_fs_tree_mkdirs(const char *path, const struct osb_fs_perm *p, bool *created,
-                       struct osb_err *err);
+                                      struct osb_err *err);
 #endif

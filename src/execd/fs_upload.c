@@ -38,8 +38,8 @@ struct pair {
     struct verdict meta_err; /* bad metadata, reported after the count checks */
     char *target;            /* absolute */
     struct osb_fs_perm perm;
-    struct osb_fs_tmp tmp;   /* the file data */
-    bool orphan;             /* data arrived before its metadata: tmp is in
+    struct osb_fs_tmp tmp; /* the file data */
+    bool orphan;           /* data arrived before its metadata: tmp is in
                                 the temp directory, not beside the target */
 };
 
@@ -57,7 +57,7 @@ struct upload {
     struct pair *pairs;
     size_t npairs, nmeta, nfile;
     enum part_kind kind;
-    size_t cur;         /* pair of the current part */
+    size_t cur; /* pair of the current part */
     struct osb_buf meta;
     struct verdict fail; /* first failure of the whole request */
 };
@@ -100,8 +100,8 @@ static struct pair *pair_at(struct upload *u, size_t i)
     if (i >= u->npairs) {
         u->pairs = osb_xrealloc(u->pairs, (i + 1) * sizeof *u->pairs);
         for (size_t k = u->npairs; k <= i; k++)
-            u->pairs[k] = (struct pair){.perm = {.uid = (uid_t)-1, .gid = (gid_t)-1},
-                                        .tmp = {.fd = -1}};
+            u->pairs[k] =
+                (struct pair){.perm = {.uid = (uid_t)-1, .gid = (gid_t)-1}, .tmp = {.fd = -1}};
         u->npairs = i + 1;
     }
     return &u->pairs[i];
@@ -137,8 +137,8 @@ static void parse_meta(struct pair *pr, const char *data, size_t len)
     } else if (osb_fs_perm_parse(j, path, &pr->perm, &err) < 0) {
         struct osb_execd_errinfo e = osb_execd_err_info(&err);
         if (e.status == 400)
-            verdict_set(&pr->meta_err, 400, "INVALID_FILE_METADATA",
-                        "invalid metadata format. %s", err.msg);
+            verdict_set(&pr->meta_err, 400, "INVALID_FILE_METADATA", "invalid metadata format. %s",
+                        err.msg);
         else
             verdict_set(&pr->meta_err, e.status, e.code, "%s", err.msg);
     } else {
@@ -220,8 +220,8 @@ static int on_part_data(void *ud, const char *data, size_t len)
         return 0;
     struct pair *pr = &u->pairs[u->cur];
     if (u->kind == PART_META && osb_buf_add(&u->meta, data, len) < 0) {
-        verdict_set(&pr->meta_err, 400, "INVALID_FILE_METADATA",
-                    "metadata part exceeds %d bytes", OSB_MAX_PART_METADATA);
+        verdict_set(&pr->meta_err, 400, "INVALID_FILE_METADATA", "metadata part exceeds %d bytes",
+                    OSB_MAX_PART_METADATA);
         u->kind = PART_SKIP;
     } else if (u->kind == PART_FILE) {
         osb_fs_writer_write(u->w, pr->tmp.fd, data, len);
@@ -277,8 +277,10 @@ static void commit_attrs(const struct pair *pr, struct osb_fs_tmp_attrs *a)
     struct stat st;
     *a = (struct osb_fs_tmp_attrs){.uid = (uid_t)-1, .gid = (gid_t)-1};
     if (stat(pr->target, &st) == 0 && S_ISREG(st.st_mode)) {
-        *a = (struct osb_fs_tmp_attrs){.set_mode = true, .mode = st.st_mode & 07777,
-                                       .uid = st.st_uid, .gid = st.st_gid,
+        *a = (struct osb_fs_tmp_attrs){.set_mode = true,
+                                       .mode = st.st_mode & 07777,
+                                       .uid = st.st_uid,
+                                       .gid = st.st_gid,
                                        .owner_optional = true};
     }
     if (pr->perm.has_mode)

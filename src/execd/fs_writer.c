@@ -27,7 +27,7 @@ struct osb_fs_writer {
     struct op *head, *tail; /* waiting */
     struct op *running;
     uv_work_t work;
-    int cur_fd;             /* fd whose bytes are accumulating in cur */
+    int cur_fd; /* fd whose bytes are accumulating in cur */
     struct osb_buf cur;
     size_t pending;
     int err;

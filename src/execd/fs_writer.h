@@ -14,8 +14,7 @@ struct osb_fs_writer;
 
 /* on_progress runs on the loop after each job (never from inside the
  * calls below). */
-struct osb_fs_writer *osb_fs_writer_new(uv_loop_t *loop, void (*on_progress)(void *ud),
-                                        void *ud);
+struct osb_fs_writer *osb_fs_writer_new(uv_loop_t *loop, void (*on_progress)(void *ud), void *ud);
 /* Queue len bytes for fd (copied). The fd stays the caller's until
  * osb_fs_writer_close. */
 void osb_fs_writer_write(struct osb_fs_writer *w, int fd, const void *data, size_t len);

@@ -101,8 +101,7 @@ void osb_lines_feed(struct osb_lines *l, const char *data, size_t n, osb_lines_f
         p++;
     if (n)
         l->skip_lf = false;
-    struct scan s = {memchr(p, '\n', (size_t)(end - p)), memchr(p, '\r', (size_t)(end - p)),
-                     end};
+    struct scan s = {memchr(p, '\n', (size_t)(end - p)), memchr(p, '\r', (size_t)(end - p)), end};
     while (p < end) {
         const char *t = next_term(&s, p);
         if (!t) {

@@ -181,17 +181,24 @@ static int fd_arg(const char *arg, const char *opt)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
     static const struct option lo[] = {
-        {"port", required_argument, NULL, 'p'},   {"unix", required_argument, NULL, 'u'},
-        {"listen", required_argument, NULL, 'l'}, {"access-token", required_argument, NULL, 't'},
+        {"port", required_argument, NULL, 'p'},
+        {"unix", required_argument, NULL, 'u'},
+        {"listen", required_argument, NULL, 'l'},
+        {"access-token", required_argument, NULL, 't'},
         {"ready-fd", required_argument, NULL, 'r'},
-        {"workdir", required_argument, NULL, 'w'}, {"user", required_argument, NULL, 'U'},
+        {"workdir", required_argument, NULL, 'w'},
+        {"user", required_argument, NULL, 'U'},
         {"keep-fd", required_argument, NULL, 'k'},
         {"listen-fd", required_argument, NULL, 'L'},
         {"report-fd", required_argument, NULL, 'R'},
-        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    *o = (struct opts){.port = DEFAULT_PORT, .host = "0.0.0.0", .ready_fd = -1, .listen_fd = -1,
+    *o = (struct opts){.port = DEFAULT_PORT,
+                       .host = "0.0.0.0",
+                       .ready_fd = -1,
+                       .listen_fd = -1,
                        .report_fd = -1,
                        .token = getenv("EXECD_ACCESS_TOKEN")};
     int ch;
@@ -253,8 +260,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 static void start_entrypoint(char **argv, struct pid1 *p)
 {
-    struct osb_spawn sp = {.argv = (const char *const *)argv, .stdin_fd = 0, .stdout_fd = 1,
-                           .stderr_fd = 2, .ctty_fd = -1};
+    struct osb_spawn sp = {.argv = (const char *const *)argv,
+                           .stdin_fd = 0,
+                           .stdout_fd = 1,
+                           .stderr_fd = 2,
+                           .ctty_fd = -1};
     struct osb_err err = {0};
     pid_t pid = osb_execd_spawn(p->x, &sp, &err);
     if (pid < 0) {

@@ -293,7 +293,7 @@ int osb_metrics_cpu_sample(struct osb_metrics_src *cg, struct osb_cpu_sample *s,
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/cpu.stat", cg->cpu_acct);
         if (cg->version == 1 ? read_u64(cg->cpu_acct, "cpuacct.usage", &s->usage_ns) == 0
-                            : read_keyed(path, "usage_usec", &usec) == 0) {
+                             : read_keyed(path, "usage_usec", &usec) == 0) {
             if (cg->version == 2)
                 s->usage_ns = usec * 1000;
             s->cgroup = true;
@@ -305,8 +305,7 @@ int osb_metrics_cpu_sample(struct osb_metrics_src *cg, struct osb_cpu_sample *s,
     return 0;
 }
 
-static double cpu_pct(const struct osb_cpu_sample *a, const struct osb_cpu_sample *b,
-                      double cpus)
+static double cpu_pct(const struct osb_cpu_sample *a, const struct osb_cpu_sample *b, double cpus)
 {
     double pct = 0;
     if (a->cgroup && b->cgroup) {
@@ -455,8 +454,8 @@ static void on_tick(uv_timer_t *t)
         osb_http_req_on_close(req, NULL, NULL);
         s->req = NULL;
         if (sample_json(s, buf, sizeof buf, &err) < 0)
-            osb_http_respond_error(req, 500, "RUNTIME_ERROR",
-                                   "error reading runtime metrics. %s", err.msg);
+            osb_http_respond_error(req, 500, "RUNTIME_ERROR", "error reading runtime metrics. %s",
+                                   err.msg);
         else
             osb_http_respond(req, 200, "application/json; charset=utf-8", buf, strlen(buf));
         sampler_end(s);

@@ -15,7 +15,7 @@
 
 /* A point-in-time CPU reading. */
 struct osb_cpu_sample {
-    uint64_t usage_ns;   /* cgroup CPU time */
+    uint64_t usage_ns;    /* cgroup CPU time */
     uint64_t busy, total; /* /proc/stat ticks */
     int64_t mono_ns;
     bool cgroup;

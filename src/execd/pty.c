@@ -75,8 +75,7 @@ void osb_pty_ring_add(struct osb_pty_ring *r, const char *data, size_t n)
     }
 }
 
-size_t osb_pty_ring_since(const struct osb_pty_ring *r, uint64_t since, uint64_t *start,
-                          char **out)
+size_t osb_pty_ring_since(const struct osb_pty_ring *r, uint64_t since, uint64_t *start, char **out)
 {
     uint64_t oldest = r->total - r->len;
     *out = NULL;
@@ -370,9 +369,14 @@ static pid_t spawn_shell(struct pty_sess *s, int fds[3], bool pty, struct osb_er
     }
     argv[i] = NULL;
     char **env = shell_env(s->m->x);
-    struct osb_spawn sp = {.argv = argv, .envp = (const char *const *)env, .cwd = s->cwd,
-                           .stdin_fd = fds[0], .stdout_fd = fds[1], .stderr_fd = fds[2],
-                           .new_session = pty, .ctty_fd = pty ? fds[0] : -1};
+    struct osb_spawn sp = {.argv = argv,
+                           .envp = (const char *const *)env,
+                           .cwd = s->cwd,
+                           .stdin_fd = fds[0],
+                           .stdout_fd = fds[1],
+                           .stderr_fd = fds[2],
+                           .new_session = pty,
+                           .ctty_fd = pty ? fds[0] : -1};
     pid_t pid = osb_execd_spawn(s->m->x, &sp, err);
     osb_execd_env_free(env);
     return pid;
@@ -454,8 +458,11 @@ static int signal_number(const char *name)
     static const struct {
         const char *name;
         int sig;
-    } sigs[] = {{"SIGINT", SIGINT}, {"SIGTERM", SIGTERM}, {"SIGKILL", SIGKILL},
-                {"SIGQUIT", SIGQUIT}, {"SIGHUP", SIGHUP}};
+    } sigs[] = {{"SIGINT", SIGINT},
+                {"SIGTERM", SIGTERM},
+                {"SIGKILL", SIGKILL},
+                {"SIGQUIT", SIGQUIT},
+                {"SIGHUP", SIGHUP}};
     for (size_t i = 0; name && i < OSB_ARRAY_LEN(sigs); i++)
         if (strcmp(name, sigs[i].name) == 0 || strcmp(name, sigs[i].name + 3) == 0)
             return sigs[i].sig;
@@ -496,8 +503,8 @@ static int frame_resize(struct pty_frame *f, struct osb_err *err)
 {
     int64_t cols, rows;
     if (osb_json_int(f->j, "cols", true, &cols, err) < 0 ||
-        osb_json_int(f->j, "rows", true, &rows, err) < 0 || cols < 1 || rows < 1 ||
-        cols > 65535 || rows > 65535)
+        osb_json_int(f->j, "rows", true, &rows, err) < 0 || cols < 1 || rows < 1 || cols > 65535 ||
+        rows > 65535)
         return osb_err_set(err, OSB_E_INVALID, "resize needs integer cols and rows in 1..65535");
     f->cols = (unsigned short)cols;
     f->rows = (unsigned short)rows;
@@ -714,9 +721,10 @@ static void h_get(struct osb_http_req *req, void *ud)
     struct pty_sess *s = sess_or_404(req, ud);
     if (!s)
         return;
-    osb_http_respond_json(req, 200, json_pack("{s:s,s:b,s:I}", "session_id", s->id, "running",
-                                              s->started && !s->exited, "output_offset",
-                                              (json_int_t)s->ring.total));
+    osb_http_respond_json(req, 200,
+                          json_pack("{s:s,s:b,s:I}", "session_id", s->id, "running",
+                                    s->started && !s->exited, "output_offset",
+                                    (json_int_t)s->ring.total));
 }
 
 /* DELETE /pty/{id} */

@@ -360,8 +360,7 @@ static void close_pipes(int fds[3][2])
 
 /* fds: [0] stdin (we write [1]), [1] output (we read [0]), [2] control
  * (the child's stderr at first; the init script moves it to fd 3). */
-static pid_t shell_spawn(struct osb_execd *x, const char *cwd, int fds[3][2],
-                         struct osb_err *err)
+static pid_t shell_spawn(struct osb_execd *x, const char *cwd, int fds[3][2], struct osb_err *err)
 {
     bool bash = strcmp(osb_cmd_shell(), "bash") == 0;
     const char *argv[] = {osb_cmd_shell(), bash ? "--noprofile" : NULL, "--norc", NULL};
@@ -474,15 +473,16 @@ static void send_result(struct run *r)
         char dur[32];
         osb_cmd_duration_text(r->timeout_ms, dur, sizeof dur);
         char *msg = osb_xasprintf("{\"code\":\"RUNTIME_ERROR\",\"message\":\"error running in "
-                                  "session. timeout after %s\"}\n\n", dur);
+                                  "session. timeout after %s\"}\n\n",
+                                  dur);
         osb_sse_send_raw(r->sse, msg, strlen(msg));
         free(msg);
         return;
     }
     int code = r->by_marker ? r->rc : osb_cmd_exit_code(r->wstatus);
     if (code == 0) {
-        struct osb_execd_event ev = {
-            .type = "execution_complete", .execution_time = osb_mono_ms() - r->start_mono};
+        struct osb_execd_event ev = {.type = "execution_complete",
+                                     .execution_time = osb_mono_ms() - r->start_mono};
         osb_sse_send(r->sse, &ev);
         return;
     }
@@ -599,8 +599,8 @@ static int script_file(struct run *r, const char *command, struct osb_err *err)
 /* The text sent to the shell for one run (see session.h). The shell's own
  * commands are called through `\builtin` (`\command` in a POSIX sh) so
  * that user functions and aliases named cd/eval/printf cannot hijack them. */
-static int build_wrapper(struct run *r, const char *command, const char *cwd,
-                         struct osb_buf *b, struct osb_err *err)
+static int build_wrapper(struct run *r, const char *command, const char *cwd, struct osb_buf *b,
+                         struct osb_err *err)
 {
     bool bash = strcmp(osb_cmd_shell(), "bash") == 0;
     const char *bi = bash ? "\\builtin" : "\\command";
@@ -617,8 +617,9 @@ static int build_wrapper(struct run *r, const char *command, const char *cwd,
     } else {
         full |= osb_buf_addf(b, "%s eval ", bi) < 0 || add_quoted(b, command) < 0;
     }
-    full |= osb_buf_addf(b, "\n} 3>&- </dev/null\n%s printf '%%s %%d %%s\\0' %s \"$?\" \"$PWD\" >&3\n",
-                         bi, r->marker) < 0;
+    full |=
+        osb_buf_addf(b, "\n} 3>&- </dev/null\n%s printf '%%s %%d %%s\\0' %s \"$?\" \"$PWD\" >&3\n",
+                     bi, r->marker) < 0;
     if (full)
         return osb_err_set(err, OSB_E_TOOBIG, "the command does not fit the shell's input");
     return 0;
@@ -685,9 +686,11 @@ static int parse_run(struct osb_http_req *req, json_t **j, struct run_req *q, st
         osb_json_int(*j, "timeout", false, &q->timeout, err) < 0)
         return osb_err_wrap(err, "invalid request");
     if (!*q->command)
-        return osb_err_set(err, OSB_E_INVALID, "invalid request. field 'command' must not be empty");
+        return osb_err_set(err, OSB_E_INVALID,
+                           "invalid request. field 'command' must not be empty");
     if (q->timeout < 0)
-        return osb_err_set(err, OSB_E_INVALID, "invalid request. field 'timeout' must not be negative");
+        return osb_err_set(err, OSB_E_INVALID,
+                           "invalid request. field 'timeout' must not be negative");
     return 0;
 }
 

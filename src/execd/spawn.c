@@ -103,10 +103,9 @@ static int child(void *arg)
         if (f < 0 || dup_to(f, i) < 0)
             child_fail(a, f < 0 ? ENOENT : errno);
     }
-    if (sp->set_ids &&
-        (syscall(SYS_setgroups, (size_t)a->ngroups, a->groups) < 0 ||
-         syscall(SYS_setresgid, sp->gid, sp->gid, sp->gid) < 0 ||
-         syscall(SYS_setresuid, sp->uid, sp->uid, sp->uid) < 0))
+    if (sp->set_ids && (syscall(SYS_setgroups, (size_t)a->ngroups, a->groups) < 0 ||
+                        syscall(SYS_setresgid, sp->gid, sp->gid, sp->gid) < 0 ||
+                        syscall(SYS_setresuid, sp->uid, sp->uid, sp->uid) < 0))
         child_fail(a, errno);
     if (sp->cwd && chdir(sp->cwd) < 0)
         child_fail(a, errno);
@@ -157,8 +156,8 @@ pid_t osb_execd_spawn(struct osb_execd *x, const struct osb_spawn *req, struct o
         sp = &with_user;
     }
     gid_t groups[256];
-    struct child_args a = {.sp = sp, .groups = groups,
-                           .nofile = x->nofile_raised ? &x->orig_nofile : NULL};
+    struct child_args a = {
+        .sp = sp, .groups = groups, .nofile = x->nofile_raised ? &x->orig_nofile : NULL};
     if (sp->set_ids)
         a.ngroups = osb_users_groups_of(sp->uid, sp->gid, groups, OSB_ARRAY_LEN(groups));
     _cleanup_free_ char *path = resolve(sp->argv[0]);

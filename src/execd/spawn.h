@@ -12,14 +12,14 @@
 #include "execd/execd.h"
 
 struct osb_spawn {
-    const char *const *argv;  /* argv[0] is searched in PATH if it has no '/' */
-    const char *const *envp;  /* NULL: inherit execd's environment */
-    const char *cwd;          /* NULL: inherit */
-    bool set_ids;             /* switch to uid/gid (+ supplementary groups of uid) */
+    const char *const *argv; /* argv[0] is searched in PATH if it has no '/' */
+    const char *const *envp; /* NULL: inherit execd's environment */
+    const char *cwd;         /* NULL: inherit */
+    bool set_ids;            /* switch to uid/gid (+ supplementary groups of uid) */
     uint32_t uid, gid;
     int stdin_fd, stdout_fd, stderr_fd; /* -1: /dev/null */
-    bool new_session;         /* setsid() (needed for a controlling tty) */
-    int ctty_fd;              /* >= 0: make this the controlling terminal (with new_session) */
+    bool new_session;                   /* setsid() (needed for a controlling tty) */
+    int ctty_fd; /* >= 0: make this the controlling terminal (with new_session) */
     /* Otherwise the child gets its own process group (pgid == pid), so
      * kill(-pid, sig) reaches everything it started. */
 };

@@ -49,8 +49,8 @@ static bool parse_id(const char *s, unsigned long *out)
 }
 
 struct lookup {
-    const char *name;   /* by name */
-    unsigned long id;   /* by id */
+    const char *name; /* by name */
+    unsigned long id; /* by id */
     char *buf;
     size_t n;
     unsigned long found;

@@ -30,7 +30,7 @@ struct osb_http_server {
     int pending_handles; /* listeners not yet closed */
     uv_prepare_t reaper; /* closes doomed connections before the loop polls */
     size_t ndoomed;
-    struct conn *conns;  /* doubly linked */
+    struct conn *conns; /* doubly linked */
     size_t nconns;
     uv_timer_t linger_timer; /* ends lingering closes past their deadline */
     size_t nlinger;
@@ -65,18 +65,18 @@ struct conn {
     struct osb_http_server *srv;
     struct conn *prev, *next;
     http_parser parser;
-    struct osb_buf in;           /* received, not yet parsed */
-    struct osb_http_req *req;    /* request being parsed or handled */
-    size_t head_bytes;           /* of the request head being parsed */
-    size_t queued;               /* bytes handed to uv_write, not yet written */
+    struct osb_buf in;        /* received, not yet parsed */
+    struct osb_http_req *req; /* request being parsed or handled */
+    size_t head_bytes;        /* of the request head being parsed */
+    size_t queued;            /* bytes handed to uv_write, not yet written */
     bool reading, closing, close_after_flush, in_process, eof;
     bool doomed; /* a write failed: closed by the reaper, outside any caller */
     const struct osb_http_mode *mode;
-    void *mode_ctx;              /* struct osb_ws * or struct proxy * */
-    uv_shutdown_t shut;          /* lingering close */
-    size_t linger_left;          /* bytes still dropped before closing */
-    uint64_t linger_until;       /* uv_now deadline */
-    uint64_t head_until;         /* uv_now deadline for the next request head; 0 once it is in */
+    void *mode_ctx;        /* struct osb_ws * or struct proxy * */
+    uv_shutdown_t shut;    /* lingering close */
+    size_t linger_left;    /* bytes still dropped before closing */
+    uint64_t linger_until; /* uv_now deadline */
+    uint64_t head_until;   /* uv_now deadline for the next request head; 0 once it is in */
     char peer[64];
 };
 
@@ -95,10 +95,10 @@ struct osb_http_req {
     const char **qvals; /* scratch for osb_http_req_query_all */
     struct osb_buf body;
     struct osb_buf resp_headers;
-    bool header_value_last, headers_done, complete, dispatched, started, ended, chunked,
-        head_only, paused, keep_alive, taken_over;
-    bool collect; /* a streaming route buffers its body after all (osb_http_req_collect) */
-    bool drop_body; /* a small body no handler reads: dropped, the answer follows it */
+    bool header_value_last, headers_done, complete, dispatched, started, ended, chunked, head_only,
+        paused, keep_alive, taken_over;
+    bool collect;       /* a streaming route buffers its body after all (osb_http_req_collect) */
+    bool drop_body;     /* a small body no handler reads: dropped, the answer follows it */
     bool head_overflow; /* resp_headers filled up: the response cannot be sent */
     osb_http_body_cb on_body;
     osb_http_end_cb on_end;

@@ -70,8 +70,7 @@ void osb_http_server_set_auth(struct osb_http_server *srv, osb_http_auth_fn fn, 
  * (or the auth hook) runs: the service's per-route contract (statusmap.h).
  * The HTTP layer's own answers (bad framing, 413, 431) are not mapped. */
 typedef int (*osb_http_status_fn)(const struct osb_http_req *req, int status, void *ud);
-void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status_fn fn,
-                                    void *ud);
+void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status_fn fn, void *ud);
 /* A control byte (0x00-0x1f, 0x7f) in the percent-decoded path or in a
  * query parameter's decoded name or value is refused on every route with
  * 400 {"code":code,...} (after the auth hook); the default code is
@@ -125,8 +124,7 @@ const char *osb_http_req_peer(const struct osb_http_req *req);
 /* Streaming bodies (OSB_ROUTE_STREAM_BODY): on_body gets each decoded chunk
  * (chunked framing removed), on_end once the body is complete. Pausing stops
  * reading the socket until resumed (backpressure for slow consumers). */
-typedef void (*osb_http_body_cb)(struct osb_http_req *req, const char *data, size_t len,
-                                 void *ud);
+typedef void (*osb_http_body_cb)(struct osb_http_req *req, const char *data, size_t len, void *ud);
 typedef void (*osb_http_end_cb)(struct osb_http_req *req, void *ud);
 void osb_http_req_on_body(struct osb_http_req *req, osb_http_body_cb on_body,
                           osb_http_end_cb on_end, void *ud);
@@ -151,8 +149,8 @@ void osb_http_respond_empty(struct osb_http_req *req, int status);
 /* Serializes (compact, Go escaping) and takes the reference. */
 void osb_http_respond_json(struct osb_http_req *req, int status, json_t *j);
 /* {"code":code,"message":...} */
-void osb_http_respond_error(struct osb_http_req *req, int status, const char *code,
-                            const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void osb_http_respond_error(struct osb_http_req *req, int status, const char *code, const char *fmt,
+                            ...) __attribute__((format(printf, 4, 5)));
 
 /* Streaming: content_length < 0 means chunked. */
 void osb_http_start(struct osb_http_req *req, int status, const char *content_type,

@@ -53,8 +53,7 @@ void osb_http__linger(struct conn *c)
     c->linger_left = OSB_LINGER_BYTES;
     c->linger_until = uv_now(srv->loop) + OSB_LINGER_MS;
     if (srv->nlinger++ == 0)
-        uv_timer_start(&srv->linger_timer, linger_timer, OSB_LINGER_MS / 4,
-                       OSB_LINGER_MS / 4);
+        uv_timer_start(&srv->linger_timer, linger_timer, OSB_LINGER_MS / 4, OSB_LINGER_MS / 4);
     /* libuv shuts down once every queued write is out. */
     c->shut.data = c;
     if (uv_shutdown(&c->shut, &c->h.stream, on_shutdown) < 0) {

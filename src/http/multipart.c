@@ -79,8 +79,10 @@ static int read_quoted(const char **s, char **out, struct osb_err *err)
             p++;
         if (*p == '\0' || ((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f) {
             osb_buf_free(&b);
-            return osb_err_set(err, OSB_E_INVALID, "%s", *p ? "control character in a quoted "
-                               "parameter value" : "unterminated quoted parameter value");
+            return osb_err_set(err, OSB_E_INVALID, "%s",
+                               *p ? "control character in a quoted "
+                                    "parameter value"
+                                  : "unterminated quoted parameter value");
         }
         if (osb_buf_add(&b, p, 1) < 0) {
             osb_buf_free(&b);
@@ -172,8 +174,8 @@ static int check_boundary(const char *b, struct osb_err *err)
     size_t n = strlen(b);
     if (n == 0 || n > MAX_BOUNDARY)
         return osb_err_set(err, OSB_E_INVALID,
-                           "multipart boundary must be 1 to %d characters, got %zu",
-                           MAX_BOUNDARY, n);
+                           "multipart boundary must be 1 to %d characters, got %zu", MAX_BOUNDARY,
+                           n);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)b[i] < 0x20 || (unsigned char)b[i] > 0x7e)
             return osb_err_set(err, OSB_E_INVALID,
@@ -455,8 +457,7 @@ static ssize_t feed_head(struct osb_multipart *mp, const char *p, size_t n, stru
     size_t old = mp->head.len, room = OSB_MAX_PART_HEAD - old;
     size_t take = n < room ? n : room;
     if (osb_buf_add(&mp->head, p, take) < 0) /* take fits by construction */
-        return osb_err_set(err, OSB_E_INTERNAL, "multipart part %u: header buffer",
-                           mp->parts + 1);
+        return osb_err_set(err, OSB_E_INTERNAL, "multipart part %u: header buffer", mp->parts + 1);
     size_t end = head_end(&mp->head, old);
     if (end) {
         mp->head.len = end;
@@ -507,8 +508,7 @@ static size_t find_delim(const struct osb_multipart *mp, const char *p, size_t n
 /* Continues a delimiter match held from earlier input. Returns the bytes
  * consumed, or 0 after releasing the held bytes when the match fails (the
  * input is then rescanned from its start: what matched holds no CR). */
-static ssize_t continue_held(struct osb_multipart *mp, const char *p, size_t n,
-                             struct osb_err *err)
+static ssize_t continue_held(struct osb_multipart *mp, const char *p, size_t n, struct osb_err *err)
 {
     size_t need = mp->dlen - mp->held, m = n < need ? n : need;
     if (memcmp(p, mp->delim + mp->held, m) != 0)
@@ -545,8 +545,7 @@ static ssize_t not_a_boundary(struct osb_multipart *mp, bool dash, struct osb_er
     size_t skip = mp->virt ? 2 : 0;
     mp->st = ST_SCAN;
     mp->virt = false;
-    if (emit(mp, mp->delim + skip, mp->dlen - skip, err) < 0 ||
-        (dash && emit(mp, "-", 1, err) < 0))
+    if (emit(mp, mp->delim + skip, mp->dlen - skip, err) < 0 || (dash && emit(mp, "-", 1, err) < 0))
         return -1;
     return 0;
 }
@@ -564,7 +563,8 @@ static int end_part(struct osb_multipart *mp, struct osb_err *err)
 
 static int bad_boundary_line(struct osb_err *err)
 {
-    return osb_err_set(err, OSB_E_INVALID, "multipart: malformed boundary line "
+    return osb_err_set(err, OSB_E_INVALID,
+                       "multipart: malformed boundary line "
                        "(want \"--boundary\" then CRLF, or \"--boundary--\")");
 }
 
@@ -600,22 +600,17 @@ static ssize_t boundary_byte(struct osb_multipart *mp, char c, struct osb_err *e
             return bad_boundary_line(err);
         mp->st = ST_HEAD;
         return end_part(mp, err) < 0 ? -1 : 1;
-    default:
-        return osb_err_set(err, OSB_E_INTERNAL, "multipart: bad state %d", (int)mp->st);
+    default: return osb_err_set(err, OSB_E_INTERNAL, "multipart: bad state %d", (int)mp->st);
     }
 }
 
 static ssize_t step(struct osb_multipart *mp, const char *p, size_t n, struct osb_err *err)
 {
     switch (mp->st) {
-    case ST_SCAN:
-        return scan(mp, p, n, err);
-    case ST_HEAD:
-        return feed_head(mp, p, n, err);
-    case ST_EPILOGUE:
-        return (ssize_t)n;
-    default:
-        return boundary_byte(mp, *p, err);
+    case ST_SCAN: return scan(mp, p, n, err);
+    case ST_HEAD: return feed_head(mp, p, n, err);
+    case ST_EPILOGUE: return (ssize_t)n;
+    default: return boundary_byte(mp, *p, err);
     }
 }
 
@@ -633,8 +628,7 @@ static int replay(const struct osb_multipart *mp, struct osb_err *err)
     return -1;
 }
 
-int osb_multipart_feed(struct osb_multipart *mp, const char *data, size_t len,
-                       struct osb_err *err)
+int osb_multipart_feed(struct osb_multipart *mp, const char *data, size_t len, struct osb_err *err)
 {
     if (mp->st == ST_ERROR)
         return replay(mp, err);
@@ -656,10 +650,8 @@ int osb_multipart_finish(struct osb_multipart *mp, struct osb_err *err)
     if (!err)
         err = &local;
     switch (mp->st) {
-    case ST_EPILOGUE:
-        return 0;
-    case ST_ERROR:
-        return replay(mp, err);
+    case ST_EPILOGUE: return 0;
+    case ST_ERROR: return replay(mp, err);
     case ST_HEAD:
         osb_err_set(err, OSB_E_INVALID, "multipart: body ends inside the headers of part %u",
                     mp->parts + 1);

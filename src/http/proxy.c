@@ -24,8 +24,8 @@ static const struct osb_http_mode proxy_mode;
 
 struct proxy {
     struct osb_http_server *srv;
-    struct conn *c;            /* client connection, NULL once gone */
-    struct osb_http_req *req;  /* until the request is done or taken over */
+    struct conn *c;           /* client connection, NULL once gone */
+    struct osb_http_req *req; /* until the request is done or taken over */
     union {
         uv_handle_t handle;
         uv_stream_t stream;
@@ -33,7 +33,7 @@ struct proxy {
         uv_pipe_t pipe;
     } up;
     uv_connect_t connect;
-    struct osb_buf pending;    /* bytes for upstream before it is connected */
+    struct osb_buf pending; /* bytes for upstream before it is connected */
     size_t up_queued;
     bool connected, closing, upgrade, chunked, got_answer, client_paused;
 };
@@ -231,8 +231,9 @@ static void client_drain(struct osb_http_req *req, void *ud)
 
 static bool hop_by_hop(const char *name)
 {
-    static const char *const hop[] = {"connection", "keep-alive", "proxy-connection", "te",
-                                      "trailer", "transfer-encoding", "upgrade", "x-forwarded-for"};
+    static const char *const hop[] = {"connection", "keep-alive",     "proxy-connection",
+                                      "te",         "trailer",        "transfer-encoding",
+                                      "upgrade",    "x-forwarded-for"};
     for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
         if (strcasecmp(name, hop[i]) == 0)
             return true;
@@ -248,7 +249,7 @@ static bool listed(const char *name, const char *const *list)
 }
 
 static int build_head(struct proxy *p, struct osb_http_req *req, const char *target,
-                       const char *const *extra, const char *const *drop)
+                      const char *const *extra, const char *const *drop)
 {
     struct osb_buf *h = &p->pending;
     int rc = osb_buf_addf(h, "%s %s HTTP/1.1\r\n", req->method, target);
@@ -311,9 +312,9 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
     osb_buf_init(&p->pending, SIZE_MAX);
     const char *te = osb_http_req_header(req, "transfer-encoding");
     p->chunked = te && strcasestr(te, "chunked");
-    p->upgrade = c->parser.upgrade || (osb_http_req_header(req, "upgrade") &&
-                                       strcasestr(osb_http_req_header(req, "connection") ?: "",
-                                                  "upgrade"));
+    p->upgrade =
+        c->parser.upgrade || (osb_http_req_header(req, "upgrade") &&
+                              strcasestr(osb_http_req_header(req, "connection") ?: "", "upgrade"));
     /* The head goes into the unbounded pending buffer, so building it
      * fails only on a size_t wrap-around: answered as any failed proxy. The
      * connect is started first because proxy_close closes its handle. */

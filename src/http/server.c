@@ -90,7 +90,7 @@ int osb_http_server_adopt_fd(struct osb_http_server *srv, int fd, struct osb_err
 /* ---------- requests ---------- */
 
 static void respond_error_as_is(struct osb_http_req *req, int status, const char *code,
-                               const char *msg);
+                                const char *msg);
 
 /* Answer a protocol-level error and close the connection afterwards. */
 static void fail_conn(struct conn *c, int status, const char *code, const char *msg)
@@ -216,7 +216,8 @@ static bool admit(struct conn *c, struct osb_http_req *r, const struct osb_err *
  * or no route): it is never buffered. */
 static bool body_unwanted(const http_parser *p, const struct osb_http_route *rt)
 {
-    bool body = (p->flags & F_CHUNKED) || (p->content_length > 0 && p->content_length != ULLONG_MAX);
+    bool body =
+        (p->flags & F_CHUNKED) || (p->content_length > 0 && p->content_length != ULLONG_MAX);
     return body && (!rt || (rt->flags & OSB_ROUTE_NO_BODY));
 }
 
@@ -462,8 +463,8 @@ static void write_head(struct osb_http_req *req, int status, const char *ctype, 
     osb_time_http(time(NULL), date, sizeof date);
     struct osb_buf h;
     osb_buf_init(&h, SIZE_MAX);
-    int rc = osb_buf_addf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status,
-                          osb_http_reason(status), date);
+    int rc =
+        osb_buf_addf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, osb_http_reason(status), date);
     if (ctype)
         rc |= osb_buf_addf(&h, "Content-Type: %s\r\n", ctype);
     if (clen >= 0)
@@ -475,8 +476,8 @@ static void write_head(struct osb_http_req *req, int status, const char *ctype, 
     rc |= osb_buf_add(&h, req->resp_headers.data, req->resp_headers.len);
     rc |= osb_buf_adds(&h, "\r\n");
     if (rc < 0 || req->head_overflow) {
-        osb_err_log("%s %s: response headers past %d bytes; connection dropped",
-                    req->method, osb_http_req_path(req), OSB_MAX_HEAD_BYTES);
+        osb_err_log("%s %s: response headers past %d bytes; connection dropped", req->method,
+                    osb_http_req_path(req), OSB_MAX_HEAD_BYTES);
         osb_http__conn_doom(c);
     } else {
         osb_http__conn_write(c, h.data, h.len);
@@ -595,7 +596,7 @@ void osb_http_respond_json(struct osb_http_req *req, int status, json_t *j)
 }
 
 static void respond_error_as_is(struct osb_http_req *req, int status, const char *code,
-                               const char *msg)
+                                const char *msg)
 {
     json_t *j = json_object();
     json_object_set_new(j, "code", json_string(code));
@@ -603,8 +604,8 @@ static void respond_error_as_is(struct osb_http_req *req, int status, const char
     osb_http_respond_json(req, status, j);
 }
 
-void osb_http_respond_error(struct osb_http_req *req, int status, const char *code,
-                            const char *fmt, ...)
+void osb_http_respond_error(struct osb_http_req *req, int status, const char *code, const char *fmt,
+                            ...)
 {
     char msg[1024];
     va_list ap;
@@ -724,8 +725,7 @@ void osb_http_server_set_auth(struct osb_http_server *srv, osb_http_auth_fn fn, 
     srv->auth_ud = ud;
 }
 
-void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status_fn fn,
-                                    void *ud)
+void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status_fn fn, void *ud)
 {
     srv->status_map = fn;
     srv->status_ud = ud;

@@ -7,10 +7,14 @@
 bool osb_status_is_transport(int status)
 {
     switch (status) {
-    case 401: case 405: case 411: case 413: case 414: case 426: case 431:
-        return true;
-    default:
-        return false;
+    case 401:
+    case 405:
+    case 411:
+    case 413:
+    case 414:
+    case 426:
+    case 431: return true;
+    default: return false;
     }
 }
 

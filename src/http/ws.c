@@ -236,8 +236,8 @@ static int check_start(struct osb_ws_reader *r)
         return fail(r, OSB_WS_CLOSE_PROTOCOL,
                     "new data frame while a fragmented message is in progress");
     if (r->_server != masked)
-        return fail(r, OSB_WS_CLOSE_PROTOCOL, "%s", masked ? "masked frame from the server"
-                                                           : "unmasked frame from the client");
+        return fail(r, OSB_WS_CLOSE_PROTOCOL, "%s",
+                    masked ? "masked frame from the server" : "unmasked frame from the client");
     r->_fin = fin;
     r->_opcode = op;
     r->_masked = masked;

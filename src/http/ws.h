@@ -88,7 +88,7 @@ struct osb_ws_reader {
     uint8_t *_msg;
     size_t _msg_len, _msg_cap;
     uint8_t _ctl[OSB_WS_MAX_CONTROL];
-    int _close_code;            /* sticky protocol error */
+    int _close_code; /* sticky protocol error */
     struct osb_err _err;
 };
 

@@ -26,12 +26,12 @@ static bool header_has_token(const char *v, const char *token)
     return v && strcasestr(v, token);
 }
 
-struct osb_ws *osb_http_ws_accept(struct osb_http_req *req, const struct osb_ws_cbs *cbs,
-                                  void *ud)
+struct osb_ws *osb_http_ws_accept(struct osb_http_req *req, const struct osb_ws_cbs *cbs, void *ud)
 {
     const char *key = osb_http_req_header(req, "sec-websocket-key");
     const char *ver = osb_http_req_header(req, "sec-websocket-version");
-    if (!req->c || !key || !osb_ws_key_valid(key) || !header_has_token(osb_http_req_header(req, "upgrade"), "websocket") ||
+    if (!req->c || !key || !osb_ws_key_valid(key) ||
+        !header_has_token(osb_http_req_header(req, "upgrade"), "websocket") ||
         !header_has_token(osb_http_req_header(req, "connection"), "upgrade")) {
         osb_http_respond_error(req, 400, "INVALID_REQUEST_BODY",
                                "expected a WebSocket upgrade request");
@@ -136,8 +136,8 @@ static void ws_on_data(struct conn *c, const char *data, size_t len)
                                                  .on_control = on_control};
     int close_code = 0;
     struct osb_err err = {0};
-    if (osb_ws_reader_feed(&ws->reader, (const uint8_t *)data, len, &cbs, ws, &close_code,
-                           &err) < 0) {
+    if (osb_ws_reader_feed(&ws->reader, (const uint8_t *)data, len, &cbs, ws, &close_code, &err) <
+        0) {
         osb_debug("websocket from %s: %s", c->peer, err.msg);
         osb_ws_close(ws, close_code ? close_code : OSB_WS_CLOSE_PROTOCOL, err.msg);
     }

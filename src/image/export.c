@@ -64,7 +64,8 @@ static int json_blob(const char *blobs, json_t *j, struct osb_export_blob *b, st
     return blob_install(blobs, tmp, b, err);
 }
 
-static json_t *config_json(const struct osb_image *im, const struct osb_export_blob *layers, size_t n)
+static json_t *config_json(const struct osb_image *im, const struct osb_export_blob *layers,
+                           size_t n)
 {
     json_t *diff = json_array();
     for (size_t i = 0; i < n; i++)
@@ -123,18 +124,16 @@ static int write_manifest(struct osb_export *e, const struct osb_image *im, stru
     json_t *layers = json_array();
     for (size_t i = 0; i < e->n_layers; i++)
         json_array_append_new(layers, desc(OSB_EXPORT_LAYER_MT, &e->layers[i]));
-    json_t *mj = json_pack("{s:i, s:s, s:o, s:o}", "schemaVersion", 2, "mediaType",
-                           OSB_EXPORT_MANIFEST_MT, "config",
-                           desc("application/vnd.oci.image.config.v1+json", &e->config),
-                           "layers", layers);
+    json_t *mj = json_pack(
+        "{s:i, s:s, s:o, s:o}", "schemaVersion", 2, "mediaType", OSB_EXPORT_MANIFEST_MT, "config",
+        desc("application/vnd.oci.image.config.v1+json", &e->config), "layers", layers);
     r = json_blob(blobs, mj, &e->manifest, err);
     json_decref(mj);
     return r;
 }
 
 /* index.json, oci-layout, and docker load's manifest.json. */
-static int write_layout(const struct osb_export *e, const struct osb_image *im,
-                        struct osb_err *err)
+static int write_layout(const struct osb_export *e, const struct osb_image *im, struct osb_err *err)
 {
     json_t *dl = json_array();
     for (size_t i = 0; i < e->n_layers; i++) {
@@ -148,8 +147,8 @@ static int write_layout(const struct osb_export *e, const struct osb_image *im,
     json_t *idx = json_pack("{s:i, s:s, s:[o]}", "schemaVersion", 2, "mediaType",
                             "application/vnd.oci.image.index.v1+json", "manifests", md);
     char *cp = osb_xasprintf("blobs/sha256/%s", e->config.digest + 7);
-    json_t *dm = json_pack("[{s:s, s:o, s:o}]", "Config", cp, "RepoTags", repo_tags(im->name),
-                           "Layers", dl);
+    json_t *dm =
+        json_pack("[{s:s, s:o, s:o}]", "Config", cp, "RepoTags", repo_tags(im->name), "Layers", dl);
     free(cp);
     json_t *layout = json_pack("{s:s}", "imageLayoutVersion", "1.0.0");
     _cleanup_free_ char *p1 = osb_xasprintf("%s/index.json", e->root);

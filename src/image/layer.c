@@ -209,8 +209,8 @@ static int extract_entry(struct archive *in, struct archive *out, struct archive
         r = archive_write_finish_entry(out);
     if (r >= ARCHIVE_WARN)
         return 0;
-    const char *why = archive_error_string(out) ? archive_error_string(out)
-                                                : archive_error_string(in);
+    const char *why =
+        archive_error_string(out) ? archive_error_string(out) : archive_error_string(in);
     snprintf(msg, n, "entry `%s` refused: %s", path ? path : "?", why ? why : "unknown error");
     return -1;
 }
@@ -555,8 +555,7 @@ static int copy_hardlink(struct copy_ctx *c, int ddir, const char *name, const s
 
 static int copy_dir(struct copy_ctx *c, int sdir, int ddir, struct osb_err *err);
 
-static int copy_entry(struct copy_ctx *c, int sdir, int ddir, const char *name,
-                      struct osb_err *err)
+static int copy_entry(struct copy_ctx *c, int sdir, int ddir, const char *name, struct osb_err *err)
 {
     struct stat st;
     if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -570,8 +569,10 @@ static int copy_entry(struct copy_ctx *c, int sdir, int ddir, const char *name,
     if (S_ISDIR(st.st_mode)) {
         if (mkdirat(ddir, name, 0700) < 0)
             return osb_err_sys(err, "create `%s`", c->path);
-        _cleanup_close_ int s2 = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        _cleanup_close_ int d2 = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int s2 =
+            openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int d2 =
+            openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (s2 < 0 || d2 < 0)
             return osb_err_sys(err, "open `%s`", c->path);
         r = copy_dir(c, s2, d2, err);

@@ -119,8 +119,8 @@ static int split_name(const char *name, struct osb_ref *out, const char *s, stru
         out->domain[dl] = '\0';
         path = slash + 1;
         if (!domain_ok(out->domain))
-            return osb_err_set(err, OSB_E_INVALID,
-                               "image reference `%s`: invalid registry `%s`", s, out->domain);
+            return osb_err_set(err, OSB_E_INVALID, "image reference `%s`: invalid registry `%s`", s,
+                               out->domain);
     } else {
         snprintf(out->domain, sizeof out->domain, "docker.io");
     }
@@ -160,7 +160,8 @@ int osb_ref_parse(const char *s, struct osb_ref *out, struct osb_err *err)
         if (!osb_digest_ok(at + 1))
             return osb_err_set(err, OSB_E_INVALID,
                                "image reference `%s`: digest must be sha256: and 64 lower-case "
-                               "hex digits", s);
+                               "hex digits",
+                               s);
         snprintf(out->digest, sizeof out->digest, "%s", at + 1);
     }
     char *last_slash = strrchr(buf, '/');
@@ -170,7 +171,8 @@ int osb_ref_parse(const char *s, struct osb_ref *out, struct osb_err *err)
         if (!tag_ok(colon + 1))
             return osb_err_set(err, OSB_E_INVALID,
                                "image reference `%s`: invalid tag `%s` (letters, digits, _ . -, "
-                               "at most 128, not starting with . or -)", s, colon + 1);
+                               "at most 128, not starting with . or -)",
+                               s, colon + 1);
         snprintf(out->tag, sizeof out->tag, "%s", colon + 1);
     }
     if (!buf[0])

@@ -20,9 +20,9 @@
 #define OSB_DIGEST_MAX 72 /* "sha256:" + 64 hex + NUL, with room */
 
 struct osb_ref {
-    char domain[256];           /* "docker.io", "localhost:5000", "127.0.0.1:5000" */
-    char path[256];             /* "library/alpine", "team/img" */
-    char tag[129];              /* "" when only a digest was given */
+    char domain[256];            /* "docker.io", "localhost:5000", "127.0.0.1:5000" */
+    char path[256];              /* "library/alpine", "team/img" */
+    char tag[129];               /* "" when only a digest was given */
     char digest[OSB_DIGEST_MAX]; /* "sha256:…" or "" */
 };
 

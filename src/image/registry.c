@@ -27,13 +27,13 @@
 
 struct osb_registry {
     struct osb_ref ref;
-    char image[600];      /* canonical reference, for messages */
-    char **bases;         /* mirrors first, then the registry itself */
+    char image[600]; /* canonical reference, for messages */
+    char **bases;    /* mirrors first, then the registry itself */
     size_t n_bases, cur;
     char *username, *password;
     char os[32], arch[32];
-    char *auth;           /* "Authorization: ..." for bases[cur], or NULL */
-    bool push;            /* tokens are asked for with pull,push scope */
+    char *auth; /* "Authorization: ..." for bases[cur], or NULL */
+    bool push;  /* tokens are asked for with pull,push scope */
     CURL *curl;
 };
 
@@ -46,14 +46,14 @@ struct xfer {
     char content_type[256];
     char location[2048];
     char content_digest[OSB_DIGEST_MAX];
-    struct osb_buf body;  /* 200 body when no cb; else the error body */
+    struct osb_buf body; /* 200 body when no cb; else the error body */
     bool got_status;
     /* streaming a verified blob */
     osb_registry_data_cb cb;
     void *ud;
     struct osb_err *cb_err;
     bool cb_failed, too_big;
-    int64_t limit;        /* bytes allowed in a 200 body */
+    int64_t limit; /* bytes allowed in a 200 body */
     int64_t delivered;
     EVP_MD_CTX *md;
     /* requests other than GET */
@@ -238,8 +238,8 @@ static void set_method(struct xfer *x, CURL *c)
 
 /* One request (GET unless x->method) without following redirects. <0 only for transport failures
  * (or the consumer's refusal); HTTP statuses are the caller's. */
-static int perform(struct xfer *x, const char *url, bool auth, const char *user,
-                   const char *pass, struct osb_err *err)
+static int perform(struct xfer *x, const char *url, bool auth, const char *user, const char *pass,
+                   struct osb_err *err)
 {
     CURL *c = x->r->curl;
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -275,10 +275,12 @@ static int perform(struct xfer *x, const char *url, bool auth, const char *user,
     if (x->cb_failed)
         return -1;
     if (x->too_big)
-        return osb_err_set(err, OSB_E_INTEGRITY, "image `%s`: more data than the %lld bytes "
-                           "expected", x->r->image, (long long)x->limit);
-    return osb_err_set(err, OSB_E_UNAVAILABLE, "image `%s`: registry unreachable: %s",
-                       x->r->image, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        return osb_err_set(err, OSB_E_INTEGRITY,
+                           "image `%s`: more data than the %lld bytes "
+                           "expected",
+                           x->r->image, (long long)x->limit);
+    return osb_err_set(err, OSB_E_UNAVAILABLE, "image `%s`: registry unreachable: %s", x->r->image,
+                       errbuf[0] ? errbuf : curl_easy_strerror(rc));
 }
 
 /* The first message of a registry's {"errors":[{code,message}]} body. */
@@ -326,8 +328,10 @@ static int fetch_token(struct osb_registry *r, const struct osb_auth_challenge *
                        struct osb_err *err)
 {
     if (strncmp(ch->realm, "https://", 8) != 0 && strncmp(ch->realm, "http://", 7) != 0)
-        return osb_err_set(err, OSB_E_DENIED, "image `%s`: registry asks for a token from an "
-                           "unusable realm", r->image);
+        return osb_err_set(err, OSB_E_DENIED,
+                           "image `%s`: registry asks for a token from an "
+                           "unusable realm",
+                           r->image);
     char scope[600];
     if (r->push) /* a challenge to a HEAD asks for pull only */
         snprintf(scope, sizeof scope, "repository:%s:pull,push", r->ref.path);
@@ -373,7 +377,8 @@ static int set_basic(struct osb_registry *r, struct osb_err *err)
     if (!r->username)
         return osb_err_set(err, OSB_E_DENIED,
                            "image `%s`: the registry requires authentication (no credentials "
-                           "given)", r->image);
+                           "given)",
+                           r->image);
     _cleanup_free_ char *raw = osb_xasprintf("%s:%s", r->username, r->password ? r->password : "");
     size_t n = strlen(raw);
     _cleanup_free_ char *b64 = osb_xmalloc(OSB_BASE64_ENCODED_SIZE(n));
@@ -406,19 +411,21 @@ static int status_error(struct xfer *x, const char *what, struct osb_err *err)
     const char *img = x->r->image;
     switch (x->status) {
     case 401:
-        return osb_err_set(err, OSB_E_DENIED, "image `%s`: %s: access denied (authentication "
-                           "failed, or the repository does not exist)%s", img, what, m);
+        return osb_err_set(err, OSB_E_DENIED,
+                           "image `%s`: %s: access denied (authentication "
+                           "failed, or the repository does not exist)%s",
+                           img, what, m);
     case 403:
         return osb_err_set(err, OSB_E_DENIED, "image `%s`: %s: access refused%s", img, what, m);
-    case 404:
-        return osb_err_set(err, OSB_E_NOTFOUND, "image `%s`: %s not found%s", img, what, m);
+    case 404: return osb_err_set(err, OSB_E_NOTFOUND, "image `%s`: %s not found%s", img, what, m);
     case 429:
-        return osb_err_set(err, OSB_E_UNAVAILABLE, "image `%s`: %s: rate limited by the "
-                           "registry%s", img, what, m);
+        return osb_err_set(err, OSB_E_UNAVAILABLE,
+                           "image `%s`: %s: rate limited by the "
+                           "registry%s",
+                           img, what, m);
     default:
         return osb_err_set(err, x->status >= 500 ? OSB_E_UNAVAILABLE : OSB_E_INVALID,
-                           "image `%s`: %s: registry answered HTTP %ld%s", img, what, x->status,
-                           m);
+                           "image `%s`: %s: registry answered HTTP %ld%s", img, what, x->status, m);
     }
 }
 
@@ -434,8 +441,8 @@ static bool status_ok(const struct xfer *x)
 
 /* url (under bases[cur]): authenticates when challenged, follows
  * redirects (credentials only to the registry's own origin). */
-static int request_url(struct osb_registry *r, const char *start, const char *what,
-                       struct xfer *x, struct osb_err *err)
+static int request_url(struct osb_registry *r, const char *start, const char *what, struct xfer *x,
+                       struct osb_err *err)
 {
     const char *base = r->bases[r->cur];
     _cleanup_free_ char *url = osb_xstrdup(start);
@@ -473,8 +480,7 @@ static int request_url(struct osb_registry *r, const char *start, const char *wh
 static int request(struct osb_registry *r, const char *suffix, const char *what, struct xfer *x,
                    struct osb_err *err)
 {
-    _cleanup_free_ char *url = osb_xasprintf("%s/v2/%s/%s", r->bases[r->cur], r->ref.path,
-                                             suffix);
+    _cleanup_free_ char *url = osb_xasprintf("%s/v2/%s/%s", r->bases[r->cur], r->ref.path, suffix);
     return request_url(r, url, what, x, err);
 }
 
@@ -563,8 +569,10 @@ static int get_manifest(struct osb_registry *r, const char *reference, json_t **
     if (rc == 0) {
         digest_of(x.body.data, x.body.len, digest);
         if (strncmp(reference, "sha256:", 7) == 0 && strcmp(reference, digest) != 0)
-            rc = osb_err_set(err, OSB_E_INTEGRITY, "image `%s`: manifest digest mismatch: "
-                             "wanted %s, got %s", r->image, reference, digest);
+            rc = osb_err_set(err, OSB_E_INTEGRITY,
+                             "image `%s`: manifest digest mismatch: "
+                             "wanted %s, got %s",
+                             r->image, reference, digest);
     }
     json_t *j = NULL;
     if (rc == 0 && !(j = json_loadb(x.body.data, x.body.len, 0, NULL)))
@@ -625,8 +633,10 @@ static int resolve(struct osb_registry *r, struct osb_manifest *out, struct osb_
     }
     int rc = 0;
     if (kind == OSB_MT_SCHEMA1)
-        rc = osb_err_set(err, OSB_E_UNSUPPORTED, "image `%s`: Docker v2 schema 1 manifests are "
-                         "not supported", r->image);
+        rc = osb_err_set(err, OSB_E_UNSUPPORTED,
+                         "image `%s`: Docker v2 schema 1 manifests are "
+                         "not supported",
+                         r->image);
     else if (kind != OSB_MT_MANIFEST)
         rc = osb_err_set(err, OSB_E_UNSUPPORTED, "image `%s`: unsupported manifest media type",
                          r->image);
@@ -676,14 +686,17 @@ static int blob_once(struct osb_registry *r, const struct osb_blob *b, osb_regis
     int rc = request(r, suffix, what, &x, err);
     *delivered = x.delivered;
     if (rc == 0 && x.delivered != b->size)
-        rc = osb_err_set(err, OSB_E_INTEGRITY, "image `%s`: blob %s: got %lld bytes, the "
-                         "manifest says %lld", r->image, b->digest, (long long)x.delivered,
-                         (long long)b->size);
+        rc = osb_err_set(err, OSB_E_INTEGRITY,
+                         "image `%s`: blob %s: got %lld bytes, the "
+                         "manifest says %lld",
+                         r->image, b->digest, (long long)x.delivered, (long long)b->size);
     char got[OSB_DIGEST_MAX];
     sha256_hex(x.md, got);
     if (rc == 0 && strcmp(got, b->digest) != 0)
-        rc = osb_err_set(err, OSB_E_INTEGRITY, "image `%s`: blob digest mismatch: wanted %s, "
-                         "got %s", r->image, b->digest, got);
+        rc = osb_err_set(err, OSB_E_INTEGRITY,
+                         "image `%s`: blob digest mismatch: wanted %s, "
+                         "got %s",
+                         r->image, b->digest, got);
     if (rc == 0 && !cb) {
         struct osb_buf *dst = ud;
         if (osb_buf_add(dst, x.body.data, x.body.len) < 0)
@@ -743,8 +756,8 @@ static char *upload_url(const char *post_url, const char *location, const char *
     return out;
 }
 
-static int blob_present(struct osb_registry *r, const char *digest, const char *what,
-                        bool *present, struct osb_err *err)
+static int blob_present(struct osb_registry *r, const char *digest, const char *what, bool *present,
+                        struct osb_err *err)
 {
     struct xfer x = {.r = r, .method = "HEAD", .ok = {200, 404}};
     osb_buf_init(&x.body, ERRBODY_MAX);
@@ -761,13 +774,15 @@ static int blob_upload(struct osb_registry *r, const char *digest, int64_t size,
 {
     struct xfer x = {.r = r, .method = "POST", .ok = {202}};
     osb_buf_init(&x.body, ERRBODY_MAX);
-    _cleanup_free_ char *post = osb_xasprintf("%s/v2/%s/blobs/uploads/", r->bases[r->cur],
-                                              r->ref.path);
+    _cleanup_free_ char *post =
+        osb_xasprintf("%s/v2/%s/blobs/uploads/", r->bases[r->cur], r->ref.path);
     int rc = request_url(r, post, what, &x, err);
     _cleanup_free_ char *put = NULL;
     if (rc == 0 && !(put = x.location[0] ? upload_url(post, x.location, digest) : NULL))
-        rc = osb_err_set(err, OSB_E_INVALID, "image `%s`: %s: the registry gave no usable "
-                         "upload location", r->image, what);
+        rc = osb_err_set(err, OSB_E_INVALID,
+                         "image `%s`: %s: the registry gave no usable "
+                         "upload location",
+                         r->image, what);
     if (rc == 0) {
         x.method = "PUT";
         x.ok[0] = 201;
@@ -815,15 +830,22 @@ int osb_registry_push_manifest(struct osb_registry *r, const char *reference,
     if (strncmp(reference, "sha256:", 7) == 0 && strcmp(reference, digest) != 0)
         return osb_err_set(err, OSB_E_INTEGRITY, "image `%s`: the manifest is %s, not %.80s",
                            r->image, digest, reference);
-    struct xfer x = {.r = r, .method = "PUT", .ok = {201, 200, 204}, .req_type = media_type,
-                     .up_fd = -1, .up_mem = data, .up_size = (int64_t)len};
+    struct xfer x = {.r = r,
+                     .method = "PUT",
+                     .ok = {201, 200, 204},
+                     .req_type = media_type,
+                     .up_fd = -1,
+                     .up_mem = data,
+                     .up_size = (int64_t)len};
     osb_buf_init(&x.body, ERRBODY_MAX);
     char suffix[200];
     snprintf(suffix, sizeof suffix, "manifests/%s", reference);
     int rc = request(r, suffix, "manifest", &x, err);
     if (rc == 0 && x.content_digest[0] && strcmp(x.content_digest, digest) != 0)
-        rc = osb_err_set(err, OSB_E_INTEGRITY, "image `%s`: the registry stored the manifest "
-                         "as %.80s, pushed %s", r->image, x.content_digest, digest);
+        rc = osb_err_set(err, OSB_E_INTEGRITY,
+                         "image `%s`: the registry stored the manifest "
+                         "as %.80s, pushed %s",
+                         r->image, x.content_digest, digest);
     osb_buf_free(&x.body);
     return rc;
 }

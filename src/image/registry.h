@@ -30,10 +30,10 @@ struct osb_registry_opts {
      * references ("http://127.0.0.1:5000", "https://mirror.example.com").
      * NULL-terminated; may be NULL. */
     const char *const *mirrors;
-    const char *username;       /* image.auth; NULL for anonymous */
+    const char *username; /* image.auth; NULL for anonymous */
     const char *password;
-    const char *os;             /* platform picked from an index: "linux" */
-    const char *arch;           /* "amd64", "arm64" */
+    const char *os;   /* platform picked from an index: "linux" */
+    const char *arch; /* "amd64", "arm64" */
 };
 
 struct osb_blob {
@@ -45,8 +45,8 @@ struct osb_blob {
 struct osb_manifest {
     char digest[OSB_DIGEST_MAX]; /* the image manifest's (after index selection) */
     struct osb_blob config_blob;
-    json_t *config;             /* the config blob, verified and parsed */
-    struct osb_blob *layers;    /* bottom first */
+    json_t *config;          /* the config blob, verified and parsed */
+    struct osb_blob *layers; /* bottom first */
     size_t n_layers;
 };
 

@@ -109,10 +109,9 @@ const char *osb_default_arch(void)
     struct utsname u;
     if (uname(&u) < 0)
         return "amd64";
-    static const char *const map[][2] = {{"x86_64", "amd64"},  {"aarch64", "arm64"},
-                                         {"armv7l", "arm"},    {"i686", "386"},
-                                         {"ppc64le", "ppc64le"}, {"s390x", "s390x"},
-                                         {"riscv64", "riscv64"}};
+    static const char *const map[][2] = {
+        {"x86_64", "amd64"},    {"aarch64", "arm64"}, {"armv7l", "arm"},     {"i686", "386"},
+        {"ppc64le", "ppc64le"}, {"s390x", "s390x"},   {"riscv64", "riscv64"}};
     for (size_t i = 0; i < OSB_ARRAY_LEN(map); i++)
         if (strcmp(u.machine, map[i][0]) == 0)
             return map[i][1];
@@ -134,7 +133,8 @@ int osb_index_select(json_t *index, const char *os, const char *arch, const char
     char offered[256] = "";
     size_t off = 0, i;
     json_t *m;
-    json_array_foreach(list, i, m) {
+    json_array_foreach(list, i, m)
+    {
         json_t *plat = json_object_get(m, "platform");
         const char *mos = str_of(plat, "os"), *march = str_of(plat, "architecture");
         const char *d = str_of(m, "digest");
@@ -148,8 +148,8 @@ int osb_index_select(json_t *index, const char *os, const char *arch, const char
             return 0;
         }
         if (off + 1 < sizeof offered)
-            off += (size_t)snprintf(offered + off, sizeof offered - off, "%s%s/%s",
-                                    off ? ", " : "", mos, march);
+            off += (size_t)snprintf(offered + off, sizeof offered - off, "%s%s/%s", off ? ", " : "",
+                                    mos, march);
     }
     return osb_err_set(err, OSB_E_UNSUPPORTED,
                        "image `%s` has no manifest for platform %s/%s (offered: %s)", image, os,
@@ -163,8 +163,8 @@ static int blob_parse(json_t *o, const char *image, const char *what, struct osb
     json_t *sz = json_object_get(o, "size");
     if (!mt || !d || !json_is_integer(sz) || json_integer_value(sz) < 0)
         return osb_err_set(err, OSB_E_INVALID,
-                           "image `%s`: %s lacks mediaType, digest or size in the manifest",
-                           image, what);
+                           "image `%s`: %s lacks mediaType, digest or size in the manifest", image,
+                           what);
     if (!osb_digest_ok(d))
         return osb_err_set(err, OSB_E_UNSUPPORTED,
                            "image `%s`: %s has an unsupported digest `%.80s` (sha256 only)", image,
@@ -190,16 +190,20 @@ int osb_manifest_parse(json_t *man, const char *image, struct osb_manifest *out,
     if (osb_media_kind(out->config_blob.media_type) != OSB_MT_CONFIG)
         return osb_err_set(err, OSB_E_UNSUPPORTED,
                            "image `%s`: unsupported config media type `%s` (not a container "
-                           "image?)", image, out->config_blob.media_type);
+                           "image?)",
+                           image, out->config_blob.media_type);
     size_t n = json_array_size(layers), i;
     struct osb_blob *bl = osb_xcalloc(n ? n : 1, sizeof *bl);
     json_t *l;
-    json_array_foreach(layers, i, l) {
+    json_array_foreach(layers, i, l)
+    {
         char what[64];
         snprintf(what, sizeof what, "layer %zu", i + 1);
         int r = json_is_object(l) ? blob_parse(l, image, what, &bl[i], err)
-                                  : osb_err_set(err, OSB_E_INVALID, "image `%s`: %s is not an "
-                                                "object", image, what);
+                                  : osb_err_set(err, OSB_E_INVALID,
+                                                "image `%s`: %s is not an "
+                                                "object",
+                                                image, what);
         if (r == 0 && osb_media_kind(bl[i].media_type) != OSB_MT_LAYER)
             r = osb_err_set(err, OSB_E_UNSUPPORTED,
                             "image `%s`: %s has unsupported media type `%s`", image, what,

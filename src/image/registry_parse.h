@@ -13,21 +13,21 @@ enum osb_media_kind {
     OSB_MT_INDEX,    /* OCI index or Docker manifest list */
     OSB_MT_MANIFEST, /* OCI or Docker v2 schema 2 image manifest */
     OSB_MT_CONFIG,
-    OSB_MT_LAYER,    /* tar, tar+gzip, tar+zstd */
-    OSB_MT_SCHEMA1,  /* Docker v2 schema 1 (not supported) */
-    OSB_MT_FOREIGN,  /* non-distributable layers (not supported) */
+    OSB_MT_LAYER,   /* tar, tar+gzip, tar+zstd */
+    OSB_MT_SCHEMA1, /* Docker v2 schema 1 (not supported) */
+    OSB_MT_FOREIGN, /* non-distributable layers (not supported) */
 };
 enum osb_media_kind osb_media_kind(const char *media_type);
 
 /* What the Accept header of a manifest request lists. */
-#define OSB_MANIFEST_ACCEPT                                                        \
-    "application/vnd.oci.image.index.v1+json, "                                    \
-    "application/vnd.docker.distribution.manifest.list.v2+json, "                  \
-    "application/vnd.oci.image.manifest.v1+json, "                                 \
+#define OSB_MANIFEST_ACCEPT \
+    "application/vnd.oci.image.index.v1+json, " \
+    "application/vnd.docker.distribution.manifest.list.v2+json, " \
+    "application/vnd.oci.image.manifest.v1+json, " \
     "application/vnd.docker.distribution.manifest.v2+json"
 
 struct osb_auth_challenge {
-    char scheme[16];  /* "Bearer", "Basic" */
+    char scheme[16]; /* "Bearer", "Basic" */
     char realm[512];
     char service[256];
     char scope[512];

@@ -14,11 +14,11 @@
 #define OSB_IMAGE_HOST "host"
 
 struct osb_image_res {
-    char *name;                /* the stored (canonical) name; "host" for the host image;
+    char *name;              /* the stored (canonical) name; "host" for the host image;
                                   owned (heap, so the struct may be moved) */
-    bool host;                 /* the host image lies beneath layers */
-    char **layers;             /* NULL-terminated absolute dirs, top first; owned */
-    struct osb_image config;   /* the top image's record (name "" for "host"); owned */
+    bool host;               /* the host image lies beneath layers */
+    char **layers;           /* NULL-terminated absolute dirs, top first; owned */
+    struct osb_image config; /* the top image's record (name "" for "host"); owned */
 };
 
 /* name NULL means "host". OSB_E_INVALID for a name that is neither an

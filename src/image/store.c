@@ -145,7 +145,8 @@ static char **strv_of(json_t *a)
     size_t n = json_array_size(a), i, o = 0;
     char **v = osb_xcalloc(n + 1, sizeof *v);
     json_t *x;
-    json_array_foreach(a, i, x) {
+    json_array_foreach(a, i, x)
+    {
         if (json_is_string(x))
             v[o++] = osb_xstrdup(json_string_value(x));
     }
@@ -189,11 +190,13 @@ static int record_parse(const struct osb_istore *s, json_t *j, struct osb_image 
     snprintf(out->name, sizeof out->name, "%s", name);
     snprintf(out->digest, sizeof out->digest, "%s",
              json_string_value(json_object_get(j, "digest")) ?: "");
-    snprintf(out->base, sizeof out->base, "%s", json_string_value(json_object_get(j, "base")) ?: "");
+    snprintf(out->base, sizeof out->base, "%s",
+             json_string_value(json_object_get(j, "base")) ?: "");
     size_t n = json_array_size(layers), i;
     out->layers = osb_xcalloc(n + 1, sizeof *out->layers);
     json_t *k;
-    json_array_foreach(layers, i, k) {
+    json_array_foreach(layers, i, k)
+    {
         const char *key = json_string_value(k);
         if (!key || !key_ok(key)) {
             osb_image_free(out);
@@ -221,8 +224,8 @@ static int record_read(const struct osb_istore *s, const char *dir, const char *
     if (!j) {
         if (access(p, F_OK) < 0 && errno == ENOENT)
             return osb_err_set(err, OSB_E_NOTFOUND, "image `%s` not found", shown);
-        return osb_err_set(err, OSB_E_INTERNAL, "image `%s`: record `%s` unreadable: %s", shown,
-                           p, je.text);
+        return osb_err_set(err, OSB_E_INTERNAL, "image `%s`: record `%s` unreadable: %s", shown, p,
+                           je.text);
     }
     int r = record_parse(s, j, out, p, err);
     json_decref(j);
@@ -268,8 +271,8 @@ static json_t *record_new(const char *name, const char *digest, const char *base
     json_t *layers = json_array();
     for (size_t i = 0; i < n_keys; i++)
         json_array_append_new(layers, json_string(keys[i]));
-    return json_pack("{s:s, s:s, s:s, s:o, s:I, s:I}", "name", name, "digest", digest, "base",
-                     base, "layers", layers, "size", (json_int_t)size, "created",
+    return json_pack("{s:s, s:s, s:s, s:o, s:I, s:I}", "name", name, "digest", digest, "base", base,
+                     "layers", layers, "size", (json_int_t)size, "created",
                      (json_int_t)osb_now_ms());
 }
 
@@ -396,7 +399,7 @@ static void say(struct pull *p, const char *fmt, ...)
 
 struct feed {
     struct osb_layer_writer *w;
-    bool broken;                /* the unpacker stopped; why: */
+    bool broken; /* the unpacker stopped; why: */
     struct osb_err why;
 };
 
@@ -534,8 +537,8 @@ static int pull_manifest(struct pull *p, const struct osb_manifest *m, struct os
     uint64_t size = 0;
     int r = pull_layers(p, m, keys, &size, err);
     if (r == 0) {
-        json_t *rec = record_new(p->image, m->digest, "", (const char *const *)keys,
-                                 m->n_layers, size);
+        json_t *rec =
+            record_new(p->image, m->digest, "", (const char *const *)keys, m->n_layers, size);
         config_record(rec, m->config);
         r = record_write(p->s, p->image, rec, true, err);
         json_decref(rec);
@@ -584,8 +587,8 @@ static bool record_exists(const struct osb_istore *s, const char *name)
     return access(p, F_OK) == 0;
 }
 
-static int import_layer(struct osb_istore *s, const char *key, const char *tar_path,
-                        uint64_t *size, struct osb_err *err)
+static int import_layer(struct osb_istore *s, const char *key, const char *tar_path, uint64_t *size,
+                        struct osb_err *err)
 {
     char rnd[17];
     osb_random_hex(rnd, 8);
@@ -716,8 +719,8 @@ int osb_istore_add(struct osb_istore *s, const struct osb_image *im, struct osb_
 
 /* ------------------------------------------------------------ remove, prune */
 
-int osb_istore_remove(struct osb_istore *s, const char *name, osb_istore_in_use_cb in_use,
-                      void *ud, struct osb_err *err)
+int osb_istore_remove(struct osb_istore *s, const char *name, osb_istore_in_use_cb in_use, void *ud,
+                      struct osb_err *err)
 {
     if (strcmp(name, HOST) == 0)
         return osb_err_set(err, OSB_E_INVALID, "the built-in `host` image cannot be removed");
@@ -865,8 +868,10 @@ static int chain_layers(struct osb_istore *s, const struct osb_image *im, char *
     int r = 0;
     for (const struct osb_image *cur = im; r == 0 && cur->base[0];) {
         if (strcmp(cur->base, HOST) == 0)
-            r = osb_err_set(err, OSB_E_UNSUPPORTED, "image `%s`: it is based on the built-in "
-                            "`host` image, which cannot be exported", im->name);
+            r = osb_err_set(err, OSB_E_UNSUPPORTED,
+                            "image `%s`: it is based on the built-in "
+                            "`host` image, which cannot be exported",
+                            im->name);
         else if (depth == OSB_ARRAY_LEN(bases))
             r = osb_err_set(err, OSB_E_INVALID, "image `%s`: base chain too deep", im->name);
         else if (find(s, cur->base, &bases[depth], err) < 0)
@@ -962,8 +967,10 @@ static int push_built(struct pull *p, const struct osb_export *e, const struct o
 {
     const char *reference = ref->digest[0] ? ref->digest : ref->tag;
     if (ref->digest[0] && strcmp(ref->digest, e->manifest.digest) != 0)
-        return osb_err_set(err, OSB_E_INTEGRITY, "image `%s`: the manifest is %s, not the "
-                           "digest given", p->image, e->manifest.digest);
+        return osb_err_set(err, OSB_E_INTEGRITY,
+                           "image `%s`: the manifest is %s, not the "
+                           "digest given",
+                           p->image, e->manifest.digest);
     /* the registry's messages name each blob already */
     for (size_t i = 0; i < e->n_layers; i++)
         if (push_blob(p, e, &e->layers[i], err) < 0)

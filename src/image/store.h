@@ -32,23 +32,23 @@
 struct osb_istore;
 
 struct osb_image {
-    char name[256];             /* the stored name: the canonical reference
+    char name[256];              /* the stored name: the canonical reference
                                    of a pulled image, the given name of an
                                    imported one, "snapshot/<id>" */
     char digest[OSB_DIGEST_MAX]; /* manifest digest of a pulled image, else "" */
-    char base[256];             /* the image a snapshot was taken on ("" if
+    char base[256];              /* the image a snapshot was taken on ("" if
                                    none); "host" for the built-in image */
-    char **layers;              /* NULL-terminated absolute layer dirs,
+    char **layers;               /* NULL-terminated absolute layer dirs,
                                    bottom first; the base's layers are NOT
                                    repeated here (resolve base yourself) */
     /* From the image config (NULL/empty when it has none): */
-    char **env;                 /* NULL-terminated "K=V" */
+    char **env; /* NULL-terminated "K=V" */
     char *workdir;
-    char *user;                 /* "uid[:gid]" or "name[:group]" */
-    char **entrypoint;          /* NULL-terminated */
-    char **cmd;                 /* NULL-terminated */
-    uint64_t size_bytes;        /* of its own layers */
-    int64_t created_ms;         /* when it entered the store */
+    char *user;          /* "uid[:gid]" or "name[:group]" */
+    char **entrypoint;   /* NULL-terminated */
+    char **cmd;          /* NULL-terminated */
+    uint64_t size_bytes; /* of its own layers */
+    int64_t created_ms;  /* when it entered the store */
 };
 void osb_image_free(struct osb_image *im);
 

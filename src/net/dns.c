@@ -60,13 +60,13 @@ struct attempt {
 struct fwd {
     struct sbx *s;
     struct fwd *prev, *next;
-    struct tconn *conn;            /* TCP client, or NULL for UDP */
+    struct tconn *conn;             /* TCP client, or NULL for UDP */
     struct sockaddr_storage client; /* UDP client */
-    uint8_t *q;                    /* the query as sent upstream (our id) */
+    uint8_t *q;                     /* the query as sent upstream (our id) */
     size_t qlen;
     uint16_t client_id;
-    struct osb_dns_query pq;       /* pq.id is the upstream id */
-    size_t up;                     /* index of the current upstream */
+    struct osb_dns_query pq; /* pq.id is the upstream id */
+    size_t up;               /* index of the current upstream */
     struct attempt *a;
     uv_timer_t timer;
 };
@@ -105,23 +105,23 @@ static void start_attempt(struct fwd *f);
 
 /* ---------- lists ---------- */
 
-#define LIST_ADD(head, x)                                                          \
-    do {                                                                           \
-        (x)->prev = NULL;                                                          \
-        (x)->next = (head);                                                        \
-        if (head)                                                                  \
-            (head)->prev = (x);                                                    \
-        (head) = (x);                                                              \
+#define LIST_ADD(head, x) \
+    do { \
+        (x)->prev = NULL; \
+        (x)->next = (head); \
+        if (head) \
+            (head)->prev = (x); \
+        (head) = (x); \
     } while (0)
-#define LIST_DEL(head, x)                                                          \
-    do {                                                                           \
-        if ((x)->prev)                                                             \
-            (x)->prev->next = (x)->next;                                           \
-        else                                                                       \
-            (head) = (x)->next;                                                    \
-        if ((x)->next)                                                             \
-            (x)->next->prev = (x)->prev;                                           \
-        (x)->prev = (x)->next = NULL;                                              \
+#define LIST_DEL(head, x) \
+    do { \
+        if ((x)->prev) \
+            (x)->prev->next = (x)->next; \
+        else \
+            (head) = (x)->next; \
+        if ((x)->next) \
+            (x)->next->prev = (x)->prev; \
+        (x)->prev = (x)->next = NULL; \
     } while (0)
 
 /* Every reading handle's data points to an object whose first member is
@@ -173,8 +173,7 @@ static void reply(struct sbx *s, struct tconn *c, const struct sockaddr *to, con
 }
 
 static void reply_rcode(struct sbx *s, struct tconn *c, const struct sockaddr *to,
-                        const uint8_t *query, size_t qlen, const struct osb_dns_query *q,
-                        int rcode)
+                        const uint8_t *query, size_t qlen, const struct osb_dns_query *q, int rcode)
 {
     uint8_t out[OSB_DNS_HEADER_LEN + 260 + 4];
     size_t n = osb_dns_reply_error(query, qlen, q, rcode, out, sizeof out);
@@ -276,8 +275,8 @@ static void deliver(struct fwd *f, uint8_t *msg, size_t len)
     if (osb_policy_match_name(sbx_policy(s), f->pq.name) != OSB_POLICY_ALLOW) {
         uint8_t out[OSB_DNS_HEADER_LEN + 260 + 4];
         memcpy(f->q, msg, 2);
-        size_t n = osb_dns_reply_error(f->q, f->qlen, &f->pq, OSB_DNS_RCODE_NXDOMAIN, out,
-                                       sizeof out);
+        size_t n =
+            osb_dns_reply_error(f->q, f->qlen, &f->pq, OSB_DNS_RCODE_NXDOMAIN, out, sizeof out);
         fwd_finish(f, n ? out : NULL, n);
         return;
     }
@@ -408,15 +407,16 @@ static void start_attempt(struct fwd *f)
 
 /* ---------- incoming queries ---------- */
 
-static void forward(struct sbx *s, struct tconn *c, const struct sockaddr *from,
-                    const uint8_t *msg, size_t len, const struct osb_dns_query *pq)
+static void forward(struct sbx *s, struct tconn *c, const struct sockaddr *from, const uint8_t *msg,
+                    size_t len, const struct osb_dns_query *pq)
 {
     struct fwd *f = osb_xcalloc(1, sizeof *f);
     f->s = s;
     f->conn = c;
     if (from)
         memcpy(&f->client, from,
-               from->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+               from->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                           : sizeof(struct sockaddr_in));
     f->q = osb_xmalloc(len);
     memcpy(f->q, msg, len);
     f->qlen = len;

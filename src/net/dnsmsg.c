@@ -98,8 +98,8 @@ int osb_dns_read_name(const uint8_t *msg, size_t len, size_t *off, char *out, si
 }
 
 /* Skip one resource record at *off (after its name has been read). */
-static int skip_rr_body(const uint8_t *msg, size_t len, size_t *off, uint16_t *type,
-                        uint16_t *cls, uint32_t *ttl, size_t *rdata, uint16_t *rdlen)
+static int skip_rr_body(const uint8_t *msg, size_t len, size_t *off, uint16_t *type, uint16_t *cls,
+                        uint32_t *ttl, size_t *rdata, uint16_t *rdlen)
 {
     size_t p = *off;
     if (p + 10 > len)
@@ -185,14 +185,13 @@ int osb_dns_parse_query(const uint8_t *msg, size_t len, struct osb_dns_query *q)
 size_t osb_dns_reply_error(const uint8_t *query, size_t qlen, const struct osb_dns_query *q,
                            int rcode, uint8_t *out, size_t cap)
 {
-    size_t qbytes = q && q->qend > OSB_DNS_HEADER_LEN && q->qend <= qlen
-                        ? q->qend - OSB_DNS_HEADER_LEN
-                        : 0;
+    size_t qbytes =
+        q && q->qend > OSB_DNS_HEADER_LEN && q->qend <= qlen ? q->qend - OSB_DNS_HEADER_LEN : 0;
     if (qlen < OSB_DNS_HEADER_LEN || cap < OSB_DNS_HEADER_LEN + qbytes)
         return 0;
     uint16_t f = get16(query + 2);
-    uint16_t flags = (uint16_t)(FLAG_QR | (f & (0xfu << 11)) | (f & (FLAG_RD | FLAG_CD)) |
-                                FLAG_RA | (rcode & 0xf));
+    uint16_t flags = (uint16_t)(FLAG_QR | (f & (0xfu << 11)) | (f & (FLAG_RD | FLAG_CD)) | FLAG_RA |
+                                (rcode & 0xf));
     memset(out, 0, OSB_DNS_HEADER_LEN);
     memcpy(out, query, 2);
     put16(out + 2, flags);

@@ -81,7 +81,7 @@ int osb_hostnet_free16(const struct osb_hostnet *h, char out[20])
      * cloud networks reached through a default route use most. */
     for (unsigned i = 0; i < 256; i++) {
         unsigned x = (88 + i) % 256;
-        struct in_addr a = { .s_addr = htonl(0x0a000000u | (x << 16)) };
+        struct in_addr a = {.s_addr = htonl(0x0a000000u | (x << 16))};
         if (!osb_hostnet_overlap(h, a, 16)) {
             snprintf(out, 20, "10.%u.0.0/16", x);
             return 0;
@@ -97,7 +97,10 @@ int osb_hostnet_free16(const struct osb_hostnet *h, char out[20])
 struct scan {
     const char *own;
     struct osb_hostnet *out;
-    struct { int index; char name[16]; } *links;
+    struct {
+        int index;
+        char name[16];
+    } * links;
     size_t n_links;
 };
 
@@ -135,7 +138,10 @@ static void on_addr(const struct osb_nl_addr4 *a, void *arg)
 static void table_name(uint32_t t, char *out, size_t n)
 {
     if (t == RT_TABLE_MAIN || t == RT_TABLE_LOCAL || t == RT_TABLE_DEFAULT)
-        snprintf(out, n, "%s", t == RT_TABLE_MAIN ? "main" : t == RT_TABLE_LOCAL ? "local" : "default");
+        snprintf(out, n, "%s",
+                 t == RT_TABLE_MAIN    ? "main"
+                 : t == RT_TABLE_LOCAL ? "local"
+                                       : "default");
     else
         snprintf(out, n, "%u", t);
 }
@@ -172,8 +178,8 @@ static void on_route(const struct osb_nl_route4 *r, void *arg)
 
 int osb_hostnet_scan(const char *own_prefix, struct osb_hostnet *out, struct osb_err *err)
 {
-    struct osb_nl nl = { 0 };
-    struct scan s = { .own = own_prefix, .out = out };
+    struct osb_nl nl = {0};
+    struct scan s = {.own = own_prefix, .out = out};
     memset(out, 0, sizeof *out);
     if (osb_nl_open(&nl, NETLINK_ROUTE, err) < 0)
         return -1;

@@ -15,8 +15,8 @@
 struct osb_hostnet_use {
     struct in_addr net; /* network order, host bits cleared */
     unsigned len;
-    char what[160];     /* "address 10.1.2.3/24 on eth0", "route 10.5.0.0/16 (blackhole, table 42)" */
-    char owner[96];     /* "another opensandbox-server (state dir hash 1a2b)" or "" */
+    char what[160]; /* "address 10.1.2.3/24 on eth0", "route 10.5.0.0/16 (blackhole, table 42)" */
+    char owner[96]; /* "another opensandbox-server (state dir hash 1a2b)" or "" */
 };
 
 struct osb_hostnet {

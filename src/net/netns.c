@@ -60,7 +60,7 @@ struct osb_net {
 
 static struct in_addr slot_ip(const struct osb_net *net, unsigned idx, unsigned host)
 {
-    struct in_addr a = { .s_addr = htonl(ntohl(net->subnet.s_addr) + idx * 4 + host) };
+    struct in_addr a = {.s_addr = htonl(ntohl(net->subnet.s_addr) + idx * 4 + host)};
     return a;
 }
 
@@ -89,8 +89,10 @@ static void slot_fill(const struct osb_net *net, unsigned idx, struct osb_net_sl
 /* ifname must outlive the returned struct. */
 static struct osb_nft_slot nft_slot(const struct osb_net *net, unsigned idx, const char *ifname)
 {
-    return (struct osb_nft_slot){ .index = idx, .ifname = ifname,
-                                  .host = slot_ip(net, idx, 1), .sandbox = slot_ip(net, idx, 2) };
+    return (struct osb_nft_slot){.index = idx,
+                                 .ifname = ifname,
+                                 .host = slot_ip(net, idx, 1),
+                                 .sandbox = slot_ip(net, idx, 2)};
 }
 
 /* --- building and tearing down one slot ------------------------------- */
@@ -138,11 +140,12 @@ static int setup_links(struct osb_net *net, unsigned idx, int nsfd, struct osb_n
 {
     char buf[OSB_NL_BUFSZ], name[16];
     slot_ifname(net, idx, name);
-    struct osb_nl host = { 0 };
+    struct osb_nl host = {0};
     if (osb_nl_open(&host, NETLINK_ROUTE, err) < 0)
         return -1;
     int hidx = 0, pidx = 0, r = -1;
-    if (talk(&host, osb_nl_build_veth(buf, ++host.seq, name, "eth0", nsfd), "create veth", err) < 0 ||
+    if (talk(&host, osb_nl_build_veth(buf, ++host.seq, name, "eth0", nsfd), "create veth", err) <
+            0 ||
         osb_nl_ifindex(&host, name, &hidx, err) < 0 ||
         talk(&host, osb_nl_build_addr4(buf, ++host.seq, hidx, slot_ip(net, idx, 1), 30),
              "host address", err) < 0 ||
@@ -151,8 +154,8 @@ static int setup_links(struct osb_net *net, unsigned idx, int nsfd, struct osb_n
         talk(in, osb_nl_build_addr4(buf, ++in->seq, pidx, slot_ip(net, idx, 2), 30),
              "sandbox address", err) < 0 ||
         talk(in, osb_nl_build_link_up(buf, ++in->seq, pidx, NULL), "eth0 up", err) < 0 ||
-        talk(in, osb_nl_build_default4(buf, ++in->seq, slot_ip(net, idx, 1), pidx),
-             "default route", err) < 0)
+        talk(in, osb_nl_build_default4(buf, ++in->seq, slot_ip(net, idx, 1), pidx), "default route",
+             err) < 0)
         goto out;
     r = 0;
 out:
@@ -186,7 +189,7 @@ static void unpin(const char *pin)
 static void del_link(const char *name)
 {
     char buf[OSB_NL_BUFSZ];
-    struct osb_nl nl = { 0 };
+    struct osb_nl nl = {0};
     struct osb_err e;
     if (osb_nl_open(&nl, NETLINK_ROUTE, &e) < 0)
         return;
@@ -218,7 +221,7 @@ static int slot_build(struct osb_net *net, unsigned idx, bool with_nft, bool res
     char pin[4096];
     slot_pin(net, idx, pin, sizeof(pin));
     int nsfd = -1;
-    struct osb_nl in = { 0 };
+    struct osb_nl in = {0};
     int r = new_netns(net, pin, &nsfd, &in, err);
     if (r == 0)
         r = setup_links(net, idx, nsfd, &in, err);
@@ -249,7 +252,7 @@ static int slot_clean(struct osb_net *net, unsigned idx, struct osb_err *err)
     if (r < 0)
         return r;
     /* Stale NAT mappings would deliver old flows' answers to the next user. */
-    struct osb_nl ct = { 0 };
+    struct osb_nl ct = {0};
     if (osb_nl_open(&ct, NETLINK_NETFILTER, err) < 0)
         return -1;
     r = osb_nl_talk(&ct, osb_nl_build_ct_flush_src4(buf, ++ct.seq, s.sandbox), err);
@@ -295,7 +298,7 @@ static bool pool_step(struct osb_net *net)
     net->busy++;
     net->building++;
     pthread_mutex_unlock(&net->mu);
-    struct osb_err e = { 0 };
+    struct osb_err e = {0};
     int r = slot_build(net, (unsigned)i, true, false, &e);
     pthread_mutex_lock(&net->mu);
     net->busy--;
@@ -331,8 +334,7 @@ static void *pool_main(void *arg)
 
 /* --- open: config, recovery ------------------------------------------- */
 
-static int parse_config(struct osb_net *net, const struct osb_net_config *cfg,
-                        struct osb_err *err)
+static int parse_config(struct osb_net *net, const struct osb_net_config *cfg, struct osb_err *err)
 {
     if (!cfg->state_dir || !*cfg->state_dir)
         return osb_err_set(err, OSB_E_INVALID, "network: state directory is required");
@@ -340,8 +342,8 @@ static int parse_config(struct osb_net *net, const struct osb_net_config *cfg,
     if (osb_nl_parse_cidr4(subnet, &net->subnet, &net->subnet_len, err) < 0)
         return osb_err_wrap(err, "network subnet");
     if (net->subnet_len < 8 || net->subnet_len > 28)
-        return osb_err_set(err, OSB_E_INVALID,
-                           "network subnet %s: prefix length must be 8..28", subnet);
+        return osb_err_set(err, OSB_E_INVALID, "network subnet %s: prefix length must be 8..28",
+                           subnet);
     uint64_t cap = (1ull << (32 - net->subnet_len)) / 4;
     net->capacity = cap > MAX_SLOTS ? MAX_SLOTS : (unsigned)cap;
     net->pool_size = cfg->pool_size ? cfg->pool_size : DEFAULT_POOL;
@@ -470,10 +472,10 @@ static void on_link(const char *name, int ifindex, void *arg)
 
 static int recover_links(struct osb_net *net, bool *link_ok, struct osb_err *err)
 {
-    struct osb_nl nl = { 0 };
+    struct osb_nl nl = {0};
     if (osb_nl_open(&nl, NETLINK_ROUTE, err) < 0)
         return -1;
-    struct link_scan s = { .net = net, .link_ok = link_ok };
+    struct link_scan s = {.net = net, .link_ok = link_ok};
     int r = osb_nl_links(&nl, net->prefix, on_link, &s, err);
     osb_nl_close(&nl);
     for (size_t i = 0; r == 0 && i < s.n_stale; i++)
@@ -511,10 +513,12 @@ static int recover_pins(struct osb_net *net, bool *pin_ok, struct osb_err *err)
 static int recover(struct osb_net *net, const struct osb_net_inuse *inuse, size_t n,
                    struct osb_err *err)
 {
-    struct osb_nft_table_cfg tc = { .table = net->table, .ifprefix = net->prefix,
-                                    .subnet = net->subnet, .subnet_len = net->subnet_len,
-                                    .allow_host = net->allow_host,
-                                    .n_allow_host = net->n_allow_host };
+    struct osb_nft_table_cfg tc = {.table = net->table,
+                                   .ifprefix = net->prefix,
+                                   .subnet = net->subnet,
+                                   .subnet_len = net->subnet_len,
+                                   .allow_host = net->allow_host,
+                                   .n_allow_host = net->n_allow_host};
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
     char names[2][16];
     osb_nft_reset_table(b, &tc);
@@ -566,8 +570,8 @@ int osb_net_open(const struct osb_net_config *cfg, const struct osb_net_inuse *i
     pthread_cond_init(&net->cv, NULL);
     net->host_nsfd = -1;
     if (parse_config(net, cfg, err) < 0 || check_inuse(net, inuse, n, err) < 0 ||
-        osb_mkdir_p(cfg->state_dir, 0700, err) < 0 || name_from_state(net, cfg->state_dir, err) < 0 ||
-        osb_mkdir_p(net->netns_dir, 0700, err) < 0)
+        osb_mkdir_p(cfg->state_dir, 0700, err) < 0 ||
+        name_from_state(net, cfg->state_dir, err) < 0 || osb_mkdir_p(net->netns_dir, 0700, err) < 0)
         goto fail;
     net->host_nsfd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
     if (net->host_nsfd < 0) {
@@ -778,8 +782,10 @@ static int commit_addr(struct osb_nft_batch *b, unsigned index, const char *what
     if (r == 0)
         return 0;
     if (err->sys_errno == EEXIST) /* the kernel's interval sets refuse nesting */
-        return osb_err_set(err, OSB_E_EXISTS, "%s on network slot %u: the /%u range overlaps "
-                           "a range already in the %s sets", what, index, prefix_len, what);
+        return osb_err_set(err, OSB_E_EXISTS,
+                           "%s on network slot %u: the /%u range overlaps "
+                           "a range already in the %s sets",
+                           what, index, prefix_len, what);
     return osb_err_wrap(err, "%s on network slot %u", what, index);
 }
 

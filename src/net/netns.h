@@ -33,9 +33,9 @@
 struct osb_net;
 
 struct osb_net_config {
-    const char *state_dir;   /* required; made if missing; pins live in <state_dir>/netns */
-    const char *subnet;      /* IPv4 CIDR, prefix length 8..28; NULL = "10.88.0.0/16" */
-    unsigned pool_size;      /* ready slots kept; 0 = 8 */
+    const char *state_dir; /* required; made if missing; pins live in <state_dir>/netns */
+    const char *subnet;    /* IPv4 CIDR, prefix length 8..28; NULL = "10.88.0.0/16" */
+    unsigned pool_size;    /* ready slots kept; 0 = 8 */
     const char *const *allow_host_cidrs; /* IPv4 CIDRs sandboxes may reach although they
                                             are host addresses or 169.254.0.0/16 */
     size_t n_allow_host_cidrs;
@@ -50,22 +50,22 @@ struct osb_net_inuse {
 
 struct osb_net_slot {
     unsigned index;
-    char netns_path[4096];  /* <state_dir>/netns/<index> */
-    char host_ifname[16];   /* host end, e.g. "osb1a2b3" */
-    char sandbox_ifname[16];/* "eth0" inside the netns */
-    struct in_addr host_ip; /* gateway and DNS address for the sandbox */
+    char netns_path[4096];   /* <state_dir>/netns/<index> */
+    char host_ifname[16];    /* host end, e.g. "osb1a2b3" */
+    char sandbox_ifname[16]; /* "eth0" inside the netns */
+    struct in_addr host_ip;  /* gateway and DNS address for the sandbox */
     struct in_addr sandbox_ip;
-    unsigned prefix_len;    /* 30 */
+    unsigned prefix_len; /* 30 */
 };
 
 struct osb_net_stats {
-    unsigned capacity;     /* slots the subnet holds */
+    unsigned capacity;             /* slots the subnet holds */
     unsigned ready, claimed, busy; /* busy: being built, cleaned or destroyed */
     unsigned pool_size;
     uint64_t created, destroyed, claims, sync_creates; /* since open */
-    char prefix[16];       /* interface prefix */
-    char table[32];        /* nftables table (family inet) */
-    char last_error[256];  /* last background failure, "" if none */
+    char prefix[16];                                   /* interface prefix */
+    char table[32];                                    /* nftables table (family inet) */
+    char last_error[256];                              /* last background failure, "" if none */
 };
 
 /* Validates cfg, recovers: every netns pin, veth and nft object of this

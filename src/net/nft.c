@@ -76,8 +76,7 @@ static struct nlmsghdr *msg(struct osb_nft_batch *b, uint16_t type, uint16_t fla
         b->cap *= 2;
         b->buf = osb_xrealloc(b->buf, b->cap);
     }
-    return nftnl_nlmsg_build_hdr(b->buf + b->len, type, NFPROTO_INET, flags | NLM_F_ACK,
-                                 ++b->seq);
+    return nftnl_nlmsg_build_hdr(b->buf + b->len, type, NFPROTO_INET, flags | NLM_F_ACK, ++b->seq);
 }
 
 static void done(struct osb_nft_batch *b, struct nlmsghdr *nlh)
@@ -128,14 +127,15 @@ static struct nftnl_set *set_obj(struct osb_nft_batch *b, const char *name)
     return s;
 }
 
-static void put_set(struct osb_nft_batch *b, const char *name, uint32_t key_type,
-                    uint32_t key_len, uint32_t flags)
+static void put_set(struct osb_nft_batch *b, const char *name, uint32_t key_type, uint32_t key_len,
+                    uint32_t flags)
 {
     struct nftnl_set *s = set_obj(b, name);
     nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, key_type);
     nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, key_len);
     nftnl_set_set_u32(s, NFTNL_SET_FLAGS, flags);
-    nftnl_set_set_u32(s, NFTNL_SET_ID, b->seq + 1); /* required by the kernel; unique in the batch */
+    nftnl_set_set_u32(s, NFTNL_SET_ID,
+                      b->seq + 1); /* required by the kernel; unique in the batch */
     if (flags & NFT_SET_MAP)
         nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
     /* Tells `nft list` how to print keys (nft's byteorder enum: 1 host, 2
@@ -272,8 +272,7 @@ static void m_ifprefix(struct nftnl_rule *r, uint32_t key, const char *prefix, u
 }
 
 /* ip saddr (off 12) / daddr (off 16) against addr/len. */
-static void m_ip4(struct nftnl_rule *r, uint32_t off, struct in_addr a, unsigned len,
-                  uint32_t op)
+static void m_ip4(struct nftnl_rule *r, uint32_t off, struct in_addr a, unsigned len, uint32_t op)
 {
     m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4);
     e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, 4);
@@ -353,8 +352,7 @@ static void put_global_sets(struct osb_nft_batch *b, const struct osb_nft_table_
         elem(s, &k, 4);
         if (end <= UINT32_MAX) { /* a range reaching 255.255.255.255 has no end */
             k = htonl((uint32_t)end);
-            nftnl_set_elem_set_u32(elem(s, &k, 4), NFTNL_SET_ELEM_FLAGS,
-                                   NFT_SET_ELEM_INTERVAL_END);
+            nftnl_set_elem_set_u32(elem(s, &k, 4), NFTNL_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
         }
     }
     put_elems(b, s, NFT_MSG_NEWSETELEM);
@@ -362,7 +360,7 @@ static void put_global_sets(struct osb_nft_batch *b, const struct osb_nft_table_
 
 static void put_forward(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
 {
-    static const struct in_addr ll = { .s_addr = 0xfea9 }; /* 169.254.0.0 (network order) */
+    static const struct in_addr ll = {.s_addr = 0xfea9}; /* 169.254.0.0 (network order) */
     put_chain(b, NFT_MSG_NEWCHAIN, "from_slot", -1, NULL, 0);
     put_chain(b, NFT_MSG_NEWCHAIN, "forward", NF_INET_FORWARD, "filter", 0);
     struct nftnl_rule *r = rule(b, "forward");
@@ -470,7 +468,7 @@ static void put_lookups(struct osb_nft_batch *b, const char *chain, char sets[8]
 static void put_slot_elem(struct osb_nft_batch *b, const char *map, const char *ifname,
                           const char *chain, uint16_t type)
 {
-    char key[IFNAME_LEN] = { 0 };
+    char key[IFNAME_LEN] = {0};
     snprintf(key, sizeof key, "%s", ifname);
     struct nftnl_set *s = set_obj(b, map);
     struct nftnl_set_elem *e = elem(s, key, sizeof(key));
@@ -510,7 +508,7 @@ static void put_input_rules(struct osb_nft_batch *b, const struct osb_nft_slot *
     slot_names(s->index, f, i, sets);
     struct nftnl_rule *r = rule(b, i);
     e_meta(r, NFT_META_NFPROTO);
-    e_cmp(r, NFT_CMP_NEQ, &(uint8_t){ NFPROTO_IPV4 }, 1);
+    e_cmp(r, NFT_CMP_NEQ, &(uint8_t){NFPROTO_IPV4}, 1);
     put_verdict(b, r, NF_DROP, NULL);
     put_antispoof(b, i, s->sandbox);
     r = rule(b, i);
@@ -576,8 +574,8 @@ void osb_nft_set_restricted(struct osb_nft_batch *b, const struct osb_nft_slot *
 }
 
 /* base 0: the allow sets, 4: the deny sets. */
-static int put_addr(struct osb_nft_batch *b, unsigned index, int base, int family,
-                    const void *addr, unsigned prefix, uint64_t timeout_ms, struct osb_err *err)
+static int put_addr(struct osb_nft_batch *b, unsigned index, int base, int family, const void *addr,
+                    unsigned prefix, uint64_t timeout_ms, struct osb_err *err)
 {
     size_t alen = family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
     if (!alen)
@@ -654,9 +652,9 @@ void osb_nft_flush_deny(struct osb_nft_batch *b, unsigned index)
 
 struct ack_ctx {
     int first_errno;
-    uint16_t type;   /* NFT_MSG_* of the first failing message */
+    uint16_t type; /* NFT_MSG_* of the first failing message */
     uint32_t seq;
-    char msg[128];   /* extended ACK text, if the kernel gave one */
+    char msg[128]; /* extended ACK text, if the kernel gave one */
 };
 
 static int err_cb(const struct nlmsghdr *nlh, void *data)
@@ -677,7 +675,8 @@ static int err_cb(const struct nlmsghdr *nlh, void *data)
     if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
         off += mnl_nlmsg_get_payload_len(&e->msg);
     const struct nlattr *a;
-    mnl_attr_for_each(a, nlh, off) {
+    mnl_attr_for_each(a, nlh, off)
+    {
         if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG &&
             mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0)
             snprintf(c->msg, sizeof(c->msg), "%s", mnl_attr_get_str(a));
@@ -690,7 +689,7 @@ static int err_cb(const struct nlmsghdr *nlh, void *data)
 static int drain(struct mnl_socket *nl, struct ack_ctx *c, struct osb_err *err)
 {
     char buf[MNL_SOCKET_BUFFER_SIZE];
-    mnl_cb_t cbs[NLMSG_MIN_TYPE] = { [NLMSG_ERROR] = err_cb };
+    mnl_cb_t cbs[NLMSG_MIN_TYPE] = {[NLMSG_ERROR] = err_cb};
     for (;;) {
         ssize_t n = recv(mnl_socket_get_fd(nl), buf, sizeof(buf), MSG_DONTWAIT);
         if (n < 0) {
@@ -717,7 +716,7 @@ int osb_nft_commit(struct osb_nft_batch *b, struct osb_err *err)
     size_t total = b->len + MNL_ALIGN(end->nlmsg_len);
     unsigned count = b->count;
     uint32_t first_seq = b->seq - count - 1; /* seq of message 1 */
-    b->len = head; /* emptied whatever happens */
+    b->len = head;                           /* emptied whatever happens */
     b->count = 0;
 
     struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
@@ -740,13 +739,13 @@ int osb_nft_commit(struct osb_nft_batch *b, struct osb_err *err)
         osb_err_sys(err, "nftables send (%u messages)", count);
         goto out;
     }
-    struct ack_ctx c = { 0 };
+    struct ack_ctx c = {0};
     if (drain(nl, &c, err) < 0)
         goto out;
     if (c.first_errno) {
         errno = c.first_errno;
-        osb_err_sys(err, "nftables: message %u of %u (type %u%s%s) on table %s",
-                    c.seq - first_seq, count, c.type, c.msg[0] ? ", " : "", c.msg, b->table);
+        osb_err_sys(err, "nftables: message %u of %u (type %u%s%s) on table %s", c.seq - first_seq,
+                    count, c.type, c.msg[0] ? ", " : "", c.msg, b->table);
         goto out;
     }
     r = 0;

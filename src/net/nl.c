@@ -42,8 +42,7 @@ void osb_nl_close(struct osb_nl *nl)
     nl->sock = NULL;
 }
 
-static int recv_until(struct osb_nl *nl, uint32_t seq, mnl_cb_t cb, void *arg,
-                      struct osb_err *err)
+static int recv_until(struct osb_nl *nl, uint32_t seq, mnl_cb_t cb, void *arg, struct osb_err *err)
 {
     char buf[MNL_SOCKET_BUFFER_SIZE];
     for (;;) {
@@ -80,8 +79,8 @@ static struct nlmsghdr *link_hdr(void *buf, uint32_t seq, int type, int flags,
     return nlh;
 }
 
-struct nlmsghdr *osb_nl_build_veth(void *buf, uint32_t seq, const char *name,
-                                   const char *peer_name, int peer_nsfd)
+struct nlmsghdr *osb_nl_build_veth(void *buf, uint32_t seq, const char *name, const char *peer_name,
+                                   int peer_nsfd)
 {
     struct ifinfomsg *ifm;
     struct nlmsghdr *nlh = link_hdr(buf, seq, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifm);
@@ -193,7 +192,8 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
     struct link_ctx *c = data;
     struct ifinfomsg *ifm = mnl_nlmsg_get_payload(nlh);
     struct nlattr *a;
-    mnl_attr_for_each(a, nlh, sizeof(*ifm)) {
+    mnl_attr_for_each(a, nlh, sizeof(*ifm))
+    {
         if (mnl_attr_get_type(a) != IFLA_IFNAME || mnl_attr_validate(a, MNL_TYPE_STRING) < 0)
             continue;
         const char *name = mnl_attr_get_str(a);
@@ -212,7 +212,7 @@ int osb_nl_ifindex(struct osb_nl *nl, const char *name, int *out, struct osb_err
     struct nlmsghdr *nlh = link_hdr(buf, ++nl->seq, RTM_GETLINK, 0, &ifm);
     nlh->nlmsg_flags &= (uint16_t)~NLM_F_ACK;
     mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
-    struct link_ctx c = { .exact = name };
+    struct link_ctx c = {.exact = name};
     if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)
         return osb_err_sys(err, "netlink send");
     /* A single RTM_NEWLINK answer carries no NLMSG_DONE: read once. */
@@ -255,9 +255,9 @@ int osb_nl_links(struct osb_nl *nl, const char *prefix, osb_nl_link_fn fn, void 
 {
     char buf[OSB_NL_BUFSZ];
     void *ifm;
-    struct nlmsghdr *nlh = dump_hdr(nl, buf, RTM_GETLINK, AF_UNSPEC, sizeof(struct ifinfomsg),
-                                    &ifm);
-    struct link_ctx c = { .prefix = prefix, .fn = fn, .arg = arg };
+    struct nlmsghdr *nlh =
+        dump_hdr(nl, buf, RTM_GETLINK, AF_UNSPEC, sizeof(struct ifinfomsg), &ifm);
+    struct link_ctx c = {.prefix = prefix, .fn = fn, .arg = arg};
     return dump(nl, nlh, link_cb, &c, err);
 }
 
@@ -272,10 +272,11 @@ static int addr_cb(const struct nlmsghdr *nlh, void *data)
     struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
     if (ifa->ifa_family != AF_INET)
         return MNL_CB_OK;
-    struct osb_nl_addr4 a = { .ifindex = (int)ifa->ifa_index, .prefix = ifa->ifa_prefixlen };
-    struct in_addr local = { 0 }, address = { 0 };
+    struct osb_nl_addr4 a = {.ifindex = (int)ifa->ifa_index, .prefix = ifa->ifa_prefixlen};
+    struct in_addr local = {0}, address = {0};
     struct nlattr *at;
-    mnl_attr_for_each(at, nlh, sizeof(*ifa)) {
+    mnl_attr_for_each(at, nlh, sizeof(*ifa))
+    {
         int t = mnl_attr_get_type(at);
         if ((t == IFA_LOCAL || t == IFA_ADDRESS) && mnl_attr_get_payload_len(at) == 4)
             memcpy(t == IFA_LOCAL ? &local : &address, mnl_attr_get_payload(at), 4);
@@ -291,9 +292,8 @@ int osb_nl_addrs4(struct osb_nl *nl, osb_nl_addr4_fn fn, void *arg, struct osb_e
 {
     char buf[OSB_NL_BUFSZ];
     void *ifa;
-    struct nlmsghdr *nlh = dump_hdr(nl, buf, RTM_GETADDR, AF_INET, sizeof(struct ifaddrmsg),
-                                    &ifa);
-    struct addr_ctx c = { fn, arg };
+    struct nlmsghdr *nlh = dump_hdr(nl, buf, RTM_GETADDR, AF_INET, sizeof(struct ifaddrmsg), &ifa);
+    struct addr_ctx c = {fn, arg};
     return dump(nl, nlh, addr_cb, &c, err);
 }
 
@@ -308,10 +308,11 @@ static int route_cb(const struct nlmsghdr *nlh, void *data)
     struct rtmsg *rtm = mnl_nlmsg_get_payload(nlh);
     if (rtm->rtm_family != AF_INET || (rtm->rtm_flags & RTM_F_CLONED))
         return MNL_CB_OK;
-    struct osb_nl_route4 r = { .dst_len = rtm->rtm_dst_len, .table = rtm->rtm_table,
-                               .type = rtm->rtm_type };
+    struct osb_nl_route4 r = {
+        .dst_len = rtm->rtm_dst_len, .table = rtm->rtm_table, .type = rtm->rtm_type};
     struct nlattr *at;
-    mnl_attr_for_each(at, nlh, sizeof(*rtm)) {
+    mnl_attr_for_each(at, nlh, sizeof(*rtm))
+    {
         int t = mnl_attr_get_type(at);
         size_t len = mnl_attr_get_payload_len(at);
         if (t == RTA_DST && len == sizeof(r.dst))
@@ -331,7 +332,7 @@ int osb_nl_routes4(struct osb_nl *nl, osb_nl_route4_fn fn, void *arg, struct osb
     void *hdr;
     struct nlmsghdr *nlh = dump_hdr(nl, buf, RTM_GETROUTE, AF_INET, sizeof(struct rtmsg), &hdr);
     ((struct rtmsg *)hdr)->rtm_table = RT_TABLE_UNSPEC; /* with a dump: every table */
-    struct route_ctx c = { fn, arg };
+    struct route_ctx c = {fn, arg};
     return dump(nl, nlh, route_cb, &c, err);
 }
 

@@ -33,8 +33,8 @@ OSB_MUST_CHECK int osb_nl_talk(struct osb_nl *nl, struct nlmsghdr *nlh, struct o
 
 /* RTM_NEWLINK: veth `name` in the current netns whose peer is created
  * directly inside the netns `peer_nsfd` under the name `peer_name`. */
-struct nlmsghdr *osb_nl_build_veth(void *buf, uint32_t seq, const char *name,
-                                   const char *peer_name, int peer_nsfd);
+struct nlmsghdr *osb_nl_build_veth(void *buf, uint32_t seq, const char *name, const char *peer_name,
+                                   int peer_nsfd);
 /* RTM_NEWLINK setting IFF_UP on ifindex (or on `name` when ifindex is 0). */
 struct nlmsghdr *osb_nl_build_link_up(void *buf, uint32_t seq, int ifindex, const char *name);
 /* RTM_DELLINK by name. */
@@ -67,8 +67,8 @@ struct osb_nl_route4 {
     int oif;            /* 0: none (blackhole, multipath, ...) */
     struct in_addr dst; /* network order; 0.0.0.0 for a default route */
     unsigned dst_len;
-    uint32_t table;     /* RT_TABLE_MAIN 254, RT_TABLE_LOCAL 255, ... */
-    unsigned type;      /* RTN_UNICAST, RTN_BLACKHOLE, RTN_LOCAL, ... */
+    uint32_t table; /* RT_TABLE_MAIN 254, RT_TABLE_LOCAL 255, ... */
+    unsigned type;  /* RTN_UNICAST, RTN_BLACKHOLE, RTN_LOCAL, ... */
 };
 typedef void (*osb_nl_addr4_fn)(const struct osb_nl_addr4 *a, void *arg);
 typedef void (*osb_nl_route4_fn)(const struct osb_nl_route4 *r, void *arg);

@@ -152,8 +152,7 @@ static int parse_domain_target(const char *t, struct osb_policy_rule *r)
 }
 
 /* Fill r from one NetworkRule object; where = "egress[3]" for messages. */
-static int parse_rule(json_t *o, const char *where, struct osb_policy_rule *r,
-                      struct osb_err *err)
+static int parse_rule(json_t *o, const char *where, struct osb_policy_rule *r, struct osb_err *err)
 {
     if (!json_is_object(o))
         return osb_err_set(err, OSB_E_INVALID, "%s must be an object", where);
@@ -187,8 +186,8 @@ static int parse_rule(json_t *o, const char *where, struct osb_policy_rule *r,
         return 0;
     if (ip == 1)
         return 0;
-    osb_err_set(err, OSB_E_INVALID, "%s.target \"%.64s\" is not an IP, CIDR or domain name",
-                where, r->target);
+    osb_err_set(err, OSB_E_INVALID, "%s.target \"%.64s\" is not an IP, CIDR or domain name", where,
+                r->target);
     rule_clear(r);
     return -1;
 }
@@ -286,8 +285,9 @@ int osb_policy_patch(struct osb_policy *p, const struct osb_policy_rule *rules, 
             k++;
     if (k > OSB_POLICY_MAX_RULES) {
         osb_policy_rules_free(out, npatch);
-        return osb_err_set(err, OSB_E_TOOBIG, "the patched policy would have %zu rules; at most %d are allowed",
-                           k, OSB_POLICY_MAX_RULES);
+        return osb_err_set(err, OSB_E_TOOBIG,
+                           "the patched policy would have %zu rules; at most %d are allowed", k,
+                           OSB_POLICY_MAX_RULES);
     }
     k = npatch;
     for (size_t i = 0; i < p->nrules; i++)
@@ -400,8 +400,8 @@ static bool prefix_contains(const struct osb_policy_rule *r, const uint8_t *a)
     return (a[full] & m) == r->addr[full];
 }
 
-enum osb_policy_action osb_policy_match_ip(const struct osb_policy *p, int family,
-                                           const void *addr, bool *matched)
+enum osb_policy_action osb_policy_match_ip(const struct osb_policy *p, int family, const void *addr,
+                                           bool *matched)
 {
     if (matched)
         *matched = false;

@@ -94,8 +94,8 @@ enum osb_policy_action osb_policy_match_name(const struct osb_policy *p, const c
  * the IP/CIDR rules, first match wins; *matched (may be NULL) tells whether
  * a rule matched (false: the default action was returned). p == NULL:
  * allow, unmatched. */
-enum osb_policy_action osb_policy_match_ip(const struct osb_policy *p, int family,
-                                           const void *addr, bool *matched);
+enum osb_policy_action osb_policy_match_ip(const struct osb_policy *p, int family, const void *addr,
+                                           bool *matched);
 
 enum osb_policy_mode osb_policy_mode(const struct osb_policy *p);
 /** "allow_all" | "deny_all" | "enforcing". */

@@ -52,19 +52,19 @@ struct osb_rt {
 
 /* Resource limits: the one table of defaults and minimums, used by the
  * server's request validation and by every backend. */
-#define OSB_LIMIT_MIN_MEMORY (4LL << 20)    /* execd cannot run below this */
+#define OSB_LIMIT_MIN_MEMORY (4LL << 20) /* execd cannot run below this */
 #define OSB_LIMIT_MIN_DISK (4LL << 20)
-#define OSB_LIMIT_MIN_PIDS 32               /* execd alone runs about two dozen threads */
+#define OSB_LIMIT_MIN_PIDS 32 /* execd alone runs about two dozen threads */
 #define OSB_LIMIT_MAX_PIDS 4194304
 #define OSB_LIMIT_MAX_CPU_MILLIS (1024LL * 1000) /* quotas beyond 1024 cores are nonsense */
 #define OSB_LIMIT_DEFAULT_PIDS 4096
-#define OSB_LIMIT_DEFAULT_DISK (1LL << 30)  /* the writable layer */
+#define OSB_LIMIT_DEFAULT_DISK (1LL << 30) /* the writable layer */
 
 struct osb_rt_config {
-    const char *state_dir;   /* e.g. ~/.opensandbox: sandboxes/, images/ live here */
-    const char *execd_path;  /* static execd binary, bind-mounted into every sandbox;
+    const char *state_dir;  /* e.g. ~/.opensandbox: sandboxes/, images/ live here */
+    const char *execd_path; /* static execd binary, bind-mounted into every sandbox;
                                 NULL: "execd" next to the running program */
-    const char *init_path;   /* the osb-sandbox-init helper binary; NULL: next to the
+    const char *init_path;  /* the osb-sandbox-init helper binary; NULL: next to the
                                 running program */
 };
 
@@ -73,14 +73,14 @@ struct osb_rt_config {
  * with openat2(RESOLVE_BENEATH), so a symlink swapped in since cannot lead
  * outside src_root (nor a sub_path outside src_root/src_rel). */
 struct osb_rt_volume {
-    const char *name;               /* named in errors */
-    const char *src_root;           /* absolute host directory: the allowed root or a
+    const char *name;     /* named in errors */
+    const char *src_root; /* absolute host directory: the allowed root or a
                                        claim's data directory */
-    const char *src_rel;            /* relative to src_root; "" = src_root itself */
-    const char *sub_path;           /* relative to src_root/src_rel; NULL or "" = none */
-    const char *dst;                /* absolute path in the sandbox, not "/"; a directory or
+    const char *src_rel;  /* relative to src_root; "" = src_root itself */
+    const char *sub_path; /* relative to src_root/src_rel; NULL or "" = none */
+    const char *dst;      /* absolute path in the sandbox, not "/"; a directory or
                                        a file (created if missing) as the source is */
-    bool read_only;                 /* always nosuid, nodev */
+    bool read_only;       /* always nosuid, nodev */
 };
 
 /* The one sandbox spec a backend gets: validated and completed by the
@@ -89,33 +89,33 @@ struct osb_rt_volume {
  * the call; a backend only reads it. Zero limits mean "no limit" except
  * where noted. */
 struct osb_sandbox_spec {
-    char *id;                       /* [a-zA-Z0-9-]{1,64} */
+    char *id; /* [a-zA-Z0-9-]{1,64} */
     /* The image, resolved by the server's image store. */
-    char *image;                    /* its stored name (logs, the sandbox record) */
-    char **layers;                  /* NULL-terminated read-only layer dirs, top first (a
+    char *image;                   /* its stored name (logs, the sandbox record) */
+    char **layers;                 /* NULL-terminated read-only layer dirs, top first (a
                                        snapshot's own layer above its base's); may be
                                        empty with image_host */
-    bool image_host;                /* the built-in `host` image lies beneath the layers:
+    bool image_host;               /* the built-in `host` image lies beneath the layers:
                                        the backend supplies that root (host /usr...) */
-    char **entrypoint;              /* NULL-terminated, at least one element */
-    bool keep_running;              /* the entrypoint's end does not end the sandbox (execd
+    char **entrypoint;             /* NULL-terminated, at least one element */
+    bool keep_running;             /* the entrypoint's end does not end the sandbox (execd
                                        keeps serving; no end report) */
-    char **env;                     /* NULL-terminated "KEY=VALUE", may be NULL */
-    int64_t cpu_millicores;         /* 1000 = one CPU */
-    int64_t memory_bytes;           /* >= OSB_LIMIT_MIN_MEMORY; no swap on top (the
+    char **env;                    /* NULL-terminated "KEY=VALUE", may be NULL */
+    int64_t cpu_millicores;        /* 1000 = one CPU */
+    int64_t memory_bytes;          /* >= OSB_LIMIT_MIN_MEMORY; no swap on top (the
                                        writable layer's tmpfs pages count here too) */
-    int64_t pids_max;               /* 0: OSB_LIMIT_DEFAULT_PIDS; >= OSB_LIMIT_MIN_PIDS */
-    int64_t disk_bytes;             /* writable layer size; 0: OSB_LIMIT_DEFAULT_DISK */
-    char *hostname;                 /* NULL: the first 12 chars of id */
-    char *workdir;                  /* the image's WORKDIR: cwd of the entrypoint and
+    int64_t pids_max;              /* 0: OSB_LIMIT_DEFAULT_PIDS; >= OSB_LIMIT_MIN_PIDS */
+    int64_t disk_bytes;            /* writable layer size; 0: OSB_LIMIT_DEFAULT_DISK */
+    char *hostname;                /* NULL: the first 12 chars of id */
+    char *workdir;                 /* the image's WORKDIR: cwd of the entrypoint and
                                        default of commands; NULL: / */
-    char *user;                     /* the image's USER ("uid[:gid]", "name[:group]"):
+    char *user;                    /* the image's USER ("uid[:gid]", "name[:group]"):
                                        entrypoint and commands; NULL: root */
-    char *netns;                    /* a network slot's pinned netns to join (src/net);
+    char *netns;                   /* a network slot's pinned netns to join (src/net);
                                        NULL: a new loopback-only network namespace */
-    char *dns;                      /* with netns: the nameserver (IPv4) for resolv.conf */
-    char *execd_token;              /* required: execd's access token */
-    struct osb_rt_volume *volumes;  /* n_volumes entries; mounted after the root is
+    char *dns;                     /* with netns: the nameserver (IPv4) for resolv.conf */
+    char *execd_token;             /* required: execd's access token */
+    struct osb_rt_volume *volumes; /* n_volumes entries; mounted after the root is
                                        complete, parents before children */
     size_t n_volumes;
 };
@@ -123,9 +123,9 @@ struct osb_sandbox_spec {
 /* What identifies a running sandbox; stored by the server so that a
  * restarted server can re-adopt it. */
 struct osb_rt_handle {
-    pid_t pid;                      /* host pid of the sandbox's PID 1 (execd) */
-    uint64_t start_time;            /* /proc/<pid>/stat field 22, guards against pid reuse */
-    char sock_path[PATH_MAX];       /* where the server connects to execd: a socket the
+    pid_t pid;                /* host pid of the sandbox's PID 1 (execd) */
+    uint64_t start_time;      /* /proc/<pid>/stat field 22, guards against pid reuse */
+    char sock_path[PATH_MAX]; /* where the server connects to execd: a socket the
                                        helper bound in the host-only sandbox dir
                                        (<state>/sandboxes/<id>/execd.sock) and handed to
                                        execd as a listening fd, so no path inside the
@@ -133,7 +133,7 @@ struct osb_rt_handle {
                                        execd.sock when that is too long for sun_path.
                                        Only meaningful in this process: osb_rt_adopt
                                        refills it after a restart. */
-    char log_path[PATH_MAX];        /* host path of the sandbox's bounded log
+    char log_path[PATH_MAX];  /* host path of the sandbox's bounded log
                                        (<state>/sandboxes/<id>/log) */
 };
 
@@ -147,15 +147,15 @@ typedef void (*osb_rt_create_cb)(void *ud, const struct osb_rt_handle *h,
 /* How a watched sandbox ended (see osb_rt_watch). */
 struct osb_rt_end {
     enum {
-        OSB_RT_END_REPORTED,     /* report: how the entrypoint ended */
-        OSB_RT_END_PID1_EXITED,  /* PID 1 (execd) exited without a report */
-        OSB_RT_END_BAD_REPORT,   /* the report pipe held something else */
+        OSB_RT_END_REPORTED,    /* report: how the entrypoint ended */
+        OSB_RT_END_PID1_EXITED, /* PID 1 (execd) exited without a report */
+        OSB_RT_END_BAD_REPORT,  /* the report pipe held something else */
     } how;
     struct osb_endreport report;
 };
 typedef void (*osb_rt_exit_cb)(void *ud, const char *id, const struct osb_rt_end *end);
 struct osb_rt_stats {
-    uint64_t memory_bytes;          /* current usage of the sandbox's cgroup */
+    uint64_t memory_bytes; /* current usage of the sandbox's cgroup */
     uint64_t cpu_usage_ns;
     uint64_t pids;
 };
@@ -169,7 +169,7 @@ typedef int (*osb_rt_copy_fn)(int layer_dirfd, const char *dst_dir, struct osb_e
 typedef void (*osb_rt_snapshot_cb)(void *ud, const struct osb_err *err /* NULL on success */);
 
 struct osb_runtime_ops {
-    const char *name;               /* as in the backend table, the config and the store */
+    const char *name; /* as in the backend table, the config and the store */
     int (*open)(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_rt **out,
                 struct osb_err *err);
     void (*close)(struct osb_rt *rt);
@@ -186,10 +186,8 @@ struct osb_runtime_ops {
     int (*watch)(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
                  osb_rt_exit_cb cb, void *ud, struct osb_err *err);
     bool (*alive)(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
-    int (*adopt)(struct osb_rt *rt, const char *id, struct osb_rt_handle *h,
-                 struct osb_err *err);
-    int (*stats)(struct osb_rt *rt, const char *id, struct osb_rt_stats *out,
-                 struct osb_err *err);
+    int (*adopt)(struct osb_rt *rt, const char *id, struct osb_rt_handle *h, struct osb_err *err);
+    int (*stats)(struct osb_rt *rt, const char *id, struct osb_rt_stats *out, struct osb_err *err);
     int (*cleanup_orphans)(struct osb_rt *rt, const char *const *known, struct osb_err *err);
 };
 

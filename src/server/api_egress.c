@@ -110,9 +110,9 @@ static void patch_or_delete(struct osb_server *srv, struct osb_sbx *s, struct os
     json_decref(j);
     if (r < 0) {
         osb_policy_free(&p);
-        osb_apierr_reply(req, err.code == OSB_E_TOOBIG ? "EGRESS::TOO_MANY_RULES"
-                                                       : "EGRESS::INVALID_RULES",
-                         "%s", err.msg);
+        osb_apierr_reply(
+            req, err.code == OSB_E_TOOBIG ? "EGRESS::TOO_MANY_RULES" : "EGRESS::INVALID_RULES",
+            "%s", err.msg);
         return;
     }
     if (commit(srv, s, req, &p) < 0)
@@ -189,4 +189,5 @@ const struct osb_http_route osb_api_egress_routes[] = {
     {NULL, "/sandboxes/:id/proxy/18080/*rest", h_egress, OSB_ROUTE_STREAM_BODY, NULL},
     {NULL, "/sandboxes/:id/proxy/18080", h_egress, OSB_ROUTE_STREAM_BODY, NULL},
 };
-const size_t osb_api_egress_nroutes = sizeof osb_api_egress_routes / sizeof osb_api_egress_routes[0];
+const size_t osb_api_egress_nroutes =
+    sizeof osb_api_egress_routes / sizeof osb_api_egress_routes[0];

@@ -83,10 +83,9 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
     /* An ended sandbox has nothing to reach: SDKs ask for the endpoint
      * right after the create, so the reason surfaces there at once. */
     if (s->state == OSB_ST_TERMINATED || s->state == OSB_ST_FAILED) {
-        osb_apierr_reply(req, "SANDBOX::NOT_RUNNING",
-                         "Sandbox %s is %s (%s: %s); it has no endpoints.", s->id,
-                         osb_state_name(s->state), s->reason ? s->reason : "-",
-                         s->message ? s->message : "");
+        osb_apierr_reply(
+            req, "SANDBOX::NOT_RUNNING", "Sandbox %s is %s (%s: %s); it has no endpoints.", s->id,
+            osb_state_name(s->state), s->reason ? s->reason : "-", s->message ? s->message : "");
         return;
     }
     if (osb_http_req_query(req, "expires")) {
@@ -108,9 +107,8 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
     const char *egress = NULL;
     if (osb_json_str(s->spec, "egressToken", false, &egress, NULL) < 0)
         egress = NULL;
-    json_t *j = port == EXECD_PORT
-                    ? json_pack("{s:s,s:{s:s}}", "endpoint", ep, "headers",
-                                "X-EXECD-ACCESS-TOKEN", s->token)
+    json_t *j = port == EXECD_PORT ? json_pack("{s:s,s:{s:s}}", "endpoint", ep, "headers",
+                                               "X-EXECD-ACCESS-TOKEN", s->token)
                 : port == EGRESS_PORT && egress
                     ? json_pack("{s:s,s:{s:s}}", "endpoint", ep, "headers",
                                 "OPENSANDBOX-EGRESS-AUTH", egress)
@@ -155,8 +153,9 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     if (s->state != OSB_ST_RUNNING || s->op || !s->has_handle) {
         osb_apierr_reply(req, "SANDBOX::NOT_RUNNING",
                          "Sandbox %s is %s (%s: %s); the proxy reaches running sandboxes "
-                         "only.", s->id, osb_state_name(s->state),
-                         s->reason ? s->reason : "-", s->message ? s->message : "");
+                         "only.",
+                         s->id, osb_state_name(s->state), s->reason ? s->reason : "-",
+                         s->message ? s->message : "");
         return;
     }
     const char *t = osb_http_req_target(req), *q = strchr(t, '?');

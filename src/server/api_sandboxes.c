@@ -22,7 +22,7 @@
 /* A create waiting for its image to be pulled. */
 struct pending {
     struct osb_server *srv;
-    struct osb_http_req *req;  /* NULL once the client left */
+    struct osb_http_req *req; /* NULL once the client left */
     struct osb_create_spec spec;
 };
 
@@ -124,7 +124,7 @@ static void h_create(struct osb_http_req *req, void *ud)
 {
     struct osb_server *srv = ud;
     /* The id comes first, so that a failure at any phase can name it. */
-    char id[sizeof ((struct osb_create_spec *)0)->id];
+    char id[sizeof((struct osb_create_spec *)0)->id];
     osb_random_uuid4(id);
     json_t *body = osb_api_body(req, false);
     if (!body) {
@@ -266,9 +266,9 @@ static json_t *metadata_filter(struct osb_http_req *req)
     for (size_t i = 0; i < n; i++) {
         if (parse_filter(vals[i], f) < 0) {
             osb_apierr_reply(req, "INVALID_METADATA_FORMAT",
-                                   "query parameter 'metadata' must be a query string of key=value "
-                                   "pairs joined by '&' (got '%s')",
-                                   vals[i]);
+                             "query parameter 'metadata' must be a query string of key=value "
+                             "pairs joined by '&' (got '%s')",
+                             vals[i]);
             json_decref(f);
             return NULL;
         }
@@ -298,8 +298,9 @@ static void h_list(struct osb_http_req *req, void *ud)
         total++;
     }
     json_decref(filter);
-    osb_http_respond_json(req, 200, json_pack("{s:o,s:o}", "items", items, "pagination",
-                                              osb_api_pagination(page, size, total)));
+    osb_http_respond_json(req, 200,
+                          json_pack("{s:o,s:o}", "items", items, "pagination",
+                                    osb_api_pagination(page, size, total)));
 }
 
 /* ------------------------------------------------------- get / delete */
@@ -324,20 +325,20 @@ static int check_patch(json_t *patch, struct osb_apierr *e)
 {
     if (!json_is_object(patch))
         return osb_apierr(e, BAD,
-                              "request body must be a JSON object (an RFC 7396 merge patch of the "
-                              "metadata)");
+                          "request body must be a JSON object (an RFC 7396 merge patch of the "
+                          "metadata)");
     const char *k;
     json_t *v;
     json_object_foreach(patch, k, v)
     {
         if (osb_label_reserved(k))
             return osb_apierr(e, "INVALID_METADATA_LABEL",
-                                  "metadata key '%s' uses the reserved prefix 'opensandbox.io/'", k);
+                              "metadata key '%s' uses the reserved prefix 'opensandbox.io/'", k);
         if (!json_is_null(v) && !json_is_string(v))
-            return osb_apierr(e, BAD, "metadata value for '%s' must be a string or null",
-                                  k);
+            return osb_apierr(e, BAD, "metadata value for '%s' must be a string or null", k);
         char msg[400];
-        if (osb_label_check(k, json_is_string(v) ? json_string_value(v) : NULL, msg, sizeof msg) < 0)
+        if (osb_label_check(k, json_is_string(v) ? json_string_value(v) : NULL, msg, sizeof msg) <
+            0)
             return osb_apierr(e, "INVALID_METADATA_LABEL", "%s", msg);
     }
     return 0;
@@ -419,22 +420,22 @@ static int renew(struct osb_server *srv, struct osb_sbx *s, json_t *body, int64_
         return osb_apierr(e, BAD, "field 'expiresAt' is required");
     if (!json_is_string(v) || osb_timefmt_parse(json_string_value(v), t) < 0)
         return osb_apierr(e, BAD,
-                              "field 'expiresAt' must be an RFC 3339 date-time such as "
-                              "\"2030-01-02T03:04:05Z\"");
+                          "field 'expiresAt' must be an RFC 3339 date-time such as "
+                          "\"2030-01-02T03:04:05Z\"");
     if (!s->expires_us)
         return osb_apierr(e, "SANDBOX::INVALID_EXPIRATION#manual",
-                              "Sandbox %s has no expiration (manual cleanup); it cannot be renewed.",
-                              s->id);
+                          "Sandbox %s has no expiration (manual cleanup); it cannot be renewed.",
+                          s->id);
     int64_t now = osb_now_us();
     if (*t <= now)
         return osb_apierr(e, "SANDBOX::INVALID_EXPIRATION",
-                              "New expiration time must be in the future.");
+                          "New expiration time must be in the future.");
     int64_t max = srv->limits.max_timeout_s;
     if (max > 0 && *t - now > max * 1000000)
         return osb_apierr(e, "SANDBOX::INVALID_EXPIRATION",
-                              "New expiration time must be at most %lld seconds from now "
-                              "(server.max_sandbox_timeout_seconds).",
-                              (long long)max);
+                          "New expiration time must be at most %lld seconds from now "
+                          "(server.max_sandbox_timeout_seconds).",
+                          (long long)max);
     return 0;
 }
 
@@ -473,4 +474,5 @@ const struct osb_http_route osb_api_sandbox_routes[] = {
     {"POST", "/sandboxes/:id/resume", h_resume, 0, NULL},
     {"POST", "/sandboxes/:id/renew-expiration", h_renew, 0, NULL},
 };
-const size_t osb_api_sandbox_nroutes = sizeof osb_api_sandbox_routes / sizeof osb_api_sandbox_routes[0];
+const size_t osb_api_sandbox_nroutes =
+    sizeof osb_api_sandbox_routes / sizeof osb_api_sandbox_routes[0];

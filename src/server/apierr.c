@@ -13,12 +13,15 @@
 
 /* The status each code is raised with (before the route's status map). */
 struct code_row {
-    const char *key;  /* the code, or "CODE#reason" */
+    const char *key; /* the code, or "CODE#reason" */
     int status;
     const char *code; /* the wire code of a "CODE#reason" row (NULL: key) */
 };
 
-#define ROW(k, st) {.key = (k), .status = (st)}
+#define ROW(k, st) \
+    { \
+        .key = (k), .status = (st) \
+    }
 
 static const struct code_row codes[] = {
     /* any route */
@@ -38,7 +41,9 @@ static const struct code_row codes[] = {
     /* a bad value (in the past, over the cap) ... */
     ROW("SANDBOX::INVALID_EXPIRATION", 400),
     /* ... or a sandbox without expiry (manual cleanup): a state conflict, as upstream */
-    {.key = "SANDBOX::INVALID_EXPIRATION#manual", .status = 409, .code = "SANDBOX::INVALID_EXPIRATION"},
+    {.key = "SANDBOX::INVALID_EXPIRATION#manual",
+     .status = 409,
+     .code = "SANDBOX::INVALID_EXPIRATION"},
     /* sandboxes: the image */
     ROW("SANDBOX::IMAGE_NOT_FOUND", 400),
     ROW("SANDBOX::IMAGE_PULL_DENIED", 400),

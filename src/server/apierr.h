@@ -16,7 +16,7 @@ struct osb_http_server;
 
 struct osb_apierr {
     int status;
-    const char *code;   /* static string */
+    const char *code; /* static string */
     char msg[512];
 };
 
@@ -42,7 +42,15 @@ void osb_apierr_install(struct osb_http_server *http);
 
 /* For the static analyzer, which cannot see the -1 from here (common/err.h). */
 #if defined(__clang_analyzer__) && !defined(OSB_APIERR_DEFINING)
-#define osb_apierr(...) ({ (void)osb_apierr(__VA_ARGS__); -1; })
-#define osb_apierr_from_err(...) ({ (void)osb_apierr_from_err(__VA_ARGS__); -1; })
+#define osb_apierr(...) \
+    ({ \
+        (void)osb_apierr(__VA_ARGS__); \
+        -1; \
+    })
+#define osb_apierr_from_err(...) \
+    ({ \
+        (void)osb_apierr_from_err(__VA_ARGS__); \
+        -1; \
+    })
 #endif
 #endif

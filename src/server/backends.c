@@ -39,7 +39,7 @@ struct osb_rt *osb_backend_get(struct osb_server *srv, const char *name, char *m
                  osb_rt_name(srv->rts[i]));
     if (n)
         snprintf(msg, n, "%s runtime backend `%s`; this server runs: %s",
-                 osb_rt_backend(name) ? "this server has not opened the" : "there is no",
-                 name, have[0] ? have : "none");
+                 osb_rt_backend(name) ? "this server has not opened the" : "there is no", name,
+                 have[0] ? have : "none");
     return NULL;
 }

@@ -234,8 +234,8 @@ int osb_claim_make(const char *vdir, const char *claim, int64_t bytes, struct os
         return -1;
     if (mkdir(tmp, 0700) < 0)
         return osb_err_sys(err, "create %s", tmp);
-    if (make_image(tmp, bytes, err) < 0 || (rename(tmp, dst) < 0 &&
-                                            osb_err_sys(err, "rename %s to %s", tmp, dst) < 0)) {
+    if (make_image(tmp, bytes, err) < 0 ||
+        (rename(tmp, dst) < 0 && osb_err_sys(err, "rename %s to %s", tmp, dst) < 0)) {
         osb_rtfs_remove_tree(tmp, NULL);
         return -1;
     }

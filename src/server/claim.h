@@ -26,8 +26,8 @@ enum osb_claim_kind { OSB_CLAIM_ABSENT, OSB_CLAIM_PLAIN, OSB_CLAIM_IMAGE };
 
 struct osb_claim_info {
     enum osb_claim_kind kind;
-    bool mounted;   /* IMAGE: its filesystem is mounted on data */
-    int64_t bytes;  /* IMAGE: the image's size, i.e. the limit */
+    bool mounted;  /* IMAGE: its filesystem is mounted on data */
+    int64_t bytes; /* IMAGE: the image's size, i.e. the limit */
 };
 
 void osb_claim_probe(const char *vdir, const char *claim, struct osb_claim_info *ci);

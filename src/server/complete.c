@@ -5,8 +5,7 @@
 
 #include "common/xalloc.h"
 
-int osb_spec_resolve(struct osb_istore *images, struct osb_create_spec *spec,
-                     struct osb_err *err)
+int osb_spec_resolve(struct osb_istore *images, struct osb_create_spec *spec, struct osb_err *err)
 {
     osb_image_res_free(&spec->img);
     return osb_image_resolve(images, spec->image, &spec->img, err);

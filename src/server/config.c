@@ -102,8 +102,8 @@ static const struct option options[] = {
     {"native", "default_disk", K_SIZE, OFF(native.default_disk_bytes), MiB, PiB, "\"1Gi\"", false,
      "Size of a sandbox's writable layer when the request sets no limit.\n"
      "Sizes are bytes (an integer) or Kubernetes quantities: \"512Mi\", \"1Gi\", \"2G\"."},
-    {"native", "default_pids_max", K_I64, OFF(native.default_pids_max), 16, 4194304, "4096",
-     false, "Most processes and threads a sandbox may run at once."},
+    {"native", "default_pids_max", K_I64, OFF(native.default_pids_max), 16, 4194304, "4096", false,
+     "Most processes and threads a sandbox may run at once."},
     {"native", "log_max_bytes", K_SIZE, OFF(native.log_max_bytes), 4 * KiB, GiB, "\"1Mi\"", false,
      "Output of the entrypoint and execd kept per sandbox (oldest dropped first)."},
     {"image", "insecure_registries", K_STRLIST, OFF(image.insecure_registries), 0, 0,
@@ -114,23 +114,22 @@ static const struct option options[] = {
      "\"missing\": images not in the store are pulled when a sandbox needs them.\n"
      "\"never\": only images already in the store (pulled with `image pull`,\n"
      "imported, or snapshots) can be used; the server never contacts a registry."},
-    {"image", "mirrors", K_STRLIST, OFF(image.mirrors), 0, 0,
-     "[\"https://mirror.example.com\"]", true,
-     "Base URLs tried, in order, before Docker Hub for docker.io images."},
+    {"image", "mirrors", K_STRLIST, OFF(image.mirrors), 0, 0, "[\"https://mirror.example.com\"]",
+     true, "Base URLs tried, in order, before Docker Hub for docker.io images."},
     {"storage", "allowed_host_paths", K_PATHS, OFF(storage.allowed_host_paths), 0, 0, "[]", false,
      "Host directories that \"host\" volumes may mount (themselves or anything\n"
      "beneath them), e.g. [\"/data\", \"/srv/datasets\"]. Empty: every host volume is\n"
      "refused. Symlinks inside them cannot lead outside (see docs/volumes.md)."},
-    {"storage", "volumes_dir", K_PATH, OFF(storage.volumes_dir), 0, 0,
-     "\"~/.opensandbox/volumes\"", true,
+    {"storage", "volumes_dir", K_PATH, OFF(storage.volumes_dir), 0, 0, "\"~/.opensandbox/volumes\"",
+     true,
      "Where \"pvc\" volumes (server-managed named volumes) keep their data.\n"
      "Default: volumes/ in [native] state_dir."},
     {"storage", "volume_default_size", K_SIZE, OFF(storage.volume_default_bytes), 8 * MiB, PiB,
      "\"1Gi\"", false,
      "Size of a new \"pvc\" claim whose request names no `storage`. A claim is an\n"
      "ext4 image of that size: writes beyond it fail with ENOSPC."},
-    {"storage", "volume_max_size", K_SIZE, OFF(storage.volume_max_bytes), 8 * MiB, PiB,
-     "\"1Ti\"", false,
+    {"storage", "volume_max_size", K_SIZE, OFF(storage.volume_max_bytes), 8 * MiB, PiB, "\"1Ti\"",
+     false,
      "Largest `storage` a request may ask for a new claim (and never more than\n"
      "the free space of volumes_dir)."},
     {"network", "mode", K_NETMODE, OFF(network.mode), 0, 0, "\"nat\"", false,
@@ -144,8 +143,8 @@ static const struct option options[] = {
      "a free range. init-config writes one that is free when it runs."},
     {"network", "pool_size", K_INT, OFF(network.pool_size), 1, 1024, "8", false,
      "Network slots kept ready, so a create does not wait for one."},
-    {"network", "dns_upstreams", K_STRLIST, OFF(network.dns_upstreams), 0, 0,
-     "[\"10.0.0.2:53\"]", true,
+    {"network", "dns_upstreams", K_STRLIST, OFF(network.dns_upstreams), 0, 0, "[\"10.0.0.2:53\"]",
+     true,
      "Resolvers (\"ip\" or \"ip:port\") the sandboxes' DNS queries go to.\n"
      "Default: the nameservers of the host's /etc/resolv.conf."},
     {"network", "allow_host_cidrs", K_STRLIST, OFF(network.allow_host_cidrs), 0, 0,
@@ -381,7 +380,8 @@ static int check_runtime(struct ctx *c, const struct option *o, const char *s)
     if (!strcmp(s, "native"))
         return 0;
     if (!strcmp(s, "docker") || !strcmp(s, "kubernetes"))
-        return bad(c, o->table, o->key, "runtime type '%s' is not supported yet (use \"native\")", s);
+        return bad(c, o->table, o->key, "runtime type '%s' is not supported yet (use \"native\")",
+                   s);
     return bad(c, o->table, o->key, "unknown runtime type '%s' (expected \"native\")", s);
 }
 
@@ -439,21 +439,16 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
     const char *s = NULL;
     char *norm = NULL;
     switch (o->kind) {
-    case K_IGNORED:
-        return 0;
+    case K_IGNORED: return 0;
     case K_INT:
         if (check_int(c, o, v, &n) < 0)
             return -1;
         *(int *)field(cfg, o) = (int)n;
         return 0;
-    case K_I64:
-        return check_int(c, o, v, field(cfg, o));
-    case K_SIZE:
-        return check_size(c, o, v, field(cfg, o));
-    case K_STRLIST:
-        return check_strlist(c, o, v, field(cfg, o));
-    case K_PATHS:
-        return check_paths(c, o, v, field(cfg, o));
+    case K_I64: return check_int(c, o, v, field(cfg, o));
+    case K_SIZE: return check_size(c, o, v, field(cfg, o));
+    case K_STRLIST: return check_strlist(c, o, v, field(cfg, o));
+    case K_PATHS: return check_paths(c, o, v, field(cfg, o));
     case K_STR:
     case K_HOST:
     case K_PATH:
@@ -461,8 +456,7 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
     case K_RUNTIME:
     case K_PULL:
     case K_NETMODE:
-    case K_EGRESS:
-        break;
+    case K_EGRESS: break;
     }
     if (check_string(c, o, v, &s) < 0)
         return -1;
@@ -473,14 +467,20 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
         return -1;
     } else if (o->kind == K_NETMODE && strcmp(s, "nat") && strcmp(s, "none") &&
                strcmp(s, "bridge")) {
-        return bad(c, o->table, o->key, "unknown network mode '%s' (expected \"nat\", \"bridge\" "
-                                        "or \"none\")", s);
+        return bad(c, o->table, o->key,
+                   "unknown network mode '%s' (expected \"nat\", \"bridge\" "
+                   "or \"none\")",
+                   s);
     } else if (o->kind == K_EGRESS && strcmp(s, "dns") && strcmp(s, "dns+nft")) {
-        return bad(c, o->table, o->key, "unknown egress mode '%s' (expected \"dns\" or "
-                                        "\"dns+nft\")", s);
+        return bad(c, o->table, o->key,
+                   "unknown egress mode '%s' (expected \"dns\" or "
+                   "\"dns+nft\")",
+                   s);
     } else if (o->kind == K_PULL && strcmp(s, "missing") && strcmp(s, "never")) {
-        return bad(c, o->table, o->key, "unknown pull policy '%s' (expected \"missing\" or "
-                                        "\"never\")", s);
+        return bad(c, o->table, o->key,
+                   "unknown pull policy '%s' (expected \"missing\" or "
+                   "\"never\")",
+                   s);
     } else {
         norm = o->kind == K_PATH ? expand_path(s) : osb_xstrdup(s);
     }
@@ -539,7 +539,8 @@ static bool is_our_table(const char *name)
 
 static int cross_checks(struct ctx *c, struct osb_config *cfg)
 {
-    int64_t max = cfg->server.max_sandbox_timeout_seconds, min = cfg->server.min_sandbox_timeout_seconds;
+    int64_t max = cfg->server.max_sandbox_timeout_seconds,
+            min = cfg->server.min_sandbox_timeout_seconds;
     if (max != 0 && max < min)
         return bad(c, "server", "max_sandbox_timeout_seconds",
                    "must be 0 (no cap) or at least min_sandbox_timeout_seconds (%lld)",
@@ -551,8 +552,8 @@ static int cross_checks(struct ctx *c, struct osb_config *cfg)
  * [server] log_level is set. The rest of [log] is upstream's and ignored. */
 static int upstream_log_level(struct ctx *c, struct osb_config *cfg, json_t *doc)
 {
-    static const struct option log_level = {"log", "level", K_LOGLEVEL, OFF(server.log_level),
-                                            0, 0, NULL, false, NULL};
+    static const struct option log_level = {"log", "level", K_LOGLEVEL, OFF(server.log_level), 0, 0,
+                                            NULL,  false,   NULL};
     json_t *v = json_object_get(json_object_get(doc, "log"), "level");
     if (!v || json_object_get(json_object_get(doc, "server"), "log_level"))
         return 0;
@@ -574,8 +575,8 @@ static int apply_doc(struct ctx *c, struct osb_config *cfg, json_t *doc)
         } else if (!json_is_object(v) && !json_is_array(v)) {
             int line = osb_toml_line(c->lines, name);
             return osb_err_set(c->err, OSB_E_INVALID,
-                               "%s:%d: '%s': keys must be inside a table such as [server]",
-                               c->file, line, name);
+                               "%s:%d: '%s': keys must be inside a table such as [server]", c->file,
+                               line, name);
         }
     }
     if (upstream_log_level(c, cfg, doc) < 0)
@@ -693,8 +694,7 @@ void osb_config_free(struct osb_config *cfg)
         const struct option *o = &options[i];
         if (o->kind == K_STRLIST || o->kind == K_PATHS)
             free_strv(*(char ***)field(cfg, o));
-        else if (o->kind != K_IGNORED && o->kind != K_INT && o->kind != K_I64 &&
-                 o->kind != K_SIZE)
+        else if (o->kind != K_IGNORED && o->kind != K_INT && o->kind != K_I64 && o->kind != K_SIZE)
             free(*(char **)field(cfg, o));
     }
     memset(cfg, 0, sizeof *cfg);
@@ -729,11 +729,11 @@ static char *example_text(const char *subnet)
 {
     struct osb_buf b;
     osb_buf_init(&b, SIZE_MAX);
-    int rc = osb_buf_adds(&b,
-                 "# opensandbox-server configuration (native runtime).\n"
-                 "# Every key is shown with its default; commented-out keys are unset.\n"
-                 "# Upstream OpenSandbox tables such as [docker], [kubernetes] or\n"
-                 "# [ingress] are accepted and ignored. See docs/configuration.md.\n");
+    int rc =
+        osb_buf_adds(&b, "# opensandbox-server configuration (native runtime).\n"
+                         "# Every key is shown with its default; commented-out keys are unset.\n"
+                         "# Upstream OpenSandbox tables such as [docker], [kubernetes] or\n"
+                         "# [ingress] are accepted and ignored. See docs/configuration.md.\n");
     const char *table = "";
     for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {
         const struct option *o = &options[i];
@@ -780,7 +780,8 @@ int osb_config_write_example(const char *path, const char *example, const char *
         if (!strcmp(example, "docker") || !strcmp(example, "k8s") || !strcmp(example, "kubernetes"))
             return osb_err_set(err, OSB_E_UNSUPPORTED,
                                "example '%s' is not available: runtime '%s' is not supported yet "
-                               "(use --example native)", example, example);
+                               "(use --example native)",
+                               example, example);
         return osb_err_set(err, OSB_E_INVALID, "unknown example '%s' (expected native)", example);
     }
     if (!path || !*path)

@@ -12,50 +12,50 @@
 #include "common/err.h"
 
 struct osb_config {
-    char *path;                          /* the file read, or NULL for defaults */
+    char *path; /* the file read, or NULL for defaults */
     struct {
-        char *host;                      /* default "127.0.0.1" */
-        int port;                        /* default 8080 */
-        char *api_key;                   /* NULL or "" = none */
-        char *eip;                       /* public host[:port] for endpoints; NULL = derive */
+        char *host;                          /* default "127.0.0.1" */
+        int port;                            /* default 8080 */
+        char *api_key;                       /* NULL or "" = none */
+        char *eip;                           /* public host[:port] for endpoints; NULL = derive */
         int64_t max_sandbox_timeout_seconds; /* 0 = no cap */
         int64_t min_sandbox_timeout_seconds; /* create timeout below it -> 400; default 60 */
-        char *log_level;                 /* "error" | "warn" | "info" (default) | "debug" */
+        char *log_level;                     /* "error" | "warn" | "info" (default) | "debug" */
     } server;
     struct {
-        char *type;                      /* "native" (the only one today) */
-        char *execd_path;                /* default: execd next to the server binary */
-        char *init_path;                 /* default: osb-sandbox-init next to the server binary */
+        char *type;       /* "native" (the only one today) */
+        char *execd_path; /* default: execd next to the server binary */
+        char *init_path;  /* default: osb-sandbox-init next to the server binary */
     } runtime;
     struct {
-        char *state_dir;                 /* default ~/.opensandbox */
-        int64_t default_disk_bytes;      /* writable layer when no limit is asked: 1 GiB */
-        int64_t default_pids_max;        /* 4096 */
-        int64_t log_max_bytes;           /* bounded per-sandbox log: 1 MiB */
+        char *state_dir;            /* default ~/.opensandbox */
+        int64_t default_disk_bytes; /* writable layer when no limit is asked: 1 GiB */
+        int64_t default_pids_max;   /* 4096 */
+        int64_t log_max_bytes;      /* bounded per-sandbox log: 1 MiB */
     } native;
     struct {
-        char **insecure_registries;      /* NULL-terminated; NULL = none */
-        char **mirrors;                  /* docker.io mirrors (base URLs); NULL = none */
-        char *pull_policy;               /* "missing" (default) | "never" */
+        char **insecure_registries; /* NULL-terminated; NULL = none */
+        char **mirrors;             /* docker.io mirrors (base URLs); NULL = none */
+        char *pull_policy;          /* "missing" (default) | "never" */
     } image;
     struct {
-        char **allowed_host_paths;       /* NULL-terminated, never NULL; absolute, normalized;
+        char **allowed_host_paths;    /* NULL-terminated, never NULL; absolute, normalized;
                                             empty = every host volume refused */
-        char *volumes_dir;               /* pvc volumes; default <native.state_dir>/volumes */
-        int64_t volume_default_bytes;    /* a new claim without `storage`: 1Gi */
-        int64_t volume_max_bytes;        /* largest `storage` of a new claim: 1Ti */
+        char *volumes_dir;            /* pvc volumes; default <native.state_dir>/volumes */
+        int64_t volume_default_bytes; /* a new claim without `storage`: 1Gi */
+        int64_t volume_max_bytes;     /* largest `storage` of a new claim: 1Ti */
     } storage;
     struct {
-        char *mode;                      /* "nat" (default) | "bridge" | "none" */
-        char *subnet;                    /* "10.88.0.0/16" */
-        int pool_size;                   /* ready slots: 8 */
-        char **dns_upstreams;            /* NULL: the host's /etc/resolv.conf */
-        char **allow_host_cidrs;         /* NULL = none */
+        char *mode;              /* "nat" (default) | "bridge" | "none" */
+        char *subnet;            /* "10.88.0.0/16" */
+        int pool_size;           /* ready slots: 8 */
+        char **dns_upstreams;    /* NULL: the host's /etc/resolv.conf */
+        char **allow_host_cidrs; /* NULL = none */
     } network;
     struct {
-        char *mode;                      /* "dns+nft" (default) | "dns" */
+        char *mode; /* "dns+nft" (default) | "dns" */
     } egress;
-    bool insecure;                       /* OPENSANDBOX_INSECURE_SERVER=YES */
+    bool insecure; /* OPENSANDBOX_INSECURE_SERVER=YES */
 };
 
 /* path NULL: resolve as above. Unknown keys in known tables are errors

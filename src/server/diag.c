@@ -27,8 +27,8 @@
 struct content {
     struct osb_buf text;
     bool truncated;
-    bool full;          /* an append to text failed: answered as an error, not sent cut */
-    json_t *warnings;   /* array of strings */
+    bool full;        /* an append to text failed: answered as an error, not sent cut */
+    json_t *warnings; /* array of strings */
 };
 
 static void content_init(struct content *c)
@@ -116,7 +116,11 @@ static char *utf8_clean(const char *s, size_t n, size_t *out_len)
     int rc = 0;
     for (size_t i = 0; i < n;) {
         unsigned char ch = (unsigned char)s[i];
-        size_t len = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 0;
+        size_t len = ch < 0x80         ? 1
+                     : (ch >> 5) == 6  ? 2
+                     : (ch >> 4) == 14 ? 3
+                     : (ch >> 3) == 30 ? 4
+                                       : 0;
         bool ok = len > 0 && i + len <= n;
         for (size_t k = 1; ok && k < len; k++)
             ok = ((unsigned char)s[i + k] >> 6) == 2;
@@ -144,7 +148,8 @@ static char *utf8_clean(const char *s, size_t n, size_t *out_len)
 
 /* ---------------------------------------------------------- responses */
 
-static const char *const scopes[] = {"container", "lifecycle", "runtime", "network", "process", "all"};
+static const char *const scopes[] = {"container", "lifecycle", "runtime",
+                                     "network",   "process",   "all"};
 
 static bool scope_known(const char *s)
 {
@@ -174,10 +179,10 @@ static void respond_content(struct osb_http_req *req, const struct osb_sbx *s, c
         respond_full(req, c);
         return;
     }
-    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s%,s:b,s:I}", "sandboxId", s->id, "kind", kind,
-                          "scope", scope, "delivery", "inline", "contentType", TEXT, "content",
-                          text, len, "truncated", c->truncated, "contentLength",
-                          (json_int_t)c->text.len);
+    json_t *j =
+        json_pack("{s:s,s:s,s:s,s:s,s:s,s:s%,s:b,s:I}", "sandboxId", s->id, "kind", kind, "scope",
+                  scope, "delivery", "inline", "contentType", TEXT, "content", text, len,
+                  "truncated", c->truncated, "contentLength", (json_int_t)c->text.len);
     free(text);
     if (json_array_size(c->warnings))
         json_object_set(j, "warnings", c->warnings);
@@ -188,8 +193,7 @@ static void respond_text(struct osb_http_req *req, struct content *c)
 {
     osb_http_add_header(req, "Deprecation", "true");
     for (size_t i = 0; i < json_array_size(c->warnings); i++)
-        if (osb_buf_addf(&c->text, "# %s\n",
-                         json_string_value(json_array_get(c->warnings, i))) < 0)
+        if (osb_buf_addf(&c->text, "# %s\n", json_string_value(json_array_get(c->warnings, i))) < 0)
             c->full = true;
     if (respond_full(req, c))
         return;
@@ -246,8 +250,8 @@ static void h_events(struct osb_http_req *req, void *ud)
     if (!s)
         return;
     const char *scope = get_scope(req, &bad);
-    if (bad || osb_api_query_int(req, "limit", 1, OSB_STORE_MAX_EVENTS, scope ? OSB_STORE_MAX_EVENTS : 50,
-                         &limit) < 0)
+    if (bad || osb_api_query_int(req, "limit", 1, OSB_STORE_MAX_EVENTS,
+                                 scope ? OSB_STORE_MAX_EVENTS : 50, &limit) < 0)
         return;
     struct content c;
     content_init(&c);
@@ -269,11 +273,12 @@ static void inspect(const struct osb_sbx *s, struct content *c)
         osb_timefmt_us(s->expires_us, exp);
     char *spec = json_dumps(s->spec, JSON_COMPACT);
     char *md = json_dumps(s->metadata, JSON_COMPACT);
-    int rc = osb_buf_addf(b, "Sandbox %s\n  state: %s (%s) %s\n  since: %s\n  created: %s\n"
-                    "  expires: %s\n  spec: %s\n  metadata: %s\n",
-                 s->id, osb_state_name(s->state), s->reason ? s->reason : "-",
-                 s->message ? s->message : "", trans, created, exp, spec ? spec : "{}",
-                 md ? md : "{}");
+    int rc = osb_buf_addf(b,
+                          "Sandbox %s\n  state: %s (%s) %s\n  since: %s\n  created: %s\n"
+                          "  expires: %s\n  spec: %s\n  metadata: %s\n",
+                          s->id, osb_state_name(s->state), s->reason ? s->reason : "-",
+                          s->message ? s->message : "", trans, created, exp, spec ? spec : "{}",
+                          md ? md : "{}");
     if (s->has_handle)
         rc |= osb_buf_addf(b, "  pid: %d\n  execd socket: %s\n  log: %s\n", (int)s->handle.pid,
                            s->handle.sock_path, s->handle.log_path);

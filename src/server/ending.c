@@ -18,8 +18,7 @@ static void program_of(json_t *spec, char *out, size_t n)
     out[k] = '\0';
 }
 
-static void entrypoint_end(json_t *spec, const struct osb_endreport *r,
-                           struct osb_ending *out)
+static void entrypoint_end(json_t *spec, const struct osb_endreport *r, struct osb_ending *out)
 {
     out->state = OSB_ST_FAILED;
     out->reason = "ENTRYPOINT_FAILED";
@@ -51,9 +50,7 @@ static void entrypoint_end(json_t *spec, const struct osb_endreport *r,
 void osb_ending_describe(json_t *spec, const struct osb_rt_end *end, struct osb_ending *out)
 {
     switch (end->how) {
-    case OSB_RT_END_REPORTED:
-        entrypoint_end(spec, &end->report, out);
-        return;
+    case OSB_RT_END_REPORTED: entrypoint_end(spec, &end->report, out); return;
     case OSB_RT_END_BAD_REPORT:
         out->state = OSB_ST_FAILED;
         out->reason = "SANDBOX_EXITED";

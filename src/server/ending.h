@@ -11,8 +11,8 @@
 #include "server/registry.h"
 
 struct osb_ending {
-    enum osb_sbx_state state;  /* OSB_ST_TERMINATED or OSB_ST_FAILED */
-    const char *reason;        /* static: ENTRYPOINT_EXITED, ENTRYPOINT_FAILED, SANDBOX_EXITED */
+    enum osb_sbx_state state; /* OSB_ST_TERMINATED or OSB_ST_FAILED */
+    const char *reason;       /* static: ENTRYPOINT_EXITED, ENTRYPOINT_FAILED, SANDBOX_EXITED */
     char message[512];
 };
 

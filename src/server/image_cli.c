@@ -45,8 +45,8 @@ static char *read_password(void)
 }
 
 /* Options from argv[first]; platform NULL: no --platform (push). */
-static int pull_args(int argc, char **argv, int first, struct osb_registry_opts *o,
-                     char **password, char *platform, size_t n)
+static int pull_args(int argc, char **argv, int first, struct osb_registry_opts *o, char **password,
+                     char *platform, size_t n)
 {
     for (int i = first; i < argc; i++) {
         if (strcmp(argv[i], "--username") == 0 && i + 1 < argc) {
@@ -60,7 +60,8 @@ static int pull_args(int argc, char **argv, int first, struct osb_registry_opts 
             char *slash = strchr(platform, '/');
             if (!slash || slash == platform || !slash[1])
                 return fprintf(stderr, "image pull: --platform wants OS/ARCH, not `%s`\n",
-                               platform), 1;
+                               platform),
+                       1;
             *slash = '\0';
             o->os = platform;
             o->arch = slash + 1;

@@ -8,8 +8,8 @@
 
 static bool holds_state(const struct osb_sbx *s)
 {
-    return s->state == OSB_ST_PENDING || s->state == OSB_ST_RUNNING ||
-           s->state == OSB_ST_PAUSED || s->state == OSB_ST_STOPPING;
+    return s->state == OSB_ST_PENDING || s->state == OSB_ST_RUNNING || s->state == OSB_ST_PAUSED ||
+           s->state == OSB_ST_STOPPING;
 }
 
 bool osb_images_used_by(const struct osb_sbx_index *reg, const char *name, char *by, size_t n)

@@ -36,7 +36,7 @@ struct osb_create_op {
     size_t nwaiters;
     struct osb_ping *ping;
     bool cancelled;
-    int64_t t_start, t_runtime;    /* monotonic ms: create accepted, runtime reported */
+    int64_t t_start, t_runtime; /* monotonic ms: create accepted, runtime reported */
 };
 
 static void on_exit_cb(void *ud, const char *id, const struct osb_rt_end *end);
@@ -96,8 +96,7 @@ static void end_sandbox(struct osb_server *srv, struct osb_sbx *s, const struct 
 }
 
 /* Watch the sandbox (its PID 1 and execd's report of the entrypoint). */
-static int watch(struct osb_server *srv, struct osb_rt *rt, struct osb_sbx *s,
-                 struct osb_err *err)
+static int watch(struct osb_server *srv, struct osb_rt *rt, struct osb_sbx *s, struct osb_err *err)
 {
     return osb_rt_watch(rt, s->id, &s->handle, on_exit_cb, srv, err);
 }
@@ -190,8 +189,10 @@ static void on_ready(void *ud, int ok, const char *why)
     if (ok < 0) {
         destroy_rt(rt_of(srv, s, NULL, 0), s->id);
         char msg[400];
-        snprintf(msg, sizeof msg, "Sandbox %s did not become ready: execd did not answer /ping "
-                 "within %lld ms (%s).", s->id, (long long)srv->ready_timeout_ms, why);
+        snprintf(msg, sizeof msg,
+                 "Sandbox %s did not become ready: execd did not answer /ping "
+                 "within %lld ms (%s).",
+                 s->id, (long long)srv->ready_timeout_ms, why);
         osb_lc_create_failed(s->id, "readiness", 500, "SANDBOX::START_FAILED", msg);
         op_fail(op, "SANDBOX::START_FAILED", msg);
         return;
@@ -246,7 +247,8 @@ static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb
         op_fail(op, "SANDBOX::START_FAILED", msg);
         return;
     }
-    op->ping = osb_ping_start(srv->loop, h->sock_path, s->token, srv->ready_timeout_ms, on_ready, op);
+    op->ping =
+        osb_ping_start(srv->loop, h->sock_path, s->token, srv->ready_timeout_ms, on_ready, op);
 }
 
 static struct osb_sbx *new_record(struct osb_create_spec *spec)
@@ -304,8 +306,8 @@ void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_
     struct osb_apierr e;
     if (spec->network_policy && !osb_network_enabled(srv)) {
         osb_apierr(&e, "SANDBOX::INVALID_PARAMETER",
-                       "field 'networkPolicy': this server's sandboxes have no network "
-                       "([network] mode = \"none\")");
+                   "field 'networkPolicy': this server's sandboxes have no network "
+                   "([network] mode = \"none\")");
         osb_lc_create_failed(spec->id, "network", e.status, e.code, e.msg);
         osb_apierr_respond(req, &e);
         return;
@@ -383,8 +385,8 @@ void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_re
     else if (osb_rt_destroy(rt, s->id, &err) < 0) {
         osb_err_log("delete sandbox %s: %s", s->id, err.msg);
         if (req)
-            osb_apierr_reply(req, "SANDBOX::DELETE_FAILED",
-                                   "Failed to delete sandbox %s: %s", s->id, err.msg);
+            osb_apierr_reply(req, "SANDBOX::DELETE_FAILED", "Failed to delete sandbox %s: %s",
+                             s->id, err.msg);
         return;
     }
     forget(srv, s);
@@ -399,16 +401,16 @@ int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e
 {
     if (s->snapshotting)
         return osb_apierr(e, "SANDBOX::SNAPSHOT_IN_PROGRESS",
-                              "Sandbox %s is being snapshotted; try again in a moment.", s->id);
+                          "Sandbox %s is being snapshotted; try again in a moment.", s->id);
     if (s->state != OSB_ST_RUNNING || s->op)
         return osb_apierr(e, "SANDBOX::NOT_RUNNING",
-                              "Sandbox is not in a running state (sandbox %s is %s).", s->id,
-                              osb_state_name(s->state));
+                          "Sandbox is not in a running state (sandbox %s is %s).", s->id,
+                          osb_state_name(s->state));
     struct osb_err err = {0};
     struct osb_rt *rt = rt_of(srv, s, err.msg, sizeof err.msg);
     if (!rt || osb_rt_pause(rt, s->id, &err) < 0)
-        return osb_apierr(e, "SANDBOX::PAUSE_FAILED", "Failed to pause sandbox %s: %s",
-                              s->id, err.msg);
+        return osb_apierr(e, "SANDBOX::PAUSE_FAILED", "Failed to pause sandbox %s: %s", s->id,
+                          err.msg);
     osb_sbx_set_status(s, OSB_ST_PAUSED, "SANDBOX_PAUSED", "Sandbox is paused.", osb_now_us());
     return osb_sbx_save(srv, s, "Paused", "Sandbox paused (cgroup freezer).", e);
 }
@@ -417,16 +419,16 @@ int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *
 {
     if (s->snapshotting)
         return osb_apierr(e, "SANDBOX::SNAPSHOT_IN_PROGRESS",
-                              "Sandbox %s is being snapshotted; try again in a moment.", s->id);
+                          "Sandbox %s is being snapshotted; try again in a moment.", s->id);
     if (s->state != OSB_ST_PAUSED)
         return osb_apierr(e, "SANDBOX::NOT_PAUSED",
-                              "Sandbox is not in a paused state (sandbox %s is %s).", s->id,
-                              osb_state_name(s->state));
+                          "Sandbox is not in a paused state (sandbox %s is %s).", s->id,
+                          osb_state_name(s->state));
     struct osb_err err = {0};
     struct osb_rt *rt = rt_of(srv, s, err.msg, sizeof err.msg);
     if (!rt || osb_rt_resume(rt, s->id, &err) < 0)
-        return osb_apierr(e, "SANDBOX::RESUME_FAILED", "Failed to resume sandbox %s: %s",
-                              s->id, err.msg);
+        return osb_apierr(e, "SANDBOX::RESUME_FAILED", "Failed to resume sandbox %s: %s", s->id,
+                          err.msg);
     osb_sbx_set_status(s, OSB_ST_RUNNING, "SANDBOX_RUNNING", "Sandbox is running.", osb_now_us());
     return osb_sbx_save(srv, s, "Resumed", "Sandbox resumed.", e);
 }
@@ -579,8 +581,7 @@ static bool recover_one(struct osb_server *srv, struct osb_sbx *s)
         return false;
     case OSB_ST_TERMINATED:
     case OSB_ST_FAILED:
-    default:
-        return true;
+    default: return true;
     }
 }
 

@@ -39,22 +39,23 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: opensandbox-server [--config FILE]\n"
-            "       opensandbox-server --version\n"
-            "       opensandbox-server init-config PATH [--example native]\n"
-            "       opensandbox-server [--config FILE] image pull REF [--username U "
-            "--password-stdin] [--platform OS/ARCH]\n"
-            "       opensandbox-server [--config FILE] image list | image prune\n"
-            "       opensandbox-server [--config FILE] image rm NAME\n"
-            "       opensandbox-server [--config FILE] image import NAME FILE.tar\n"
-            "       opensandbox-server [--config FILE] image export NAME|SNAPSHOT_ID FILE.tar\n"
-            "       opensandbox-server [--config FILE] image push NAME|SNAPSHOT_ID REF [--username U "
-            "--password-stdin]\n"
-            "\n"
-            "The config file defaults to $SANDBOX_CONFIG_PATH, else ~/.sandbox.toml.\n"
-            "Environment: OPENSANDBOX_SERVER_API_KEY (overrides [server] api_key),\n"
-            "OPENSANDBOX_INSECURE_SERVER=YES (run without an API key), OSB_LOG_LEVEL.\n");
+    fprintf(
+        f,
+        "usage: opensandbox-server [--config FILE]\n"
+        "       opensandbox-server --version\n"
+        "       opensandbox-server init-config PATH [--example native]\n"
+        "       opensandbox-server [--config FILE] image pull REF [--username U "
+        "--password-stdin] [--platform OS/ARCH]\n"
+        "       opensandbox-server [--config FILE] image list | image prune\n"
+        "       opensandbox-server [--config FILE] image rm NAME\n"
+        "       opensandbox-server [--config FILE] image import NAME FILE.tar\n"
+        "       opensandbox-server [--config FILE] image export NAME|SNAPSHOT_ID FILE.tar\n"
+        "       opensandbox-server [--config FILE] image push NAME|SNAPSHOT_ID REF [--username U "
+        "--password-stdin]\n"
+        "\n"
+        "The config file defaults to $SANDBOX_CONFIG_PATH, else ~/.sandbox.toml.\n"
+        "Environment: OPENSANDBOX_SERVER_API_KEY (overrides [server] api_key),\n"
+        "OPENSANDBOX_INSECURE_SERVER=YES (run without an API key), OSB_LOG_LEVEL.\n");
 }
 
 static int fail(const char *what, const struct osb_err *err)
@@ -100,8 +101,10 @@ static int cmd_init_config(int argc, char **argv)
     struct osb_hostnet h;
     char subnet[20] = "10.88.0.0/16";
     if (osb_hostnet_scan(NULL, &h, &err) < 0 || osb_hostnet_free16(&h, subnet) < 0)
-        fprintf(stderr, "opensandbox-server: init-config: no free 10.X.0.0/16 found%s%s; "
-                        "writing subnet %s\n", err.msg[0] ? ": " : "", err.msg, subnet);
+        fprintf(stderr,
+                "opensandbox-server: init-config: no free 10.X.0.0/16 found%s%s; "
+                "writing subnet %s\n",
+                err.msg[0] ? ": " : "", err.msg, subnet);
     osb_hostnet_free(&h);
     if (osb_config_write_example(argv[optind], example, subnet, &err) < 0)
         return fail("init-config", &err);

@@ -74,7 +74,8 @@ static bool restricted(const struct osb_netglue *g, const struct nsb *n)
     return g->nft && n->has_policy && n->policy.default_action == OSB_POLICY_DENY;
 }
 
-static void allow_addr(struct osb_netglue *g, struct nsb *n, int family, const void *addr, unsigned prefix, uint32_t s)
+static void allow_addr(struct osb_netglue *g, struct nsb *n, int family, const void *addr,
+                       unsigned prefix, uint32_t s)
 {
     struct osb_err err = {0};
     if (osb_net_allow(g->net, n->slot.index, family, addr, prefix, s, &err) < 0 &&
@@ -158,8 +159,8 @@ static void on_learn(void *ud, const char *key, const char *name, int family, co
 
 static int start_dns(struct osb_netglue *g, struct nsb *n, struct osb_err *err)
 {
-    return osb_dns_serve(g->dns, n->id, n->gateway, n->has_policy ? &n->policy : NULL, on_learn,
-                         g, err);
+    return osb_dns_serve(g->dns, n->id, n->gateway, n->has_policy ? &n->policy : NULL, on_learn, g,
+                         err);
 }
 
 /* ------------------------------------------------------------ records */
@@ -463,8 +464,9 @@ static int describe_policy(const struct osb_server *srv, const struct nsb *n, st
     if (!n->has_policy)
         return osb_buf_adds(b, "egress policy: none (every destination is allowed but the "
                                "blocked ones above)\n");
-    int rc = osb_buf_addf(b, "egress policy: default %s, %zu rule%s, mode %s, enforced by %s "
-                             "(%s)\n",
+    int rc = osb_buf_addf(b,
+                          "egress policy: default %s, %zu rule%s, mode %s, enforced by %s "
+                          "(%s)\n",
                           osb_policy_action_str(n->policy.default_action), n->policy.nrules,
                           n->policy.nrules == 1 ? "" : "s",
                           osb_policy_mode_str(osb_policy_mode(&n->policy)), enforcement(g),
@@ -485,15 +487,18 @@ int osb_network_diag(const struct osb_server *srv, const struct osb_sbx *s, stru
     const struct nsb *n = find(g, s->id);
     if (!n)
         return rc | osb_buf_adds(b, "The sandbox holds no network now (it is not running).\n");
-    rc |= osb_buf_addf(b, "sandbox address: %s/%u on %s\ngateway: %s (host link %s)\n"
-                          "DNS: %s:53, the server's forwarder on the gateway, upstream %s\n"
-                          "outbound: NAT through the host; other sandboxes, host services (but "
-                          "this DNS) and 169.254.0.0/16 are blocked\n",
+    rc |= osb_buf_addf(b,
+                       "sandbox address: %s/%u on %s\ngateway: %s (host link %s)\n"
+                       "DNS: %s:53, the server's forwarder on the gateway, upstream %s\n"
+                       "outbound: NAT through the host; other sandboxes, host services (but "
+                       "this DNS) and 169.254.0.0/16 are blocked\n",
                        n->address, n->slot.prefix_len, n->slot.sandbox_ifname, n->gateway,
                        n->slot.host_ifname, n->gateway, g->upstreams);
     if (g->bridge)
-        rc |= osb_buf_addf(b, "endpoints: the sandbox's own address (%s:<port>); ports 44772 "
-                              "and 18080 through the server proxy\n", n->address);
+        rc |= osb_buf_addf(b,
+                           "endpoints: the sandbox's own address (%s:<port>); ports 44772 "
+                           "and 18080 through the server proxy\n",
+                           n->address);
     else
         rc |= osb_buf_adds(b, "endpoints: through the server proxy "
                               "(/sandboxes/<id>/proxy/<port>)\n");

@@ -21,7 +21,7 @@ struct attempt {
 };
 
 #define ATTEMPT_OF(ptr, member) \
-    ((struct attempt *)(void *)((char *)(ptr) - offsetof(struct attempt, member)))
+    ((struct attempt *)(void *)((char *)(ptr)-offsetof(struct attempt, member)))
 
 struct osb_ping {
     uv_loop_t *loop;
@@ -30,9 +30,9 @@ struct osb_ping {
     int64_t deadline;
     osb_ping_cb cb;
     void *ud;
-    struct attempt *a;   /* the attempt in flight, if any */
-    int handles;         /* open uv handles (timer + attempt pipe) */
-    bool done;           /* result delivered or cancelled */
+    struct attempt *a; /* the attempt in flight, if any */
+    int handles;       /* open uv handles (timer + attempt pipe) */
+    bool done;         /* result delivered or cancelled */
     char why[128];
 };
 
@@ -130,8 +130,9 @@ static void on_connect(uv_connect_t *c, int status)
 {
     struct attempt *a = ATTEMPT_OF(c, conn);
     if (a->p->done || status < 0) {
-        attempt_end(a, -1, status == UV_ENOENT ? "execd socket not there yet"
-                                                : "execd socket refused the connection");
+        attempt_end(a, -1,
+                    status == UV_ENOENT ? "execd socket not there yet"
+                                        : "execd socket refused the connection");
         return;
     }
     uv_buf_t b = uv_buf_init(a->req, (unsigned)strlen(a->req));

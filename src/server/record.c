@@ -3,16 +3,15 @@
 #include "common/log.h"
 #include "server/server.h"
 
-int osb_sbx_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type,
-                 const char *ev_msg, struct osb_apierr *e)
+int osb_sbx_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type, const char *ev_msg,
+                 struct osb_apierr *e)
 {
     struct osb_err err = {0};
     if (osb_store_put(srv->store, s, ev_type, ev_msg, &err) == 0)
         return 0;
     osb_err_log("store sandbox %s: %s", s->id, err.msg);
     if (e)
-        osb_apierr(e, "SANDBOX::STORE_FAILED", "Could not record sandbox %s: %s", s->id,
-                       err.msg);
+        osb_apierr(e, "SANDBOX::STORE_FAILED", "Could not record sandbox %s: %s", s->id, err.msg);
     return -1;
 }
 

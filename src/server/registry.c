@@ -8,9 +8,8 @@
 #include "common/xalloc.h"
 
 static const char *const state_names[OSB_ST_COUNT] = {
-    [OSB_ST_PENDING] = "Pending", [OSB_ST_RUNNING] = "Running",
-    [OSB_ST_PAUSED] = "Paused",   [OSB_ST_STOPPING] = "Stopping",
-    [OSB_ST_TERMINATED] = "Terminated", [OSB_ST_FAILED] = "Failed",
+    [OSB_ST_PENDING] = "Pending",   [OSB_ST_RUNNING] = "Running",       [OSB_ST_PAUSED] = "Paused",
+    [OSB_ST_STOPPING] = "Stopping", [OSB_ST_TERMINATED] = "Terminated", [OSB_ST_FAILED] = "Failed",
 };
 
 const char *osb_state_name(enum osb_sbx_state st)

@@ -29,21 +29,21 @@ struct osb_create_op; /* lifecycle.c: a create in flight */
 
 struct osb_sbx {
     char id[64];
-    char token[65];              /* execd access token (hex) */
+    char token[65]; /* execd access token (hex) */
     enum osb_sbx_state state;
-    char *reason, *message;      /* may be NULL */
+    char *reason, *message; /* may be NULL */
     int64_t created_us, transition_us;
-    int64_t expires_us;          /* 0 = manual cleanup */
-    json_t *spec;                /* osb_spec_record(): image, entrypoint, platform, ... */
-    json_t *metadata;            /* object of strings */
-    char runtime[32];            /* the backend it runs on (runtime.h's table) */
-    char image[256];             /* the stored name of its image ("" unknown), for
+    int64_t expires_us; /* 0 = manual cleanup */
+    json_t *spec;       /* osb_spec_record(): image, entrypoint, platform, ... */
+    json_t *metadata;   /* object of strings */
+    char runtime[32];   /* the backend it runs on (runtime.h's table) */
+    char image[256];    /* the stored name of its image ("" unknown), for
                                     "image in use" */
     struct osb_rt_handle handle;
     bool has_handle;
-    struct osb_create_op *op;    /* non-NULL while creating */
-    int snapshotting;            /* snapshots being taken (it is frozen meanwhile) */
-    struct osb_sbx *hnext;       /* hash chain */
+    struct osb_create_op *op; /* non-NULL while creating */
+    int snapshotting;         /* snapshots being taken (it is frozen meanwhile) */
+    struct osb_sbx *hnext;    /* hash chain */
 };
 
 struct osb_sbx *osb_sbx_new(const char *id);

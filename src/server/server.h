@@ -32,16 +32,16 @@ struct osb_server {
     const struct osb_config *cfg;
     struct osb_rt *rts[OSB_SRV_MAX_BACKENDS]; /* opened backends (backends.c) */
     size_t n_rts;
-    struct osb_rt *rt;            /* the one new sandboxes run on: [runtime] type */
-    struct osb_istore *images;    /* the image store (pulled, imported, snapshots) */
-    struct osb_pull *pulls;       /* pulls in flight (server/pull.c) */
-    struct osb_snaps *snaps;      /* snapshot records (server/snapshots.c) */
+    struct osb_rt *rt;         /* the one new sandboxes run on: [runtime] type */
+    struct osb_istore *images; /* the image store (pulled, imported, snapshots) */
+    struct osb_pull *pulls;    /* pulls in flight (server/pull.c) */
+    struct osb_snaps *snaps;   /* snapshot records (server/snapshots.c) */
     struct osb_store *store;
     struct osb_sbx_index *reg;
     struct osb_http_server *http;
     uv_timer_t ttl_timer;
-    int port;                     /* bound TCP port */
-    const char *api_key;          /* NULL: no authentication (insecure mode) */
+    int port;            /* bound TCP port */
+    const char *api_key; /* NULL: no authentication (insecure mode) */
     struct osb_spec_limits limits;
     int64_t ready_timeout_ms;     /* how long execd gets to answer /ping */
     struct osb_vol_job *vol_jobs; /* claims being made or mounted (server/volumes.c) */
@@ -78,8 +78,8 @@ void osb_lc_close(struct osb_server *srv);
  * (a failure is only logged). */
 void osb_sbx_record(struct osb_server *srv, struct osb_sbx *s, const char *ev_type,
                     const char *ev_msg);
-int osb_sbx_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type,
-                 const char *ev_msg, struct osb_apierr *e) OSB_MUST_CHECK;
+int osb_sbx_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type, const char *ev_msg,
+                 struct osb_apierr *e) OSB_MUST_CHECK;
 
 /* ---- backends.c ---- */
 /* Open the configured backend ([runtime] type) as srv->rt. */
@@ -87,7 +87,8 @@ int osb_backends_open(struct osb_server *srv, struct osb_err *err) OSB_MUST_CHEC
 void osb_backends_close(struct osb_server *srv);
 /* The opened backend named name, or NULL (then msg gets why, naming the
  * backends this server has). */
-struct osb_rt *osb_backend_get(struct osb_server *srv, const char *name, char *msg, size_t n) OSB_MUST_CHECK;
+struct osb_rt *osb_backend_get(struct osb_server *srv, const char *name, char *msg,
+                               size_t n) OSB_MUST_CHECK;
 
 /* ---- images.c ---- */
 /* Whether a sandbox record that still holds its runtime state (Pending,

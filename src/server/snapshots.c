@@ -23,12 +23,12 @@ struct snap {
     struct osb_server *srv;
     char id[37];
     char sandbox_id[64];
-    char *name;                 /* NULL when none was given */
+    char *name; /* NULL when none was given */
     enum snap_state state;
     char *reason, *message;
     int64_t created_us, transition_us;
-    char layer[4096];           /* the copied writable layer's dir */
-    char base[256];             /* the image the sandbox ran */
+    char layer[4096]; /* the copied writable layer's dir */
+    char base[256];   /* the image the sandbox ran */
 };
 
 /* The server's snapshots (srv->snaps), newest first: the list order is
@@ -170,7 +170,7 @@ int osb_snaps_image_for(struct osb_server *srv, const char *id, char *image, siz
         return osb_apierr(e, "SNAPSHOT::NOT_FOUND", "Snapshot %s not found.", id);
     if (sn->state != SNAP_READY)
         return osb_apierr(e, "SNAPSHOT::NOT_READY", "Snapshot %s is %s, not Ready.", id,
-                              state_names[sn->state]);
+                          state_names[sn->state]);
     snprintf(image, n, OSB_SNAP_IMAGE_PREFIX "%s", id);
     return 0;
 }
@@ -211,8 +211,7 @@ static int base_of(struct osb_server *srv, const struct osb_sbx *s, char *out, s
         snprintf(out, n, OSB_SNAP_IMAGE_PREFIX "%s", snap);
         return 0;
     }
-    const char *uri =
-        json_string_value(json_object_get(json_object_get(s->spec, "image"), "uri"));
+    const char *uri = json_string_value(json_object_get(json_object_get(s->spec, "image"), "uri"));
     if (!uri || strcmp(uri, "host") == 0) {
         snprintf(out, n, "host");
         return 0;
@@ -301,14 +300,13 @@ static int create_body(struct osb_http_req *req, char **name)
 
 /* The copy is the image store's (the runtime only freezes and hands over
  * the writable layer). */
-static int snapshot(struct osb_server *srv, struct osb_sbx *s, struct snap *sn,
-                    struct osb_err *err)
+static int snapshot(struct osb_server *srv, struct osb_sbx *s, struct snap *sn, struct osb_err *err)
 {
     struct osb_rt *rt = osb_backend_get(srv, s->runtime, err->msg, sizeof err->msg);
     if (!rt)
         return osb_err_set(err, OSB_E_UNSUPPORTED, "%s", err->msg);
-    return osb_rt_snapshot(rt, s->id, &s->handle, sn->layer, osb_layer_copy_tree, on_snapshot,
-                           sn, err);
+    return osb_rt_snapshot(rt, s->id, &s->handle, sn->layer, osb_layer_copy_tree, on_snapshot, sn,
+                           err);
 }
 
 static void h_create(struct osb_http_req *req, void *ud)
@@ -321,8 +319,8 @@ static void h_create(struct osb_http_req *req, void *ud)
     if (s->state != OSB_ST_RUNNING || s->op || !s->has_handle) {
         free(name);
         osb_apierr_reply(req, "SNAPSHOT::INVALID_SOURCE_STATE",
-                               "Sandbox %s is %s; only a Running sandbox can be snapshotted.",
-                               s->id, osb_state_name(s->state));
+                         "Sandbox %s is %s; only a Running sandbox can be snapshotted.", s->id,
+                         osb_state_name(s->state));
         return;
     }
     struct snap *sn = osb_xcalloc(1, sizeof *sn);
@@ -363,8 +361,7 @@ static struct snap *find_or_404(struct osb_server *srv, struct osb_http_req *req
     const char *id = osb_http_req_param(req, "id");
     struct snap *sn = id ? find(srv, id) : NULL;
     if (!sn)
-        osb_apierr_reply(req, "SNAPSHOT::NOT_FOUND", "Snapshot %s not found.",
-                               id ? id : "");
+        osb_apierr_reply(req, "SNAPSHOT::NOT_FOUND", "Snapshot %s not found.", id ? id : "");
     return sn;
 }
 
@@ -415,8 +412,9 @@ static void h_list(struct osb_http_req *req, void *ud)
             json_array_append_new(items, snap_json(sn));
         total++;
     }
-    osb_http_respond_json(req, 200, json_pack("{s:o,s:o}", "items", items, "pagination",
-                                              osb_api_pagination(page, size, total)));
+    osb_http_respond_json(req, 200,
+                          json_pack("{s:o,s:o}", "items", items, "pagination",
+                                    osb_api_pagination(page, size, total)));
 }
 
 static void h_delete(struct osb_http_req *req, void *ud)
@@ -426,8 +424,8 @@ static void h_delete(struct osb_http_req *req, void *ud)
     if (!sn)
         return;
     if (sn->state == SNAP_CREATING) {
-        osb_apierr_reply(req, "SNAPSHOT::INVALID_STATE",
-                               "Snapshot %s is still being created.", sn->id);
+        osb_apierr_reply(req, "SNAPSHOT::INVALID_STATE", "Snapshot %s is still being created.",
+                         sn->id);
         return;
     }
     char name[256], by[80];
@@ -435,22 +433,21 @@ static void h_delete(struct osb_http_req *req, void *ud)
     struct osb_err err = {0};
     if (sn->state == SNAP_READY) {
         if (osb_images_used_by(srv->reg, name, by, sizeof by)) {
-            osb_apierr_reply(req, "SNAPSHOT::IN_USE",
-                                   "Snapshot %s is in use by sandbox %s.", sn->id, by);
+            osb_apierr_reply(req, "SNAPSHOT::IN_USE", "Snapshot %s is in use by sandbox %s.",
+                             sn->id, by);
             return;
         }
         if (osb_istore_remove(srv->images, name, osb_images_in_use_cb, srv->reg, &err) < 0 &&
             err.code != OSB_E_NOTFOUND) {
             bool busy = err.code == OSB_E_EXISTS;
             osb_apierr_reply(req, busy ? "SNAPSHOT::IN_USE" : "SNAPSHOT::DELETE_FAILED",
-                                   "Snapshot %s: %s", sn->id, err.msg);
+                             "Snapshot %s: %s", sn->id, err.msg);
             return;
         }
         osb_istore_discard_layer(srv->images, sn->layer);
     }
     if (osb_store_snap_delete(srv->store, sn->id, &err) < 0) {
-        osb_apierr_reply(req, "SNAPSHOT::DELETE_FAILED", "Snapshot %s: %s", sn->id,
-                               err.msg);
+        osb_apierr_reply(req, "SNAPSHOT::DELETE_FAILED", "Snapshot %s: %s", sn->id, err.msg);
         return;
     }
     unlink_snap(sn);

@@ -135,7 +135,7 @@ static int parse_auth(json_t *img, struct osb_create_spec *out, struct osb_apier
     json_t *u = field(auth, "username"), *p = field(auth, "password");
     if (!json_is_string(u) || !json_is_string(p))
         return osb_apierr(e, BAD,
-                              "field 'image.auth' needs string fields 'username' and 'password'");
+                          "field 'image.auth' needs string fields 'username' and 'password'");
     out->auth_user = osb_xstrdup(json_string_value(u));
     out->auth_pass = osb_xstrdup(json_string_value(p));
     return 0;
@@ -222,9 +222,9 @@ static int parse_limit_cpu(const char *s, struct osb_create_spec *out, struct os
 {
     if (osb_quantity_millicpu(s, &out->sb.cpu_millicores) < 0 || out->sb.cpu_millicores <= 0)
         return osb_apierr(e, BAD,
-                              "field 'resourceLimits.cpu': '%s' is not a CPU quantity (e.g. "
-                              "\"500m\", \"1\", \"2.5\")",
-                              s);
+                          "field 'resourceLimits.cpu': '%s' is not a CPU quantity (e.g. "
+                          "\"500m\", \"1\", \"2.5\")",
+                          s);
     if (out->sb.cpu_millicores > OSB_LIMIT_MAX_CPU_MILLIS)
         return osb_apierr(e, BAD, "field 'resourceLimits.cpu': '%s' is too large", s);
     return 0;
@@ -234,12 +234,12 @@ static int parse_limit_bytes(const char *key, const char *s, int64_t *dst, struc
 {
     if (osb_quantity_bytes(s, dst) < 0)
         return osb_apierr(e, BAD,
-                              "field 'resourceLimits.%s': '%s' is not a byte quantity (e.g. "
-                              "\"512Mi\", \"2Gi\", \"1G\", \"1048576\")",
-                              key, s);
+                          "field 'resourceLimits.%s': '%s' is not a byte quantity (e.g. "
+                          "\"512Mi\", \"2Gi\", \"1G\", \"1048576\")",
+                          key, s);
     if (*dst < OSB_LIMIT_MIN_MEMORY)
-        return osb_apierr(e, BAD,
-                              "field 'resourceLimits.%s': '%s' is below the minimum of 4Mi", key, s);
+        return osb_apierr(e, BAD, "field 'resourceLimits.%s': '%s' is below the minimum of 4Mi",
+                          key, s);
     return 0;
 }
 
@@ -248,9 +248,8 @@ static int parse_limit_pids(const char *s, struct osb_create_spec *out, struct o
     char *end;
     long long v = strtoll(s, &end, 10);
     if (!*s || *end || v < OSB_LIMIT_MIN_PIDS || v > OSB_LIMIT_MAX_PIDS)
-        return osb_apierr(e, BAD,
-                              "field 'resourceLimits.pids': '%s' must be an integer in %d..%d", s,
-                              OSB_LIMIT_MIN_PIDS, OSB_LIMIT_MAX_PIDS);
+        return osb_apierr(e, BAD, "field 'resourceLimits.pids': '%s' must be an integer in %d..%d",
+                          s, OSB_LIMIT_MIN_PIDS, OSB_LIMIT_MAX_PIDS);
     out->sb.pids_max = v;
     return 0;
 }
@@ -270,9 +269,9 @@ static int parse_limit(const char *key, const char *s, struct osb_create_spec *o
         if (strcmp(s, "0") == 0)
             return 0;
         return osb_apierr(e, BAD,
-                              "field 'resourceLimits.%s': GPUs are not available on the native "
-                              "runtime",
-                              key);
+                          "field 'resourceLimits.%s': GPUs are not available on the native "
+                          "runtime",
+                          key);
     }
     return 0; /* other keys (k8s extended resources) are ignored, as upstream does */
 }
@@ -303,17 +302,16 @@ static int parse_timeout(json_t *body, const struct osb_spec_limits *lim,
     if (!t)
         return 0; /* omitted or null: manual cleanup */
     if (!json_is_integer(t))
-        return osb_apierr(e, BAD,
-                              "field 'timeout' must be an integer number of seconds or null");
+        return osb_apierr(e, BAD, "field 'timeout' must be an integer number of seconds or null");
     json_int_t v = json_integer_value(t);
     if (v < lim->min_timeout_s)
         return osb_apierr(e, BAD, "field 'timeout' must be at least %lld seconds (got %lld)",
-                              (long long)lim->min_timeout_s, (long long)v);
+                          (long long)lim->min_timeout_s, (long long)v);
     if (lim->max_timeout_s > 0 && v > lim->max_timeout_s)
         return osb_apierr(e, BAD,
-                              "field 'timeout' must be at most %lld seconds "
-                              "(server.max_sandbox_timeout_seconds; got %lld)",
-                              (long long)lim->max_timeout_s, (long long)v);
+                          "field 'timeout' must be at most %lld seconds "
+                          "(server.max_sandbox_timeout_seconds; got %lld)",
+                          (long long)lim->max_timeout_s, (long long)v);
     /* A century: keeps expiresAt arithmetic far from overflow. */
     if (v > 100LL * 365 * 86400)
         return osb_apierr(e, BAD, "field 'timeout' is too large (got %lld)", (long long)v);
@@ -369,7 +367,7 @@ static int parse_metadata(json_t *body, struct osb_create_spec *out, struct osb_
             return osb_apierr(e, code, "field 'metadata.%s' must be a string", k);
         if (osb_label_reserved(k))
             return osb_apierr(e, code,
-                                  "metadata key '%s' uses the reserved prefix 'opensandbox.io/'", k);
+                              "metadata key '%s' uses the reserved prefix 'opensandbox.io/'", k);
         char msg[400];
         if (osb_label_check(k, json_string_value(v), msg, sizeof msg) < 0)
             return osb_apierr(e, code, "%s", msg);
@@ -385,16 +383,16 @@ static int platform_field(json_t *p, const char *key, const char *const *allowed
     if (!v)
         return osb_apierr(e, BAD, "field 'platform.%s' is required", key);
     if (!json_is_string(v) || json_string_length(v) >= n)
-        return osb_apierr(e, BAD, "field 'platform.%s' must be one of %s, %s", key,
-                              allowed[0], allowed[1]);
+        return osb_apierr(e, BAD, "field 'platform.%s' must be one of %s, %s", key, allowed[0],
+                          allowed[1]);
     const char *s = json_string_value(v);
     size_t i = 0;
     for (; s[i]; i++)
         buf[i] = (char)tolower((unsigned char)s[i]);
     buf[i] = '\0';
     if (strcmp(buf, allowed[0]) != 0 && strcmp(buf, allowed[1]) != 0)
-        return osb_apierr(e, BAD, "field 'platform.%s' must be one of %s, %s (got '%s')",
-                              key, allowed[0], allowed[1], s);
+        return osb_apierr(e, BAD, "field 'platform.%s' must be one of %s, %s (got '%s')", key,
+                          allowed[0], allowed[1], s);
     return 0;
 }
 
@@ -423,7 +421,7 @@ static int parse_platform(json_t *body, struct osb_create_spec *out, struct osb_
         return osb_apierr(e, BAD, "field 'platform.os': only linux sandboxes are supported");
     if (strcmp(arch, host_arch()) != 0)
         return osb_apierr(e, BAD, "field 'platform.arch': this server runs %s sandboxes only",
-                              host_arch());
+                          host_arch());
     out->platform = json_pack("{s:s,s:s}", "os", os, "arch", arch);
     return 0;
 }
@@ -485,7 +483,8 @@ static bool vol_name_ok(const char *s)
         return false;
     for (size_t i = 0; i < n; i++) {
         bool edge = i == 0 || i == n - 1;
-        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || (s[i] == '-' && !edge)))
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) ||
+              (s[i] == '-' && !edge)))
             return false;
     }
     return true;
@@ -624,12 +623,12 @@ static int pvc_size(const char *st, size_t i, int64_t *out, struct osb_apierr *e
 {
     if (osb_quantity_bytes(st, out) < 0)
         return osb_apierr(e, "VOLUME::INVALID_SIZE",
-                              "field 'volumes[%zu].pvc.storage': '%s' is too large", i, st);
+                          "field 'volumes[%zu].pvc.storage': '%s' is too large", i, st);
     if (*out < OSB_CLAIM_MIN_BYTES)
         return osb_apierr(e, "VOLUME::INVALID_SIZE",
-                              "field 'volumes[%zu].pvc.storage': '%s' is below the smallest "
-                              "claim, %lld bytes (8Mi)",
-                              i, st, (long long)OSB_CLAIM_MIN_BYTES);
+                          "field 'volumes[%zu].pvc.storage': '%s' is below the smallest "
+                          "claim, %lld bytes (8Mi)",
+                          i, st, (long long)OSB_CLAIM_MIN_BYTES);
     return 0;
 }
 
@@ -646,7 +645,8 @@ static int parse_pvc(json_t *c, size_t i, struct osb_volume *v, struct osb_apier
                     "alphanumerics, '-' and '.', at most 253 characters)",
                     i, claim);
     if (vol_bool(c, "createIfNotExists", i, "pvc.", true, &v->pvc.create, e) < 0 ||
-        vol_bool(c, "deleteOnSandboxTermination", i, "pvc.", false, &v->pvc.delete_on_term, e) < 0 ||
+        vol_bool(c, "deleteOnSandboxTermination", i, "pvc.", false, &v->pvc.delete_on_term, e) <
+            0 ||
         vol_str(c, "storageClass", i, "pvc.", false, &sc, e) < 0 ||
         vol_str(c, "storage", i, "pvc.", false, &st, e) < 0 ||
         vol_strings(c, "accessModes", i, "pvc.", &v->pvc.access_modes, e) < 0)
@@ -685,9 +685,9 @@ static int parse_ossfs(json_t *o, size_t i, struct osb_apierr *e)
         return -1;
     json_decref(opts);
     return osb_apierr(e, "VOLUME::UNSUPPORTED_BACKEND",
-                          "field 'volumes[%zu].ossfs': ossfs volumes are not supported by this "
-                          "runtime (use a host or pvc volume)",
-                          i);
+                      "field 'volumes[%zu].ossfs': ossfs volumes are not supported by this "
+                      "runtime (use a host or pvc volume)",
+                      i);
 }
 
 static int parse_backend(json_t *o, size_t i, struct osb_volume *v, struct osb_apierr *e)
@@ -715,7 +715,8 @@ static int parse_volume(json_t *o, size_t i, struct osb_volume *v, struct osb_ap
                     "'-', starting and ending with an alphanumeric",
                     i, name);
     v->name = osb_xstrdup(name);
-    if (parse_mount_path(o, i, v, e) < 0 || vol_bool(o, "readOnly", i, "", false, &v->read_only, e) < 0 ||
+    if (parse_mount_path(o, i, v, e) < 0 ||
+        vol_bool(o, "readOnly", i, "", false, &v->read_only, e) < 0 ||
         parse_sub_path(o, i, v, e) < 0)
         return -1;
     return parse_backend(o, i, v, e);
@@ -773,8 +774,8 @@ static void volume_free(struct osb_volume *v)
 
 static json_t *volume_record(const struct osb_volume *v)
 {
-    json_t *r = json_pack("{s:s,s:s,s:b}", "name", v->name, "mountPath", v->mount_path,
-                          "readOnly", v->read_only);
+    json_t *r = json_pack("{s:s,s:s,s:b}", "name", v->name, "mountPath", v->mount_path, "readOnly",
+                          v->read_only);
     if (v->sub_path)
         json_object_set_new(r, "subPath", json_string(v->sub_path));
     if (v->backend == OSB_VOL_HOST) {
@@ -827,17 +828,17 @@ static int parse_unsupported(json_t *body, struct osb_apierr *e)
             return osb_apierr(e, BAD, "field 'credentialProxy.enabled' must be a boolean");
         if (json_is_true(en))
             return osb_apierr(e, "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED",
-                                  "field 'credentialProxy': the credential proxy is not implemented "
-                                  "by this server yet");
+                              "field 'credentialProxy': the credential proxy is not implemented "
+                              "by this server yet");
     }
     if ((v = field(body, "secureAccess"))) {
         if (!json_is_boolean(v))
             return osb_apierr(e, BAD, "field 'secureAccess' must be a boolean");
         if (json_is_true(v))
             return osb_apierr(e, BAD,
-                                  "field 'secureAccess': secure access is only available with the "
-                                  "Kubernetes gateway; this server protects execd with a per-sandbox "
-                                  "token instead");
+                              "field 'secureAccess': secure access is only available with the "
+                              "Kubernetes gateway; this server protects execd with a per-sandbox "
+                              "token instead");
     }
     return 0;
 }
@@ -858,16 +859,16 @@ static int parse_extensions(json_t *body, struct osb_apierr *e)
     }
     if (field(x, "poolRef"))
         return osb_apierr(e, "SANDBOX::UNSUPPORTED_POOL_REF",
-                              "field 'extensions.poolRef': pools are only available with the "
-                              "Kubernetes runtime");
+                          "field 'extensions.poolRef': pools are only available with the "
+                          "Kubernetes runtime");
     json_t *ext = field(x, "access.renew.extend.seconds");
     if (ext) {
         char *end;
         long long s = strtoll(json_string_value(ext), &end, 10);
         if (*end || end == json_string_value(ext) || s < 300 || s > 86400)
             return osb_apierr(e, BAD,
-                                  "field 'extensions.access.renew.extend.seconds' must be an "
-                                  "integer in 300..86400");
+                              "field 'extensions.access.renew.extend.seconds' must be an "
+                              "integer in 300..86400");
     }
     return 0;
 }

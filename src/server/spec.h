@@ -18,12 +18,12 @@
 enum osb_vol_backend { OSB_VOL_HOST, OSB_VOL_PVC };
 
 struct osb_volume {
-    char *name;                /* [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63, unique */
-    char *mount_path;          /* absolute, normalized, not "/" nor reserved */
-    char *sub_path;            /* NULL or relative, normalized, no ".." */
+    char *name;       /* [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63, unique */
+    char *mount_path; /* absolute, normalized, not "/" nor reserved */
+    char *sub_path;   /* NULL or relative, normalized, no ".." */
     bool read_only;
     enum osb_vol_backend backend;
-    char *host_path;           /* host: absolute, normalized, no ".." */
+    char *host_path; /* host: absolute, normalized, no ".." */
     struct {
         char *claim;           /* DNS subdomain, <= 253 */
         bool create;           /* createIfNotExists (default true) */
@@ -38,16 +38,16 @@ struct osb_volume {
                                   removed on termination, as upstream does) */
     } pvc;
     /* Filled by osb_vol_prepare (server/volumes.c): what the runtime mounts. */
-    char *src_root;            /* the allowed root, or the claim's data directory */
-    char *src_rel;             /* host path relative to src_root ("" = itself) */
+    char *src_root; /* the allowed root, or the claim's data directory */
+    char *src_rel;  /* host path relative to src_root ("" = itself) */
 };
 
 struct osb_policy;
 
 struct osb_create_spec {
-    char *image;               /* image.uri; NULL with snapshot_id */
-    char *snapshot_id;         /* snapshotId (a restore), or NULL */
-    char *auth_user;           /* image.auth: used for the pull only, never stored */
+    char *image;       /* image.uri; NULL with snapshot_id */
+    char *snapshot_id; /* snapshotId (a restore), or NULL */
+    char *auth_user;   /* image.auth: used for the pull only, never stored */
     char *auth_pass;
     struct osb_policy *network_policy; /* networkPolicy, parsed (src/net/policy.h), or
                                           NULL: no egress policy */
@@ -60,20 +60,20 @@ struct osb_create_spec {
      * defaults; the create (lifecycle.c) the id, token, volumes and
      * network slot. */
     struct osb_sandbox_spec sb;
-    struct osb_image_res img;  /* the image, resolved once (osb_spec_resolve) */
-    const char *runtime;       /* the backend to run on (a constant name; set by the server) */
-    int64_t timeout_s;         /* 0 = manual cleanup */
-    json_t *metadata;          /* object of strings, never NULL */
-    json_t *platform;          /* NULL or {"os","arch"} lower-cased */
-    json_t *resource_limits;   /* NULL or the map as given */
+    struct osb_image_res img; /* the image, resolved once (osb_spec_resolve) */
+    const char *runtime;      /* the backend to run on (a constant name; set by the server) */
+    int64_t timeout_s;        /* 0 = manual cleanup */
+    json_t *metadata;         /* object of strings, never NULL */
+    json_t *platform;         /* NULL or {"os","arch"} lower-cased */
+    json_t *resource_limits;  /* NULL or the map as given */
     struct osb_volume *volumes;
     size_t n_volumes;
-    char id[37];               /* the sandbox id (a uuid4), set by the handler after parsing */
+    char id[37]; /* the sandbox id (a uuid4), set by the handler after parsing */
 };
 
 struct osb_spec_limits {
-    int64_t min_timeout_s;     /* 60 unless a test lowers it */
-    int64_t max_timeout_s;     /* 0 = no cap */
+    int64_t min_timeout_s; /* 60 unless a test lowers it */
+    int64_t max_timeout_s; /* 0 = no cap */
 };
 
 /* body: the parsed request object (borrowed). On success out owns copies;

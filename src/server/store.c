@@ -20,10 +20,10 @@ static const char schema[] =
     " message TEXT,"
     " created_us INTEGER NOT NULL,"
     " transition_us INTEGER NOT NULL,"
-    " expires_us INTEGER,"            /* NULL: manual cleanup */
+    " expires_us INTEGER," /* NULL: manual cleanup */
     " metadata TEXT NOT NULL,"
     " token TEXT NOT NULL,"
-    " pid INTEGER,"                   /* runtime handle; NULL until started */
+    " pid INTEGER," /* runtime handle; NULL until started */
     " start_time INTEGER,"
     " sock_path TEXT,"
     " log_path TEXT);"
@@ -113,8 +113,8 @@ static int add_columns(struct osb_store *st, const char *path, struct osb_err *e
 int osb_store_open(const char *path, struct osb_store **out, struct osb_err *err)
 {
     struct osb_store *st = osb_xcalloc(1, sizeof *st);
-    int rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                                SQLITE_OPEN_NOMUTEX, NULL);
+    int rc = sqlite3_open_v2(
+        path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         osb_err_set(err, OSB_E_SYS, "open database `%s`: %s", path,
                     st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));

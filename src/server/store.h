@@ -29,12 +29,13 @@ int osb_store_delete(struct osb_store *st, const char *id, struct osb_err *err) 
 
 /* Every stored record, each handed to cb (which takes ownership). */
 typedef void (*osb_store_load_cb)(void *ud, struct osb_sbx *s);
-int osb_store_load(struct osb_store *st, osb_store_load_cb cb, void *ud, struct osb_err *err) OSB_MUST_CHECK;
+int osb_store_load(struct osb_store *st, osb_store_load_cb cb, void *ud,
+                   struct osb_err *err) OSB_MUST_CHECK;
 
 struct osb_store_event {
     int64_t ts_us;
     char *type;
-    char *message;   /* may be NULL */
+    char *message; /* may be NULL */
 };
 /* The last `limit` events of a sandbox, oldest first. *out is an array the
  * caller frees with osb_store_events_free. */
@@ -48,7 +49,8 @@ int osb_store_snap_put(struct osb_store *st, const char *id, const json_t *recor
 int osb_store_snap_delete(struct osb_store *st, const char *id, struct osb_err *err) OSB_MUST_CHECK;
 /* Every record, each lent to cb. */
 typedef void (*osb_store_snap_cb)(void *ud, json_t *record);
-int osb_store_snap_load(struct osb_store *st, osb_store_snap_cb cb, void *ud, struct osb_err *err) OSB_MUST_CHECK;
+int osb_store_snap_load(struct osb_store *st, osb_store_snap_cb cb, void *ud,
+                        struct osb_err *err) OSB_MUST_CHECK;
 
 /* Events kept per sandbox; older ones are dropped as new ones arrive. */
 #define OSB_STORE_MAX_EVENTS 1000

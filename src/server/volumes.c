@@ -60,9 +60,10 @@ static int resolve_error(const struct osb_volume *v, size_t i, const char *what,
                           i, what, rel, base, v->name);
     if (en == ENOENT || en == ENOTDIR)
         return osb_apierr(e, NOT_FOUND,
-                          "field 'volumes[%zu].%s': '%s' does not exist in '%s' (volume '%s')",
-                          i, what, rel, base, v->name);
-    return osb_apierr(e, BAD, "field 'volumes[%zu].%s': cannot open '%s' in '%s' (volume "
+                          "field 'volumes[%zu].%s': '%s' does not exist in '%s' (volume '%s')", i,
+                          what, rel, base, v->name);
+    return osb_apierr(e, BAD,
+                      "field 'volumes[%zu].%s': cannot open '%s' in '%s' (volume "
                       "'%s'): %s",
                       i, what, rel, base, v->name, strerror(en));
 }
@@ -73,8 +74,8 @@ static int check_kind(int fd, const struct osb_volume *v, size_t i, struct osb_a
     if (fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
         return 0;
     return osb_apierr(e, BAD,
-                      "field 'volumes[%zu]': volume '%s' must be a directory or a regular file",
-                      i, v->name);
+                      "field 'volumes[%zu]': volume '%s' must be a directory or a regular file", i,
+                      v->name);
 }
 
 static int prepare_host(const struct osb_config *cfg, struct osb_volume *v, size_t i,
@@ -181,8 +182,8 @@ struct osb_rt_volume *osb_vol_rt(const struct osb_create_spec *spec)
     struct osb_rt_volume *rv = osb_xcalloc(spec->n_volumes, sizeof *rv);
     for (size_t i = 0; i < spec->n_volumes; i++) {
         const struct osb_volume *v = &spec->volumes[i];
-        rv[i] = (struct osb_rt_volume){v->name, v->src_root, v->src_rel, v->sub_path,
-                                       v->mount_path, v->read_only};
+        rv[i] = (struct osb_rt_volume){v->name,     v->src_root,   v->src_rel,
+                                       v->sub_path, v->mount_path, v->read_only};
     }
     return rv;
 }
@@ -206,11 +207,11 @@ struct osb_vol_job {
     struct osb_server *srv;
     struct osb_vol_job *next;
     char *claim;
-    int64_t bytes;             /* > 0: make the claim this big; 0: mount it */
+    int64_t bytes; /* > 0: make the claim this big; 0: mount it */
     struct vol_group **groups;
     size_t n_groups;
     int rc;
-    int64_t ms;                /* how long the work took */
+    int64_t ms; /* how long the work took */
     struct osb_err err;
 };
 
@@ -287,8 +288,8 @@ static int check_size(struct osb_server *srv, const struct osb_volume *v, size_t
                           "%lld bytes free where claims are kept (%lld free, %lld of them "
                           "promised to other claims, which are sparse)",
                           i, what, (long long)want,
-                          (long long)(avail > *promised ? avail - *promised : 0),
-                          (long long)avail, (long long)*promised);
+                          (long long)(avail > *promised ? avail - *promised : 0), (long long)avail,
+                          (long long)*promised);
     *promised += want;
     return 0;
 }
@@ -367,8 +368,8 @@ static void job_done(uv_work_t *w, int status)
         struct vol_group *g = j->groups[i];
         if (j->rc < 0 && !g->failed) {
             g->failed = true;
-            osb_apierr(&g->e, "VOLUME::CREATE_FAILED", "volume claim '%s': %s",
-                       j->claim, j->err.msg);
+            osb_apierr(&g->e, "VOLUME::CREATE_FAILED", "volume claim '%s': %s", j->claim,
+                       j->err.msg);
         }
         group_done(g);
     }
@@ -397,8 +398,7 @@ static struct osb_vol_job *job_start(struct osb_server *srv, const char *claim, 
     return j;
 }
 
-void osb_vol_ensure(struct osb_server *srv, struct osb_create_spec *spec, osb_vol_cb cb,
-                    void *ud)
+void osb_vol_ensure(struct osb_server *srv, struct osb_create_spec *spec, osb_vol_cb cb, void *ud)
 {
     struct vol_group *g = osb_xcalloc(1, sizeof *g);
     g->cb = cb;
@@ -409,10 +409,10 @@ void osb_vol_ensure(struct osb_server *srv, struct osb_create_spec *spec, osb_vo
         enum need n = claim_need(srv, v);
         if (n == NEED_NONE)
             continue;
-        struct osb_vol_job *j = n == NEED_JOIN ? find_job(srv, v->pvc.claim)
-                                               : job_start(srv, v->pvc.claim,
-                                                           n == NEED_MAKE ? claim_bytes(srv->cfg, v)
-                                                                          : 0);
+        struct osb_vol_job *j =
+            n == NEED_JOIN
+                ? find_job(srv, v->pvc.claim)
+                : job_start(srv, v->pvc.claim, n == NEED_MAKE ? claim_bytes(srv->cfg, v) : 0);
         if (n == NEED_MAKE)
             v->pvc.created = true;
         job_join(j, g);
@@ -452,8 +452,8 @@ static bool uses_claim(const struct osb_sbx *s, const char *claim, bool want_del
     {
         const char *c = record_claim(v, &pvc);
         if (c && strcmp(c, claim) == 0 &&
-            (!want_delete || (record_flag(pvc, "deleteOnSandboxTermination") &&
-                              record_flag(pvc, "autoCreated"))))
+            (!want_delete ||
+             (record_flag(pvc, "deleteOnSandboxTermination") && record_flag(pvc, "autoCreated"))))
             return true;
     }
     return false;

@@ -31,14 +31,14 @@ struct osb_sbx;
  * when a claim to be made is above [storage] volume_max_size or the free
  * space of volumes_dir, or the 400 of a bad host volume (so that no claim
  * is made for a create that is refused anyway). Changes nothing. */
-int osb_vol_check(struct osb_server *srv, struct osb_create_spec *spec, struct osb_apierr *e) OSB_MUST_CHECK;
+int osb_vol_check(struct osb_server *srv, struct osb_create_spec *spec,
+                  struct osb_apierr *e) OSB_MUST_CHECK;
 /* Make or mount, on the thread pool, the claims osb_vol_check wants (once
  * however many creates wait for one) and mark the ones this request makes
  * as created. cb runs on the loop, e NULL on success (then check again:
  * a claim may have been removed meanwhile). */
 typedef void (*osb_vol_cb)(void *ud, const struct osb_apierr *e);
-void osb_vol_ensure(struct osb_server *srv, struct osb_create_spec *spec, osb_vol_cb cb,
-                    void *ud);
+void osb_vol_ensure(struct osb_server *srv, struct osb_create_spec *spec, osb_vol_cb cb, void *ud);
 /* Check every volume of spec and fill its src_root/src_rel; creates the
  * subPath directories of claims. 400 with VOLUME::HOST_PATH_NOT_ALLOWED,
  * VOLUME::HOST_PATH_NOT_FOUND, VOLUME::NOT_FOUND or

@@ -89,8 +89,7 @@ static int limits_v1(const struct osb_init_spec *s, const struct osb_init_cgroup
     case OSB_CG_PIDS:
         snprintf(v, sizeof v, "%" PRId64, s->pids_max);
         return set(c->dir, "pids.max", v, err);
-    default:
-        return 0;
+    default: return 0;
     }
 }
 

@@ -67,8 +67,7 @@ static int setup_fds(const struct osb_init_fds *fds, struct osb_err *err)
     if (dup2(nul, 0) < 0 || dup2(fds->out, 1) < 0 || dup2(fds->out, 2) < 0)
         return osb_err_sys(err, "set up stdio");
     close(nul);
-    if (dup2(fds->out_keep, OSB_SANDBOX_LOG_FD) < 0 ||
-        dup2(fds->listen, OSB_SANDBOX_LISTEN_FD) < 0)
+    if (dup2(fds->out_keep, OSB_SANDBOX_LOG_FD) < 0 || dup2(fds->listen, OSB_SANDBOX_LISTEN_FD) < 0)
         return osb_err_sys(err, "hand the output pipe and the socket to execd");
     return 0;
 }

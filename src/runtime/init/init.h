@@ -17,18 +17,19 @@
  * calling process into the v1 ones; *v2fd gets the v2 directory (or -1)
  * for clone3(CLONE_INTO_CGROUP). On failure whatever was created is
  * removed. */
-int osb_init_cgroups_enter(const struct osb_init_spec *s, int *v2fd, struct osb_err *err) OSB_MUST_CHECK;
+int osb_init_cgroups_enter(const struct osb_init_spec *s, int *v2fd,
+                           struct osb_err *err) OSB_MUST_CHECK;
 /* Move the calling process back to where it was, then remove the sandbox's
  * cgroups (after a failed create). */
 void osb_init_cgroups_leave(const struct osb_init_spec *s, bool remove);
 
 /* The descriptors the child gets from the helper (all close-on-exec). */
 struct osb_init_fds {
-    int out;       /* write end of the output pipe: stdout and stderr */
-    int out_keep;  /* its read end, for execd to keep (OSB_SANDBOX_LOG_FD) */
-    int listen;    /* execd's listening socket (OSB_SANDBOX_LISTEN_FD) */
-    int err;       /* "errno|step: reason" of a failing step */
-    int ready;     /* execd writes a byte once it listens */
+    int out;      /* write end of the output pipe: stdout and stderr */
+    int out_keep; /* its read end, for execd to keep (OSB_SANDBOX_LOG_FD) */
+    int listen;   /* execd's listening socket (OSB_SANDBOX_LISTEN_FD) */
+    int err;      /* "errno|step: reason" of a failing step */
+    int ready;    /* execd writes a byte once it listens */
 };
 
 /* child.c: runs as the new PID 1; never returns. Reports a failing step
@@ -57,8 +58,10 @@ int osb_init_target_file(int rootfd, const char *path, struct osb_err *err) OSB_
  * s->volumes[i] (fds has s->n_volumes slots). After the root is complete,
  * attach the clones at their mount paths inside the new root. Errors name
  * the volume. */
-int osb_init_volumes_open(const struct osb_init_spec *s, int *fds, struct osb_err *err) OSB_MUST_CHECK;
-int osb_init_volumes_attach(const struct osb_init_spec *s, const int *fds, struct osb_err *err) OSB_MUST_CHECK;
+int osb_init_volumes_open(const struct osb_init_spec *s, int *fds,
+                          struct osb_err *err) OSB_MUST_CHECK;
+int osb_init_volumes_attach(const struct osb_init_spec *s, const int *fds,
+                            struct osb_err *err) OSB_MUST_CHECK;
 
 /* secure.c: capabilities, no_new_privs, seccomp (filter), rlimits. */
 int osb_init_secure(const struct sock_fprog *filter, struct osb_err *err) OSB_MUST_CHECK;
@@ -66,7 +69,8 @@ int osb_init_secure(const struct sock_fprog *filter, struct osb_err *err) OSB_MU
  * cache in state_dir, or compile it (and cache it), into *out (its
  * program is heap memory the helper never frees: it execs or exits).
  * osb_init_secure loads it in the child. */
-int osb_init_seccomp_prepare(const char *state_dir, struct sock_fprog *out, struct osb_err *err) OSB_MUST_CHECK;
+int osb_init_seccomp_prepare(const char *state_dir, struct sock_fprog *out,
+                             struct osb_err *err) OSB_MUST_CHECK;
 
 /* With OSB_INIT_TRACE set in the environment, prints "step +ms" lines to
  * stderr (the server's): where the milliseconds of a create go, counted

@@ -122,8 +122,7 @@ static int make_state_dir(const struct osb_init_spec *s, int *listenfd, struct o
     osb_buf_init(&rec, 1 << 20);
     int r = osb_buf_addf(&rec, "image %s\n", s->image);
     for (size_t i = 0; i < s->n_cgroups; i++)
-        r |= osb_buf_addf(&rec, "%s %s\n", osb_cg_role_name(s->cgroups[i].role),
-                          s->cgroups[i].dir);
+        r |= osb_buf_addf(&rec, "%s %s\n", osb_cg_role_name(s->cgroups[i].role), s->cgroups[i].dir);
     if (r < 0)
         r = osb_err_set(err, OSB_E_INVALID, "sandbox record exceeds %zu bytes", rec.max);
     else
@@ -273,8 +272,8 @@ static pid_t start_child(const struct osb_init_spec *s, int listenfd, int v2fd,
         close(rp[0]);
         if (v2fd >= 0)
             close(v2fd);
-        struct osb_init_fds fds = {.out = op[1], .out_keep = op[0], .listen = listenfd,
-                                   .err = p[1], .ready = rp[1]};
+        struct osb_init_fds fds = {
+            .out = op[1], .out_keep = op[0], .listen = listenfd, .err = p[1], .ready = rp[1]};
         osb_init_child(s, &fds, filter);
     }
     close(p[1]);

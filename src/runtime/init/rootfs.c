@@ -38,9 +38,9 @@ static const char *const devices[] = {"null", "zero", "full", "random", "urandom
 
 /* Docker's masked paths (moby oci/defaults.go) and read-only paths. */
 static const char *const masked[] = {
-    "/proc/asound",        "/proc/acpi",          "/proc/interrupts", "/proc/kcore",
-    "/proc/keys",          "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
-    "/proc/sched_debug",   "/proc/scsi",          "/sys/firmware",    "/sys/devices/virtual/powercap",
+    "/proc/asound",      "/proc/acpi",          "/proc/interrupts", "/proc/kcore",
+    "/proc/keys",        "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+    "/proc/sched_debug", "/proc/scsi",          "/sys/firmware",    "/sys/devices/virtual/powercap",
 };
 static const char *const readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
                                        "/proc/sysrq-trigger"};
@@ -142,8 +142,8 @@ static int bind_ro(int rootfd, const char *src, const char *dst, struct osb_err 
     struct stat st;
     if (stat(src, &st) < 0)
         return osb_err_sys(err, "bind source `%s`", src);
-    _cleanup_close_ int t = S_ISDIR(st.st_mode) ? ensure_dir(rootfd, dst, 0755, err)
-                                                : ensure_file(rootfd, dst, err);
+    _cleanup_close_ int t =
+        S_ISDIR(st.st_mode) ? ensure_dir(rootfd, dst, 0755, err) : ensure_file(rootfd, dst, err);
     if (t < 0)
         return osb_err_wrap(err, "bind `%s`", src);
     return bind_fd(src, t, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
@@ -195,12 +195,9 @@ static int setup_dev(int rootfd, struct osb_err *err)
     for (size_t i = 0; i < OSB_ARRAY_LEN(dirs); i++)
         if (mkdirat(dev, dirs[i], 0755) < 0)
             return osb_err_sys(err, "create /dev/%s", dirs[i]);
-    static const char *const links[][2] = {{"ptmx", "pts/ptmx"},
-                                           {"fd", "/proc/self/fd"},
-                                           {"stdin", "/proc/self/fd/0"},
-                                           {"stdout", "/proc/self/fd/1"},
-                                           {"stderr", "/proc/self/fd/2"},
-                                           {"core", "/proc/kcore"}};
+    static const char *const links[][2] = {
+        {"ptmx", "pts/ptmx"},          {"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"},
+        {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}, {"core", "/proc/kcore"}};
     for (size_t i = 0; i < OSB_ARRAY_LEN(links); i++)
         if (symlinkat(links[i][1], dev, links[i][0]) < 0)
             return osb_err_sys(err, "create /dev/%s", links[i][0]);
@@ -319,8 +316,7 @@ static int mask_paths(struct osb_err *err)
             continue;
         if (mnt(readonly[i], readonly[i], NULL, MS_BIND | MS_REC, NULL, err) < 0 ||
             mnt(NULL, readonly[i], NULL,
-                MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
-                err) < 0)
+                MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
             return -1;
     }
     return 0;
@@ -348,8 +344,7 @@ static int write_etc_files(const struct osb_init_spec *s, struct osb_err *err)
 {
     char hosts[512], hostname[128];
     snprintf(hosts, sizeof hosts,
-             "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-             s->hostname);
+             "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n", s->hostname);
     snprintf(hostname, sizeof hostname, "%s\n", s->hostname);
     if (osb_mkdir_p("/etc", 0755, err) < 0)
         return -1;
@@ -357,7 +352,8 @@ static int write_etc_files(const struct osb_init_spec *s, struct osb_err *err)
     if (s->dns)
         snprintf(resolv, sizeof resolv,
                  "# OpenSandbox: the host-side resolver of this sandbox\n"
-                 "nameserver %s\noptions timeout:2 attempts:2\n", s->dns);
+                 "nameserver %s\noptions timeout:2 attempts:2\n",
+                 s->dns);
     else /* Loopback only: no resolver answers, so lookups fail fast. */
         snprintf(resolv, sizeof resolv,
                  "# OpenSandbox: this sandbox has a loopback-only network\n"

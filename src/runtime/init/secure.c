@@ -40,36 +40,86 @@
 #endif
 
 static const int keep_caps[] = {
-    CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_FSETID,           CAP_FOWNER,     CAP_MKNOD,
-    CAP_NET_RAW, CAP_SETGID,      CAP_SETUID,           CAP_SETFCAP,    CAP_SETPCAP,
-    CAP_NET_BIND_SERVICE,         CAP_SYS_CHROOT,       CAP_KILL,       CAP_AUDIT_WRITE,
+    CAP_CHOWN,   CAP_DAC_OVERRIDE, CAP_FSETID,           CAP_FOWNER,
+    CAP_MKNOD,   CAP_NET_RAW,      CAP_SETGID,           CAP_SETUID,
+    CAP_SETFCAP, CAP_SETPCAP,      CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT,
+    CAP_KILL,    CAP_AUDIT_WRITE,
 };
 
 /* Refused with EPERM. Names libseccomp does not know on this architecture
  * are skipped. */
 static const char *const denied[] = {
     /* mounts and namespaces */
-    "mount", "umount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount",
-    "fspick", "fsconfig", "mount_setattr", "unshare", "setns",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsmount",
+    "fspick",
+    "fsconfig",
+    "mount_setattr",
+    "unshare",
+    "setns",
     /* kernel keyring, BPF, perf, io_uring */
-    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "io_uring_setup",
-    "io_uring_enter", "io_uring_register",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
     /* kernel modules, reboot, kexec, swap, accounting, quota, log */
-    "init_module", "finit_module", "delete_module", "create_module", "get_kernel_syms",
-    "query_module", "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff", "acct",
-    "quotactl", "quotactl_fd", "syslog", "nfsservctl", "lookup_dcookie", "_sysctl", "sysfs",
-    "ustat", "uselib", "vhangup",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "create_module",
+    "get_kernel_syms",
+    "query_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "syslog",
+    "nfsservctl",
+    "lookup_dcookie",
+    "_sysctl",
+    "sysfs",
+    "ustat",
+    "uselib",
+    "vhangup",
     /* clocks */
-    "settimeofday", "stime", "clock_settime", "clock_settime64", "clock_adjtime",
-    "clock_adjtime64", "adjtimex",
+    "settimeofday",
+    "stime",
+    "clock_settime",
+    "clock_settime64",
+    "clock_adjtime",
+    "clock_adjtime64",
+    "adjtimex",
     /* raw hardware and process introspection beyond ptrace's own checks */
-    "iopl", "ioperm", "vm86", "vm86old", "open_by_handle_at", "name_to_handle_at",
-    "userfaultfd", "kcmp", "fanotify_init", "move_pages", "migrate_pages",
+    "iopl",
+    "ioperm",
+    "vm86",
+    "vm86old",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "userfaultfd",
+    "kcmp",
+    "fanotify_init",
+    "move_pages",
+    "migrate_pages",
 };
 
 /* Namespace flags that clone() may not carry. */
-static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,
-                                         CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+static const unsigned long ns_flags[] = {CLONE_NEWNS,     CLONE_NEWUTS, CLONE_NEWIPC,
+                                         CLONE_NEWUSER,   CLONE_NEWPID, CLONE_NEWNET,
                                          CLONE_NEWCGROUP, CLONE_NEWTIME};
 
 static bool kept(int cap)
@@ -198,8 +248,7 @@ static void cache_path(const char *state_dir, char *out, size_t n)
              (unsigned long)st.st_size, (unsigned long)st.st_mtime);
 }
 
-int osb_init_seccomp_prepare(const char *state_dir, struct sock_fprog *filter,
-                             struct osb_err *err)
+int osb_init_seccomp_prepare(const char *state_dir, struct sock_fprog *filter, struct osb_err *err)
 {
     char path[PATH_MAX], tmp[PATH_MAX + 32];
     cache_path(state_dir, path, sizeof path);
@@ -259,7 +308,10 @@ static int load_personality_filter(struct osb_err *err)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         /* personality: check the low word of the argument */
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-        ALLOWED(0x0, 5), ALLOWED(0x8, 4), ALLOWED(0x20000, 3), ALLOWED(0x20008, 2),
+        ALLOWED(0x0, 5),
+        ALLOWED(0x8, 4),
+        ALLOWED(0x20000, 3),
+        ALLOWED(0x20008, 2),
         ALLOWED(0xffffffff, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),

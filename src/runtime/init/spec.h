@@ -16,17 +16,17 @@
 
 /* One cgroup directory the sandbox lives in and what it is for. */
 enum osb_cg_role {
-    OSB_CG_V2,       /* cgroup v2 with controllers: every limit, freeze, kill */
-    OSB_CG_UNIFIED,  /* v2 without controllers (hybrid): freeze, kill, events */
-    OSB_CG_MEMORY,   /* v1 hierarchies */
+    OSB_CG_V2,      /* cgroup v2 with controllers: every limit, freeze, kill */
+    OSB_CG_UNIFIED, /* v2 without controllers (hybrid): freeze, kill, events */
+    OSB_CG_MEMORY,  /* v1 hierarchies */
     OSB_CG_CPU,
     OSB_CG_CPUACCT,
     OSB_CG_PIDS,
     OSB_CG_FREEZER,
     OSB_CG_NROLES
 };
-static const char *const osb_cg_role_names[OSB_CG_NROLES] = {
-    "v2", "unified", "memory", "cpu", "cpuacct", "pids", "freezer"};
+static const char *const osb_cg_role_names[OSB_CG_NROLES] = {"v2",      "unified", "memory", "cpu",
+                                                             "cpuacct", "pids",    "freezer"};
 static inline const char *osb_cg_role_name(enum osb_cg_role r)
 {
     return (unsigned)r < OSB_CG_NROLES ? osb_cg_role_names[r] : "?";
@@ -42,50 +42,50 @@ static inline int osb_cg_role_parse(const char *s)
 
 struct osb_init_cgroup {
     enum osb_cg_role role;
-    char *dir;               /* absolute path, e.g. /sys/fs/cgroup/memory/x/opensandbox/<id> */
-    char *home;              /* where the helper starts (and returns to before exiting) */
+    char *dir;  /* absolute path, e.g. /sys/fs/cgroup/memory/x/opensandbox/<id> */
+    char *home; /* where the helper starts (and returns to before exiting) */
 };
 
 struct osb_init_bind {
-    char *src;               /* host path */
-    char *dst;               /* path inside the sandbox root */
+    char *src; /* host path */
+    char *dst; /* path inside the sandbox root */
 };
 
 /* A volume (see struct osb_rt_volume in runtime.h). */
 struct osb_init_volume {
     char *name;
-    char *src_root;          /* absolute host directory */
-    char *src_rel;           /* beneath src_root; "" = itself */
-    char *sub_path;          /* beneath src_root/src_rel; "" = none */
-    char *dst;               /* absolute path inside the sandbox */
+    char *src_root; /* absolute host directory */
+    char *src_rel;  /* beneath src_root; "" = itself */
+    char *sub_path; /* beneath src_root/src_rel; "" = none */
+    char *dst;      /* absolute path inside the sandbox */
     bool read_only;
 };
 
 struct osb_init_spec {
     char *id;
-    char *dir;               /* <state>/sandboxes/<id>: created by the helper */
-    char *image;             /* image name, recorded for `image rm` checks */
-    char *lower;             /* overlay lowerdirs, top first, ':'-joined: the image's
+    char *dir;   /* <state>/sandboxes/<id>: created by the helper */
+    char *image; /* image name, recorded for `image rm` checks */
+    char *lower; /* overlay lowerdirs, top first, ':'-joined: the image's
                                 layers (a snapshot's own layer above its base's) */
-    char *execd;             /* host path of the static execd */
+    char *execd; /* host path of the static execd */
     char *hostname;
-    char *token;             /* EXECD_ACCESS_TOKEN */
-    char *workdir;           /* the image's WORKDIR, or NULL */
-    char *user;              /* the image's USER, or NULL */
-    char *netns;             /* network slot to join (a pinned netns), or NULL:
+    char *token;                 /* EXECD_ACCESS_TOKEN */
+    char *workdir;               /* the image's WORKDIR, or NULL */
+    char *user;                  /* the image's USER, or NULL */
+    char *netns;                 /* network slot to join (a pinned netns), or NULL:
                                 a new loopback-only network namespace */
-    char *dns;               /* nameserver for /etc/resolv.conf (with netns) */
-    char **entrypoint;       /* NULL-terminated */
-    bool keep_running;       /* no end report: the entrypoint's end does not end the sandbox */
-    char **env;              /* NULL-terminated "K=V" */
+    char *dns;                   /* nameserver for /etc/resolv.conf (with netns) */
+    char **entrypoint;           /* NULL-terminated */
+    bool keep_running;           /* no end report: the entrypoint's end does not end the sandbox */
+    char **env;                  /* NULL-terminated "K=V" */
     struct osb_init_bind *binds; /* read-only host binds (the host image's /usr...) */
     size_t n_binds;
     struct osb_init_cgroup *cgroups;
     size_t n_cgroups;
-    int64_t memory_bytes;    /* 0: no limit */
-    int64_t cpu_millicores;  /* 0: no limit */
-    int64_t pids_max;        /* > 0 */
-    int64_t disk_bytes;      /* > 0: size of the writable layer's tmpfs */
+    int64_t memory_bytes;   /* 0: no limit */
+    int64_t cpu_millicores; /* 0: no limit */
+    int64_t pids_max;       /* > 0 */
+    int64_t disk_bytes;     /* > 0: size of the writable layer's tmpfs */
     struct osb_init_volume *volumes;
     size_t n_volumes;
 };
@@ -122,13 +122,13 @@ struct osb_isf_table;
 struct osb_isf {
     const char *name;
     enum osb_isf_type type;
-    size_t off, size;                 /* the member */
-    size_t count_off;                 /* OSB_ISF_LIST: its size_t count */
-    const struct osb_isf_table *sub;  /* OSB_ISF_LIST: the element's table */
+    size_t off, size;                /* the member */
+    size_t count_off;                /* OSB_ISF_LIST: its size_t count */
+    const struct osb_isf_table *sub; /* OSB_ISF_LIST: the element's table */
 };
 struct osb_isf_table {
-    const char *name;                 /* in errors */
-    size_t size;                      /* sizeof the struct */
+    const char *name; /* in errors */
+    size_t size;      /* sizeof the struct */
     const struct osb_isf *f;
     size_t n;
 };

@@ -93,7 +93,8 @@ bool osb_cg_parse_own(const char *text, const char *controller, char *out, size_
             continue;
         char ctl[256];
         snprintf(ctl, sizeof ctl, "%.*s", (int)(c2 - c1 - 1), c1 + 1);
-        bool match = controller ? in_list(ctl, controller) : (ctl[0] == '\0' && c1 - l == 1 && *l == '0');
+        bool match =
+            controller ? in_list(ctl, controller) : (ctl[0] == '\0' && c1 - l == 1 && *l == '0');
         if (!match)
             continue;
         size_t len = eol ? (size_t)(eol - c2 - 1) : strlen(c2 + 1);
@@ -481,8 +482,7 @@ int osb_cg_kill(const struct osb_cg_set *s, struct osb_err *err)
         if (n <= 0)
             return 0;
         if (osb_mono_ms() > end)
-            return osb_err_set(err, OSB_E_INTERNAL, "%d processes of `%s` survived SIGKILL", n,
-                               pd);
+            return osb_err_set(err, OSB_E_INTERNAL, "%d processes of `%s` survived SIGKILL", n, pd);
         pause_us(us);
     }
 }

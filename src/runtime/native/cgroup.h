@@ -30,26 +30,26 @@
 
 struct osb_cg_base {
     enum osb_cg_role role;
-    char home[PATH_MAX];   /* the server's own cgroup directory in this hierarchy */
-    char base[PATH_MAX];   /* <parent of sandboxes' cgroups>/<base_name> */
+    char home[PATH_MAX]; /* the server's own cgroup directory in this hierarchy */
+    char base[PATH_MAX]; /* <parent of sandboxes' cgroups>/<base_name> */
 };
 
 struct osb_cg_plan {
     struct osb_cg_base bases[OSB_CG_NROLES];
     size_t n;
-    int version;           /* 1 or 2 (limits) */
-    char base_name[32];    /* "opensandbox-<hash of the state dir>" */
-    char desc[256];        /* "cgroup v1: memory cpu cpuacct pids; v2 for freeze/kill" */
+    int version;        /* 1 or 2 (limits) */
+    char base_name[32]; /* "opensandbox-<hash of the state dir>" */
+    char desc[256];     /* "cgroup v1: memory cpu cpuacct pids; v2 for freeze/kill" */
 };
 
 /* Parsing, separated from the filesystem for unit tests. text is the
  * content of /proc/self/mountinfo, resp. /proc/self/cgroup. */
 struct osb_cg_mounts {
-    char v2[PATH_MAX];                 /* cgroup2 mount point, "" if none */
-    char v2_root[PATH_MAX];            /* its mount root ("/" normally) */
-    char v1[OSB_CG_NROLES][PATH_MAX];  /* per v1 role: mount point, "" if none */
+    char v2[PATH_MAX];                /* cgroup2 mount point, "" if none */
+    char v2_root[PATH_MAX];           /* its mount root ("/" normally) */
+    char v1[OSB_CG_NROLES][PATH_MAX]; /* per v1 role: mount point, "" if none */
     char v1_root[OSB_CG_NROLES][PATH_MAX];
-    bool cpuacct_with_cpu;             /* cpu and cpuacct share one hierarchy */
+    bool cpuacct_with_cpu; /* cpu and cpuacct share one hierarchy */
 };
 void osb_cg_parse_mountinfo(const char *text, struct osb_cg_mounts *m);
 /* The process's cgroup path for a v1 controller ("memory", ...) or, with
@@ -57,13 +57,13 @@ void osb_cg_parse_mountinfo(const char *text, struct osb_cg_mounts *m);
 bool osb_cg_parse_own(const char *text, const char *controller, char *out, size_t n);
 /* mount point + (own path minus the mount's root): the directory of own
  * cgroup as seen through this mount. */
-void osb_cg_join_path(const char *mnt, const char *mnt_root, const char *own, char *out,
-                      size_t n);
+void osb_cg_join_path(const char *mnt, const char *mnt_root, const char *own, char *out, size_t n);
 
 void osb_cg_base_name(const char *state_dir, char *out, size_t n);
 /* Detect the layout from /proc/self/{mountinfo,cgroup} and create the
  * base directories (enabling v2 controllers on the way down). */
-int osb_cg_plan_init(struct osb_cg_plan *p, const char *state_dir, struct osb_err *err) OSB_MUST_CHECK;
+int osb_cg_plan_init(struct osb_cg_plan *p, const char *state_dir,
+                     struct osb_err *err) OSB_MUST_CHECK;
 
 /* One sandbox's cgroups. */
 /* Recreate base groups another runtime on the same state dir removed (each
@@ -98,5 +98,6 @@ int osb_cg_remove(const struct osb_cg_set *s, struct osb_err *err) OSB_MUST_CHEC
 struct osb_cg_stats {
     uint64_t memory_bytes, cpu_usage_ns, pids;
 };
-int osb_cg_stats(const struct osb_cg_set *s, struct osb_cg_stats *out, struct osb_err *err) OSB_MUST_CHECK;
+int osb_cg_stats(const struct osb_cg_set *s, struct osb_cg_stats *out,
+                 struct osb_err *err) OSB_MUST_CHECK;
 #endif

@@ -53,9 +53,11 @@ static struct osb_init_volume *init_volumes(const struct osb_sandbox_spec *s)
     struct osb_init_volume *iv = osb_xcalloc(s->n_volumes + 1, sizeof *iv);
     for (size_t i = 0; i < s->n_volumes; i++) {
         const struct osb_rt_volume *v = &s->volumes[i];
-        iv[i] = (struct osb_init_volume){(char *)v->name, (char *)v->src_root,
+        iv[i] = (struct osb_init_volume){(char *)v->name,
+                                         (char *)v->src_root,
                                          (char *)(v->src_rel ? v->src_rel : ""),
-                                         (char *)(v->sub_path ? v->sub_path : ""), (char *)v->dst,
+                                         (char *)(v->sub_path ? v->sub_path : ""),
+                                         (char *)v->dst,
                                          v->read_only};
     }
     return iv;
@@ -74,13 +76,26 @@ static char *encode_spec(struct osb_nat *rt, const struct osb_sandbox_spec *s, s
         cgs[i] = (struct osb_init_cgroup){set.role[i], set.dir[i], rt->plan.bases[i].home};
     _cleanup_free_ char *lower = lowerdir(rt, s);
     struct osb_init_spec is = {
-        .id = s->id, .dir = dir, .image = s->image ? s->image : OSB_IMG_HOST, .lower = lower,
-        .execd = rt->execd_path, .hostname = s->hostname ? s->hostname : hostname,
-        .token = s->execd_token, .entrypoint = s->entrypoint, .keep_running = s->keep_running,
-        .workdir = s->workdir, .user = s->user, .netns = s->netns, .dns = s->dns,
-        .env = s->env, .binds = s->image_host ? rt->host.binds : NULL,
-        .n_binds = s->image_host ? rt->host.n_binds : 0, .cgroups = cgs, .n_cgroups = set.n,
-        .memory_bytes = s->memory_bytes, .cpu_millicores = s->cpu_millicores,
+        .id = s->id,
+        .dir = dir,
+        .image = s->image ? s->image : OSB_IMG_HOST,
+        .lower = lower,
+        .execd = rt->execd_path,
+        .hostname = s->hostname ? s->hostname : hostname,
+        .token = s->execd_token,
+        .entrypoint = s->entrypoint,
+        .keep_running = s->keep_running,
+        .workdir = s->workdir,
+        .user = s->user,
+        .netns = s->netns,
+        .dns = s->dns,
+        .env = s->env,
+        .binds = s->image_host ? rt->host.binds : NULL,
+        .n_binds = s->image_host ? rt->host.n_binds : 0,
+        .cgroups = cgs,
+        .n_cgroups = set.n,
+        .memory_bytes = s->memory_bytes,
+        .cpu_millicores = s->cpu_millicores,
         .pids_max = s->pids_max ? s->pids_max : OSB_LIMIT_DEFAULT_PIDS,
         .disk_bytes = s->disk_bytes ? s->disk_bytes : OSB_LIMIT_DEFAULT_DISK,
     };
@@ -127,8 +142,8 @@ static pid_t spawn_helper(struct osb_nat *rt, int spec_fd, int result_fd, struct
     sigfillset(&all);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETSID);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
     char *argv[] = {rt->init_path, NULL};
     pid_t pid;
     int r = posix_spawn(&pid, rt->init_path, &fa, &attr, argv, environ);

@@ -13,8 +13,7 @@
 
 static int remove_children(int dfd, dev_t dev, const char *path, struct osb_err *err);
 
-static int remove_entry(int dfd, const char *name, dev_t dev, const char *path,
-                        struct osb_err *err)
+static int remove_entry(int dfd, const char *name, dev_t dev, const char *path, struct osb_err *err)
 {
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)

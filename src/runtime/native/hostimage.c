@@ -25,29 +25,62 @@
 static const char *const top_dirs[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"};
 
 static const char *const etc_copies[] = {
-    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "bash.bashrc", "profile",
-    "profile.d", "inputrc", "localtime", "timezone", "mime.types",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "bash.bashrc",
+    "profile",
+    "profile.d",
+    "inputrc",
+    "localtime",
+    "timezone",
+    "mime.types",
     /* the CA bundle only: the hash links are hundreds of symlinks, and
      * /etc/ssl/private holds the host's keys */
-    "ssl/certs/ca-certificates.crt", "ssl/openssl.cnf", "pki/tls/certs/ca-bundle.crt",
-    "ca-certificates.conf", "debian_version", "shells", "gai.conf", "protocols",
-    "services", "rpc", "ethertypes", "magic", "magic.mime", "python3*", "perl", "vim",
-    "terminfo", "bindresvport.blacklist", "mailcap", "login.defs", "locale.alias",
-    "locale.gen", "default/locale",
+    "ssl/certs/ca-certificates.crt",
+    "ssl/openssl.cnf",
+    "pki/tls/certs/ca-bundle.crt",
+    "ca-certificates.conf",
+    "debian_version",
+    "shells",
+    "gai.conf",
+    "protocols",
+    "services",
+    "rpc",
+    "ethertypes",
+    "magic",
+    "magic.mime",
+    "python3*",
+    "perl",
+    "vim",
+    "terminfo",
+    "bindresvport.blacklist",
+    "mailcap",
+    "login.defs",
+    "locale.alias",
+    "locale.gen",
+    "default/locale",
     /* Debian's JDKs link their conf/ (java.security, jvm.cfg) and the CA
      * store into /etc; without them a JVM cannot start */
-    "java-*-openjdk", "ssl/certs/java",
+    "java-*-openjdk",
+    "ssl/certs/java",
 };
 
 static const struct {
     const char *path;
     mode_t mode;
 } skel_dirs[] = {
-    {"proc", 0555},      {"sys", 0555},     {"dev", 0755},     {"tmp", 01777},
-    {"root", 0700},      {"home", 0755},    {"run", 0755},     {"var", 0755},
-    {"var/tmp", 01777},  {"var/lib", 0755}, {"var/log", 0755}, {"var/cache", 0755},
-    {"opt", 0755},       {"opt/opensandbox", 0755},            {"mnt", 0755},
-    {"srv", 0755},       {"media", 0755},   {"etc", 0755},     {"etc/default", 0755},
+    {"proc", 0555},        {"sys", 0555},
+    {"dev", 0755},         {"tmp", 01777},
+    {"root", 0700},        {"home", 0755},
+    {"run", 0755},         {"var", 0755},
+    {"var/tmp", 01777},    {"var/lib", 0755},
+    {"var/log", 0755},     {"var/cache", 0755},
+    {"opt", 0755},         {"opt/opensandbox", 0755},
+    {"mnt", 0755},         {"srv", 0755},
+    {"media", 0755},       {"etc", 0755},
+    {"etc/default", 0755},
 };
 
 /* "usr:d bin:l:usr/bin ...": how the host lays out its top-level program
@@ -169,8 +202,8 @@ static int generate_etc(const char *root, struct osb_err *err)
     if (symlink("../proc/self/mounts", mtab) < 0)
         return osb_err_sys(err, "create `%s`", mtab);
     return write_etc(root, "passwd", passwd, err) < 0 ||
-                   write_etc(root, "group",
-                             "root:x:0:\ntty:x:5:\nusers:x:100:\nnogroup:x:65534:\n", err) < 0 ||
+                   write_etc(root, "group", "root:x:0:\ntty:x:5:\nusers:x:100:\nnogroup:x:65534:\n",
+                             err) < 0 ||
                    write_etc(root, "shadow", "root:*:19000:0:99999:7:::\n", err) < 0 ||
                    write_etc(root, "nsswitch.conf",
                              "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"

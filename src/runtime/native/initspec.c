@@ -10,9 +10,18 @@
 #include "runtime/init/spec.h"
 
 #define M(T, f) offsetof(struct T, f), sizeof(((struct T *)0)->f)
-#define F(T, name, type, f) {name, type, M(T, f), 0, NULL}
-#define L(T, name, f, count, sub) {name, OSB_ISF_LIST, M(T, f), offsetof(struct T, count), sub}
-#define TABLE(T, name, fields) {name, sizeof(struct T), fields, sizeof fields / sizeof fields[0]}
+#define F(T, name, type, f) \
+    { \
+        name, type, M(T, f), 0, NULL \
+    }
+#define L(T, name, f, count, sub) \
+    { \
+        name, OSB_ISF_LIST, M(T, f), offsetof(struct T, count), sub \
+    }
+#define TABLE(T, name, fields) \
+    { \
+        name, sizeof(struct T), fields, sizeof fields / sizeof fields[0] \
+    }
 
 static const struct osb_isf bind_fields[] = {
     F(osb_init_bind, "src", OSB_ISF_STR, src),
@@ -91,10 +100,8 @@ static int encode_value(struct osb_buf *v, const struct osb_isf *f, const void *
     char num[32];
     switch (f->type) {
     case OSB_ISF_STR:
-    case OSB_ISF_OSTR:
-        return osb_buf_adds(v, *CAT(rec, f->off, char *));
-    case OSB_ISF_BOOL:
-        return osb_buf_adds(v, *CAT(rec, f->off, bool) ? "1" : "0");
+    case OSB_ISF_OSTR: return osb_buf_adds(v, *CAT(rec, f->off, char *));
+    case OSB_ISF_BOOL: return osb_buf_adds(v, *CAT(rec, f->off, bool) ? "1" : "0");
     case OSB_ISF_I64:
         snprintf(num, sizeof num, "%lld", (long long)*CAT(rec, f->off, int64_t));
         return osb_buf_adds(v, num);
@@ -284,8 +291,7 @@ static int decode_value(const char *d, size_t n, const struct osb_isf *f,
             return bad(err, t, f->name, "must be a non-negative integer");
         *AT(rec, f->off, int64_t) = v;
         return 0;
-    case OSB_ISF_COUNT:
-        return 0; /* read by decode_fields, checked by check_counts */
+    case OSB_ISF_COUNT: return 0; /* read by decode_fields, checked by check_counts */
     case OSB_ISF_ROLE:
         snprintf(name, sizeof name, "%.*s", (int)(n < 31 ? n : 31), d);
         if (n >= sizeof name || (role = osb_cg_role_parse(name)) < 0)
@@ -296,8 +302,7 @@ static int decode_value(const char *d, size_t n, const struct osb_isf *f,
         if (decode_strv((struct cursor){d, n}, AT(rec, f->off, char **)) < 0)
             return bad(err, t, f->name, "not a list of strings");
         return 0;
-    case OSB_ISF_LIST:
-        return decode_list((struct cursor){d, n}, f, rec, err);
+    case OSB_ISF_LIST: return decode_list((struct cursor){d, n}, f, rec, err);
     }
     return bad(err, t, f->name, "unknown type");
 }

@@ -33,10 +33,9 @@ void osb_nat_fill_paths(struct osb_nat *rt, const char *id, struct osb_rt_handle
     int n = snprintf(h->sock_path, sizeof h->sock_path, "%s/%s/%s", rt->sandboxes_dir, id,
                      OSB_SANDBOX_CTL_SOCK);
     if (n < 0 || (size_t)n >= sizeof sa.sun_path)
-        snprintf(h->sock_path, sizeof h->sock_path, "/proc/self/fd/%d/%s/%s", rt->sandboxes_fd,
-                 id, OSB_SANDBOX_CTL_SOCK);
-    snprintf(h->log_path, sizeof h->log_path, "%s/%s/%s", rt->sandboxes_dir, id,
-             OSB_SANDBOX_LOG);
+        snprintf(h->sock_path, sizeof h->sock_path, "/proc/self/fd/%d/%s/%s", rt->sandboxes_fd, id,
+                 OSB_SANDBOX_CTL_SOCK);
+    snprintf(h->log_path, sizeof h->log_path, "%s/%s/%s", rt->sandboxes_dir, id, OSB_SANDBOX_LOG);
 }
 
 static struct osb_nat_log *find_log(struct osb_nat *rt, const char *id)
@@ -118,8 +117,7 @@ int osb_nat_attach_log(struct osb_nat *rt, const char *id, const struct osb_rt_h
     return 0;
 }
 
-int osb_nat_adopt(struct osb_rt *base, const char *id, struct osb_rt_handle *h,
-                  struct osb_err *err)
+int osb_nat_adopt(struct osb_rt *base, const char *id, struct osb_rt_handle *h, struct osb_err *err)
 {
     struct osb_nat *rt = osb_nat_of(base);
     if (osb_nat_check_id(id, err) < 0)

@@ -18,7 +18,7 @@ struct osb_logdrain {
     uv_work_t work;
     int pipe_fd, file_fd;
     uint64_t size, max, keep;
-    size_t pending;               /* bytes of buf the trim job writes after trimming */
+    size_t pending; /* bytes of buf the trim job writes after trimming */
     bool working, eof, closing, warned;
     osb_logdrain_closed_cb cb;
     void *ud;
@@ -114,8 +114,8 @@ static void on_poll(uv_poll_t *p, int status, int events)
     uv_queue_work(p->loop, &d->work, trim_work, trim_done);
 }
 
-int osb_logdrain_open(uv_loop_t *loop, int pipe_fd, const char *path, uint64_t max,
-                      uint64_t keep, struct osb_logdrain **out, struct osb_err *err)
+int osb_logdrain_open(uv_loop_t *loop, int pipe_fd, const char *path, uint64_t max, uint64_t keep,
+                      struct osb_logdrain **out, struct osb_err *err)
 {
     _cleanup_close_ int pfd = pipe_fd;
     if (keep + OSB_LOGDRAIN_CHUNK + (64u << 10) > max)

@@ -28,8 +28,8 @@ struct osb_logdrain;
 
 /* Takes pipe_fd (the read end) in every case; path is created if missing
  * (never through a symlink). */
-int osb_logdrain_open(uv_loop_t *loop, int pipe_fd, const char *path, uint64_t max,
-                      uint64_t keep, struct osb_logdrain **out, struct osb_err *err) OSB_MUST_CHECK;
+int osb_logdrain_open(uv_loop_t *loop, int pipe_fd, const char *path, uint64_t max, uint64_t keep,
+                      struct osb_logdrain **out, struct osb_err *err) OSB_MUST_CHECK;
 /* Stops draining (what is still in the pipe stays there) and frees d; cb
  * runs once nothing of d is left on the loop. */
 typedef void (*osb_logdrain_closed_cb)(void *ud);

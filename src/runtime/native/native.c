@@ -67,8 +67,7 @@ static int make_dirs(struct osb_nat *rt, struct osb_err *err)
                            "(it is used in overlayfs mount options)",
                            rt->state_dir);
     if (osb_mkdir_p(rt->state_dir, 0700, err) < 0 ||
-        osb_mkdir_p(rt->sandboxes_dir, 0700, err) < 0 ||
-        osb_mkdir_p(rt->images_dir, 0755, err) < 0)
+        osb_mkdir_p(rt->sandboxes_dir, 0700, err) < 0 || osb_mkdir_p(rt->images_dir, 0755, err) < 0)
         return -1;
     /* Sandboxes' overlay lower dirs live under images/: reachable for the
      * sandbox helper, not writable by anyone else. */
@@ -118,8 +117,9 @@ static int nat_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb
         return osb_err_set(err, OSB_E_INVALID, "state dir must be an absolute path");
     struct osb_nat *rt = nat_new(cfg, loop);
     if (geteuid() != 0) {
-        osb_err_set(err, OSB_E_UNSUPPORTED, "the native runtime needs root (namespaces, "
-                                            "mounts, cgroups)");
+        osb_err_set(err, OSB_E_UNSUPPORTED,
+                    "the native runtime needs root (namespaces, "
+                    "mounts, cgroups)");
         goto fail;
     }
     if (make_dirs(rt, err) < 0 || check_binaries(rt, err) < 0 ||

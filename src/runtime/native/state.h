@@ -33,10 +33,10 @@ struct osb_nat_create {
     uv_timer_t timer;
     int open_handles;
     struct osb_buf out;
-    char chunk[4096];         /* read buffer of the result pipe */
+    char chunk[4096]; /* read buffer of the result pipe */
     osb_rt_create_cb cb;
     void *ud;
-    bool finished;            /* EOF or error seen: callback ran or will not */
+    bool finished; /* EOF or error seen: callback ran or will not */
     bool timed_out, destroyed;
 };
 
@@ -44,14 +44,14 @@ struct osb_nat_watch;
 struct osb_nat_log;
 
 struct osb_nat {
-    struct osb_rt base;       /* first: the ops */
+    struct osb_rt base; /* first: the ops */
     uv_loop_t *loop;
     char *state_dir, *sandboxes_dir, *images_dir, *execd_path, *init_path;
     struct osb_cg_plan plan;
     struct osb_img_host host;
     char describe[512];
     uv_signal_t sigchld;
-    int sandboxes_fd;         /* O_PATH of sandboxes/: socket paths too long for sun_path */
+    int sandboxes_fd; /* O_PATH of sandboxes/: socket paths too long for sun_path */
     pid_t *kids;
     size_t n_kids, cap_kids;
     struct osb_nat_create *creates;
@@ -79,7 +79,8 @@ int osb_nat_check_id(const char *id, struct osb_err *err) OSB_MUST_CHECK;
 void osb_nat_sandbox_dir(const struct osb_nat *rt, const char *id, char *out, size_t n);
 /* The cgroups of sandbox id (from its record, or where they would be). */
 void osb_nat_load_set(const struct osb_nat *rt, const char *id, struct osb_cg_set *s);
-int osb_nat_set_frozen(struct osb_nat *rt, const char *id, bool freeze, struct osb_err *err) OSB_MUST_CHECK;
+int osb_nat_set_frozen(struct osb_nat *rt, const char *id, bool freeze,
+                       struct osb_err *err) OSB_MUST_CHECK;
 bool osb_nat_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
 struct osb_nat_create *osb_nat_find_create(struct osb_nat *rt, const char *id);
 /* A helper still building sandbox id is killed and reaped (its create's
@@ -104,7 +105,8 @@ int osb_nat_attach_log(struct osb_nat *rt, const char *id, const struct osb_rt_h
  * taken out of the pipe first. */
 void osb_nat_close_log(struct osb_nat *rt, const char *id, bool flush);
 void osb_nat_close_logs(struct osb_nat *rt);
-int osb_nat_adopt(struct osb_rt *rt, const char *id, struct osb_rt_handle *h, struct osb_err *err) OSB_MUST_CHECK;
+int osb_nat_adopt(struct osb_rt *rt, const char *id, struct osb_rt_handle *h,
+                  struct osb_err *err) OSB_MUST_CHECK;
 
 /* watch.c */
 int osb_nat_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
@@ -122,5 +124,6 @@ int osb_nat_destroy(struct osb_rt *rt, const char *id, struct osb_err *err) OSB_
 int osb_nat_stop(struct osb_rt *rt, const char *id, struct osb_err *err) OSB_MUST_CHECK;
 /* For a failed create: errors are logged. */
 void osb_nat_destroy_quiet(struct osb_nat *rt, const char *id);
-int osb_nat_cleanup_orphans(struct osb_rt *rt, const char *const *known, struct osb_err *err) OSB_MUST_CHECK;
+int osb_nat_cleanup_orphans(struct osb_rt *rt, const char *const *known,
+                            struct osb_err *err) OSB_MUST_CHECK;
 #endif

@@ -52,14 +52,20 @@ static int validate_volumes(const struct osb_sandbox_spec *s, struct osb_err *er
     for (size_t i = 0; i < s->n_volumes; i++) {
         const struct osb_rt_volume *v = &s->volumes[i];
         if (!v->name || !*v->name || !v->src_root || v->src_root[0] != '/')
-            return osb_err_set(err, OSB_E_INVALID, "volume %zu: a name and an absolute source "
-                               "root are required", i);
+            return osb_err_set(err, OSB_E_INVALID,
+                               "volume %zu: a name and an absolute source "
+                               "root are required",
+                               i);
         if (!rel_ok(v->src_rel) || !rel_ok(v->sub_path))
-            return osb_err_set(err, OSB_E_INVALID, "volume `%s`: source paths must be relative "
-                               "without '..'", v->name);
+            return osb_err_set(err, OSB_E_INVALID,
+                               "volume `%s`: source paths must be relative "
+                               "without '..'",
+                               v->name);
         if (!v->dst || v->dst[0] != '/' || !v->dst[1] || !rel_ok(v->dst + 1))
-            return osb_err_set(err, OSB_E_INVALID, "volume `%s`: the mount path must be absolute, "
-                               "not '/', without '..'", v->name);
+            return osb_err_set(err, OSB_E_INVALID,
+                               "volume `%s`: the mount path must be absolute, "
+                               "not '/', without '..'",
+                               v->name);
     }
     return 0;
 }
@@ -71,8 +77,10 @@ static int validate_layers(const struct osb_sandbox_spec *s, struct osb_err *err
     size_t n = 0;
     for (; s->layers && s->layers[n]; n++)
         if (s->layers[n][0] != '/' || strpbrk(s->layers[n], ",:\\\n"))
-            return osb_err_set(err, OSB_E_INVALID, "image layer `%s` must be an absolute path "
-                               "without ',', ':', '\\' or newlines", s->layers[n]);
+            return osb_err_set(err, OSB_E_INVALID,
+                               "image layer `%s` must be an absolute path "
+                               "without ',', ':', '\\' or newlines",
+                               s->layers[n]);
     if (n == 0 && !s->image_host)
         return osb_err_set(err, OSB_E_INVALID, "image `%s` has no layers",
                            s->image ? s->image : "");
@@ -104,10 +112,11 @@ int osb_nat_validate(const struct osb_sandbox_spec *s, struct osb_err *err)
         return osb_err_set(err, OSB_E_INVALID, "entrypoint must have at least one element");
     if (!s->execd_token || !s->execd_token[0] || strpbrk(s->execd_token, " \t\r\n"))
         return osb_err_set(err, OSB_E_INVALID, "execd token is required (no whitespace)");
-    if (s->netns && (s->netns[0] != '/' || !s->dns || strspn(s->dns, "0123456789.") !=
-                                                         strlen(s->dns)))
-        return osb_err_set(err, OSB_E_INVALID, "a network slot needs an absolute netns path "
-                                               "and an IPv4 nameserver");
+    if (s->netns &&
+        (s->netns[0] != '/' || !s->dns || strspn(s->dns, "0123456789.") != strlen(s->dns)))
+        return osb_err_set(err, OSB_E_INVALID,
+                           "a network slot needs an absolute netns path "
+                           "and an IPv4 nameserver");
     if (validate_limits(s, err) < 0 || validate_layers(s, err) < 0)
         return -1;
     if (s->hostname && validate_hostname(s->hostname, err) < 0)

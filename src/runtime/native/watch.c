@@ -24,8 +24,8 @@ struct osb_nat_watch {
     pid_t pid;
     int pidfd;
     uv_poll_t poll;
-    int report_fd;            /* our copy of the report pipe's read end, or -1 */
-    uv_poll_t report;         /* initialised only with report_fd >= 0 */
+    int report_fd;    /* our copy of the report pipe's read end, or -1 */
+    uv_poll_t report; /* initialised only with report_fd >= 0 */
     int open_handles;
     osb_rt_exit_cb cb;
     void *ud;

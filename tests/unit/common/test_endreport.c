@@ -25,7 +25,11 @@ static void bad(const char *line)
     char what[64];
     snprintf(what, sizeof what, "rejects \"");
     for (const char *c = line; *c && strlen(what) < sizeof what - 8; c++)
-        snprintf(what + strlen(what), sizeof what - strlen(what), *c == '\n' ? "\\n" : *c == '\r' ? "\\r" : "%c", *c);
+        snprintf(what + strlen(what), sizeof what - strlen(what),
+                 *c == '\n'   ? "\\n"
+                 : *c == '\r' ? "\\r"
+                              : "%c",
+                 *c);
     snprintf(what + strlen(what), sizeof what - strlen(what), "\"");
     OK(osb_endreport_parse(line, strlen(line), &r) < 0 && r.value == 777, what);
 }
@@ -49,8 +53,8 @@ int main(void)
 
     bad("");
     bad("\n");
-    bad("exit 3");            /* no newline */
-    bad("exit 3\nexit 4\n");  /* two lines */
+    bad("exit 3");           /* no newline */
+    bad("exit 3\nexit 4\n"); /* two lines */
     bad("exit 256\n");
     bad("exit -1\n");
     bad("exit +3\n");

@@ -15,8 +15,7 @@ static void hex(const uint8_t *d, size_t n, char *out)
         snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
-static void check_sha1(const char *data, size_t len, int repeat, const char *want,
-                       const char *what)
+static void check_sha1(const char *data, size_t len, int repeat, const char *want, const char *what)
 {
     struct osb_sha1_ctx c;
     uint8_t md[OSB_SHA1_LEN];
@@ -66,8 +65,13 @@ static void test_sha1(void)
 static void test_base64_vectors(void)
 {
     static const char *const v[][2] = {
-        {"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},         {"foo", "Zm9v"},
-        {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"},
+        {"", ""},
+        {"f", "Zg=="},
+        {"fo", "Zm8="},
+        {"foo", "Zm9v"},
+        {"foob", "Zm9vYg=="},
+        {"fooba", "Zm9vYmE="},
+        {"foobar", "Zm9vYmFy"},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         char out[16];
@@ -84,16 +88,16 @@ static void test_base64_vectors(void)
     OK(osb_base64_decode("Zm9vYg", 6, dec, &dn) == 0 && dn == 4 && !memcmp(dec, "foob", 4),
        "decode without padding");
     OK(osb_base64_decode("Zm9vYmE", 7, dec, &dn) == 0 && dn == 5, "decode 3-char tail unpadded");
-    OK(osb_base64_decode("+/+/", 4, dec, &dn) == 0 && dn == 3 && dec[0] == 0xfb &&
-           dec[1] == 0xff && dec[2] == 0xbf,
+    OK(osb_base64_decode("+/+/", 4, dec, &dn) == 0 && dn == 3 && dec[0] == 0xfb && dec[1] == 0xff &&
+           dec[2] == 0xbf,
        "decode '+' and '/'");
 }
 
 static void test_base64_bad(void)
 {
     static const char *const bad[] = {
-        "Z",      "Zm9vY",  "Zg=",   "Zg===", "====",  "Z===",  "Zm9v=",  "Zm=9",
-        "Zm 9v",  "Zm9v\n", "Zh==",  "Zm9=",  "Zm-v",  "Zm_v",  "=Zm9",   "Zm9vY===",
+        "Z",     "Zm9vY",  "Zg=",  "Zg===", "====", "Z===", "Zm9v=", "Zm=9",
+        "Zm 9v", "Zm9v\n", "Zh==", "Zm9=",  "Zm-v", "Zm_v", "=Zm9",  "Zm9vY===",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint8_t dec[16];

@@ -94,7 +94,8 @@ static const char *event(const char *line, size_t len)
 
 static void test_event(void)
 {
-    IS_STR(event("hello", 5), "{\"type\":\"stdout\",\"text\":\"hello\",\"timestamp\":1700000000000}\n\n",
+    IS_STR(event("hello", 5),
+           "{\"type\":\"stdout\",\"text\":\"hello\",\"timestamp\":1700000000000}\n\n",
            "plain line");
     IS_STR(event("", 0), "{\"type\":\"stdout\",\"text\":\"\\n\",\"timestamp\":1700000000000}\n\n",
            "empty line is \\n");
@@ -106,12 +107,15 @@ static void test_event(void)
            "{\"type\":\"stdout\",\"text\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\","
            "\"timestamp\":1700000000000}\n\n",
            "valid UTF-8 kept");
-    IS_STR(event("a\xff" "b\xc3", 4),
+    IS_STR(event("a\xff"
+                 "b\xc3",
+                 4),
            "{\"type\":\"stdout\",\"text\":\"a\\ufffdb\\ufffd\",\"timestamp\":1700000000000}\n\n",
            "invalid bytes and a cut sequence become U+FFFD");
-    IS_STR(event("\xed\xa0\x80", 3),
-           "{\"type\":\"stdout\",\"text\":\"\\ufffd\\ufffd\\ufffd\",\"timestamp\":1700000000000}\n\n",
-           "surrogates are invalid");
+    IS_STR(
+        event("\xed\xa0\x80", 3),
+        "{\"type\":\"stdout\",\"text\":\"\\ufffd\\ufffd\\ufffd\",\"timestamp\":1700000000000}\n\n",
+        "surrogates are invalid");
     IS_STR(event("\xc0\xaf", 2),
            "{\"type\":\"stdout\",\"text\":\"\\ufffd\\ufffd\",\"timestamp\":1700000000000}\n\n",
            "overlong is invalid");

@@ -31,7 +31,8 @@ static void test_find(void)
     OK(prog.module == NULL, "no module for bash");
     osb_interp_prog_free(&prog);
     setenv("EXECD_PYTHON_BIN", "/nonexistent/python3", 1);
-    IS_INT(osb_interp_find(&x, OSB_CODE_PYTHON, &prog, &err), -1, "override to a missing file fails");
+    IS_INT(osb_interp_find(&x, OSB_CODE_PYTHON, &prog, &err), -1,
+           "override to a missing file fails");
     IS_INT(err.code, OSB_E_INVALID, "a missing interpreter is the caller's error (400)");
     IS_STR(err.msg, "python: EXECD_PYTHON_BIN=/nonexistent/python3 is not an executable file",
            "message names the language and the variable");

@@ -10,8 +10,7 @@ static void match(const char *pattern, const char *name, int want)
     struct osb_err err = {0};
     struct osb_fs_glob *g = osb_fs_glob_new(pattern, &err);
     char what[256];
-    snprintf(what, sizeof what, "'%s' %s '%s'", pattern, want ? "matches" : "does not match",
-             name);
+    snprintf(what, sizeof what, "'%s' %s '%s'", pattern, want ? "matches" : "does not match", name);
     if (!g) {
         printf("# compile failed: %s\n", err.msg);
         OK(0, what);
@@ -60,9 +59,18 @@ static void classes(void)
     match("ab[^b-d]", "abc", 0);
     match("ab[^e-g]", "abc", 1);
     match("ab[!e-g]", "abc", 1);
-    match("a?b", "a\xe2\x98\xba" "b", 1); /* one rune, three bytes */
-    match("a???b", "a\xe2\x98\xba" "b", 0);
-    match("a[^a]b", "a\xe2\x98\xba" "b", 1);
+    match("a?b",
+          "a\xe2\x98\xba"
+          "b",
+          1); /* one rune, three bytes */
+    match("a???b",
+          "a\xe2\x98\xba"
+          "b",
+          0);
+    match("a[^a]b",
+          "a\xe2\x98\xba"
+          "b",
+          1);
     match("[a-\xce\xb6]*", "\xce\xb1", 1);
     match("*[a-\xce\xb6]", "A", 0);
     match("[\\]a]", "]", 1);

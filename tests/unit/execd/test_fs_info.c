@@ -79,10 +79,11 @@ static void info_json(void)
     struct osb_fs_names *names = osb_fs_names_new();
     json_t *j = osb_fs_info_json("/workspace/a.txt", &st, names);
     char *s = osb_json_dump(j, NULL);
-    IS_STR(s, "{\"path\":\"/workspace/a.txt\",\"type\":\"file\",\"size\":2048,"
-              "\"modified_at\":\"2025-11-16T14:30:45.123456789Z\","
-              "\"created_at\":\"2025-11-16T14:30:45Z\",\"owner\":\"root\",\"group\":\"root\","
-              "\"mode\":644}",
+    IS_STR(s,
+           "{\"path\":\"/workspace/a.txt\",\"type\":\"file\",\"size\":2048,"
+           "\"modified_at\":\"2025-11-16T14:30:45.123456789Z\","
+           "\"created_at\":\"2025-11-16T14:30:45Z\",\"owner\":\"root\",\"group\":\"root\","
+           "\"mode\":644}",
            "FileInfo JSON, key order and formats");
     free(s);
     json_decref(j);
@@ -92,14 +93,17 @@ static void info_json(void)
     IS_STR(json_string_value(json_object_get(j, "owner")), "54321", "unknown uid as number");
     IS_STR(json_string_value(json_object_get(j, "group")), "54322", "unknown gid as number");
     json_decref(j);
-    j = osb_fs_info_json("/bad\xff" "name", &st, names);
+    j = osb_fs_info_json("/bad\xff"
+                         "name",
+                         &st, names);
     IS_STR(json_string_value(json_object_get(j, "path")), "/bad\xef\xbf\xbdname",
            "invalid UTF-8 in a name becomes U+FFFD");
     json_decref(j);
     osb_fs_names_free(names);
     char *clean = osb_fs_utf8_sanitize("ok \xc3\xa9 \xe2\x82 \xed\xa0\x80 \xf4\x90\x80\x80");
-    IS_STR(clean, "ok \xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
-                  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
+    IS_STR(clean,
+           "ok \xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+           "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
            "sanitize: one U+FFFD per bad byte (truncated, surrogate, > U+10FFFF)");
     free(clean);
 }

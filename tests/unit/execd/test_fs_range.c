@@ -36,8 +36,8 @@ static void ranges(void)
     range_ok("bytes=90-1000", 100, 90, 10);
     range_ok("bytes= 5 - 6 ", 100, 5, 2);
     range_ok("bytes=0-0", 1, 0, 1);
-    range_ok("bytes=0-1,5-6", 100, 0, 2);      /* first range only */
-    range_ok("bytes=200-300,5-6", 100, 5, 2);  /* past-EOF ranges are dropped */
+    range_ok("bytes=0-1,5-6", 100, 0, 2);     /* first range only */
+    range_ok("bytes=200-300,5-6", 100, 5, 2); /* past-EOF ranges are dropped */
     range_ok("bytes=,1-2", 100, 1, 2);
     range_kind("bytes=", 100, OSB_FS_RANGE_NONE);
     range_kind("bytes= , ", 100, OSB_FS_RANGE_NONE);
@@ -62,8 +62,9 @@ static void disposition(void)
     IS_STR(s, "attachment; filename=\"a.txt\"", "ASCII name");
     free(s);
     s = osb_fs_content_disposition("r\xc3\xa9sum\xc3\xa9 1.pdf");
-    IS_STR(s, "attachment; filename=\"r%C3%A9sum%C3%A9%201.pdf\"; "
-              "filename*=UTF-8''r%C3%A9sum%C3%A9%201.pdf",
+    IS_STR(s,
+           "attachment; filename=\"r%C3%A9sum%C3%A9%201.pdf\"; "
+           "filename*=UTF-8''r%C3%A9sum%C3%A9%201.pdf",
            "non-ASCII name: RFC 5987 with Go PathEscape");
     free(s);
     s = osb_fs_content_disposition("a\"b\r\nX-Evil: 1");
@@ -71,8 +72,9 @@ static void disposition(void)
        "quotes and CR/LF cannot escape the header");
     free(s);
     s = osb_fs_content_disposition("\xe4\xb8\xad$&+:=@,;?.txt");
-    IS_STR(s, "attachment; filename=\"%E4%B8%AD$&+:=@%2C%3B%3F.txt\"; "
-              "filename*=UTF-8''%E4%B8%AD$&+:=@%2C%3B%3F.txt",
+    IS_STR(s,
+           "attachment; filename=\"%E4%B8%AD$&+:=@%2C%3B%3F.txt\"; "
+           "filename*=UTF-8''%E4%B8%AD$&+:=@%2C%3B%3F.txt",
            "PathEscape keeps $&+:=@ and escapes ,;?");
     free(s);
 }

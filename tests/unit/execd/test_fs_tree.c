@@ -180,8 +180,7 @@ static void replace(void)
        "replace through a symlink");
     OK(lstat(P("r.link"), &st) == 0 && S_ISLNK(st.st_mode), "the link stays a link");
     IS_STR(slurp(P("r.txt")), "X BAR X baz XX", "its target was rewritten");
-    OK(osb_fs_replace_file(P("nope"), "a", 1, "b", 1, &n, &err) < 0 &&
-           err.code == OSB_E_NOTFOUND,
+    OK(osb_fs_replace_file(P("nope"), "a", 1, "b", 1, &n, &err) < 0 && err.code == OSB_E_NOTFOUND,
        "missing file is not found");
     OK(osb_fs_replace_file(P("b"), "a", 1, "b", 1, &n, &err) < 0 && err.code == OSB_E_SYS,
        "directory fails");

@@ -70,7 +70,11 @@ static void test_max(void)
     IS_STR(SPLIT(4, "abcdefghij\n"), "abcd|efgh|ij|", "long line cut at max");
     IS_STR(SPLIT(4, "ab", "cdef", "gh", "\n"), "abcd|efgh|", "cut across chunks");
     IS_STR(SPLIT(4, "abcd\n"), "abcd|", "exactly max is one line");
-    IS_STR(SPLIT(4, "abc\xc3\xa9" "d\n"), "abc|\xc3\xa9" "d|", "cut before a UTF-8 sequence");
+    IS_STR(SPLIT(4, "abc\xc3\xa9"
+                    "d\n"),
+           "abc|\xc3\xa9"
+           "d|",
+           "cut before a UTF-8 sequence");
     IS_STR(SPLIT(4, "abcdefgh"), "abcd|efgh|", "unterminated long output");
 }
 

@@ -83,8 +83,7 @@ static int parse_cuts(const char *ct, const char *body, size_t len, const size_t
     return rc;
 }
 
-static int parse1(const char *ct, const char *body, size_t len, struct rec *r,
-                  struct osb_err *err)
+static int parse1(const char *ct, const char *body, size_t len, struct rec *r, struct osb_err *err)
 {
     return parse_cuts(ct, body, len, NULL, 0, r, err);
 }
@@ -126,8 +125,8 @@ static void check_all_splits(const char *what, const char *ct, const char *body,
             bool good = ref ? rc == 0 && strcmp(r.log.data, ref) == 0
                             : rc == -1 && strstr(err.msg, want_msg);
             if (!good) {
-                printf("# split at %zu,%zu: rc %d log \"%s\" err \"%s\"\n", i, j, rc,
-                       r.log.data, err.msg);
+                printf("# split at %zu,%zu: rc %d log \"%s\" err \"%s\"\n", i, j, rc, r.log.data,
+                       err.msg);
                 bad++;
             }
             osb_buf_free(&r.log);
@@ -170,8 +169,7 @@ static void test_basic(void)
            "<metadata|metadata|application/json>{\"path\":\"/tmp/a\"}</>"
            "<file|a.bin|->line1\r\nline2\r\n--XyZnot\r\n-\r\n--Xy\r\n\r\n</>");
     SPLITS("no preamble, empty part",
-           "--XyZ\r\nContent-Disposition: form-data; name=a\r\n\r\n\r\n--XyZ--",
-           "<a|-|-></>");
+           "--XyZ\r\nContent-Disposition: form-data; name=a\r\n\r\n\r\n--XyZ--", "<a|-|-></>");
     SPLITS("part body without CRLF before the delimiter",
            "--XyZ\r\nContent-Disposition: form-data; name=a\r\n\r\n--XyZ--", "<a|-|-></>");
     SPLITS("part body starting with a non-boundary",
@@ -180,7 +178,8 @@ static void test_basic(void)
     SPLITS("part body starting with --XyZ-x",
            "--XyZ\r\nContent-Disposition: form-data; name=a\r\n\r\n--XyZ-x\r\n--XyZ--",
            "<a|-|->--XyZ-x</>");
-    SPLITS("CRLF preamble", "\r\n--XyZ\r\nContent-Disposition: form-data; name=a\r\n\r\nv\r\n--XyZ--",
+    SPLITS("CRLF preamble",
+           "\r\n--XyZ\r\nContent-Disposition: form-data; name=a\r\n\r\nv\r\n--XyZ--",
            "<a|-|->v</>");
     SPLITS("zero parts", "--XyZ--", "");
     SPLITS("zero parts after preamble", "junk\r\n--XyZ--\r\n", "");
@@ -243,35 +242,37 @@ static void test_bad_headers(void)
 {
     SPLITS_FAIL("no Content-Disposition", PART_OPEN "Content-Type: text/plain" PART_REST,
                 "part 1 has no Content-Disposition header");
-    SPLITS_FAIL("no headers at all", PART_OPEN "\r\nv\r\n--XyZ--",
-                "no Content-Disposition header");
+    SPLITS_FAIL("no headers at all", PART_OPEN "\r\nv\r\n--XyZ--", "no Content-Disposition header");
     SPLITS_FAIL("not form-data", PART_OPEN "Content-Disposition: attachment; name=a" PART_REST,
                 "must be form-data, got \"attachment; name=a\"");
     SPLITS_FAIL("no name", PART_OPEN "Content-Disposition: form-data; filename=a" PART_REST,
                 "has no name parameter");
-    SPLITS_FAIL("duplicate name", PART_OPEN "Content-Disposition: form-data; name=a; NAME=b"
-                PART_REST, "duplicate parameter \"name\"");
+    SPLITS_FAIL("duplicate name",
+                PART_OPEN "Content-Disposition: form-data; name=a; NAME=b" PART_REST,
+                "duplicate parameter \"name\"");
     SPLITS_FAIL("duplicate Content-Disposition",
                 PART_OPEN "Content-Disposition: form-data; name=a\r\n"
-                "Content-Disposition: form-data; name=a" PART_REST,
+                          "Content-Disposition: form-data; name=a" PART_REST,
                 "duplicate part Content-Disposition");
-    SPLITS_FAIL("unterminated quote", PART_OPEN "Content-Disposition: form-data; name=\"a"
-                PART_REST, "unterminated quoted parameter value");
+    SPLITS_FAIL("unterminated quote",
+                PART_OPEN "Content-Disposition: form-data; name=\"a" PART_REST,
+                "unterminated quoted parameter value");
     SPLITS_FAIL("missing semicolon", PART_OPEN "Content-Disposition: form-data name=a" PART_REST,
                 "expected ';'");
     SPLITS_FAIL("param without value", PART_OPEN "Content-Disposition: form-data; name" PART_REST,
                 "parameter \"name\" has no value");
     SPLITS_FAIL("empty param value", PART_OPEN "Content-Disposition: form-data; name=" PART_REST,
                 "empty or malformed parameter value");
-    SPLITS_FAIL("folded header", PART_OPEN "X-A: 1\r\n 2\r\nContent-Disposition: form-data; name=a"
-                PART_REST,
+    SPLITS_FAIL("folded header",
+                PART_OPEN "X-A: 1\r\n 2\r\nContent-Disposition: form-data; name=a" PART_REST,
                 "folded part header lines");
     SPLITS_FAIL("header without colon", PART_OPEN "Content-Disposition form-data" PART_REST,
                 "malformed part header line");
-    SPLITS_FAIL("space before colon", PART_OPEN "Content-Disposition : form-data; name=a"
-                PART_REST, "malformed part header line");
-    SPLITS_FAIL("bare LF in headers", PART_OPEN "X: 1\nContent-Disposition: form-data; name=a"
-                PART_REST, "bare CR or LF");
+    SPLITS_FAIL("space before colon", PART_OPEN "Content-Disposition : form-data; name=a" PART_REST,
+                "malformed part header line");
+    SPLITS_FAIL("bare LF in headers",
+                PART_OPEN "X: 1\nContent-Disposition: form-data; name=a" PART_REST,
+                "bare CR or LF");
     SPLITS_FAIL("NUL in headers", PART_OPEN "Content-Disposition: form-data; name=a\0" PART_REST,
                 "NUL byte in part headers");
     SPLITS_FAIL("control char in quoted value",
@@ -294,13 +295,15 @@ static void test_bad_headers(void)
                 "filename* is not charset'lang'value");
     SPLITS_FAIL("duplicate Content-Type",
                 PART_OPEN "Content-Disposition: form-data; name=a\r\nContent-Type: a\r\n"
-                "content-type: b" PART_REST, "duplicate part Content-Type");
+                          "content-type: b" PART_REST,
+                "duplicate part Content-Type");
 }
 
 static void test_bad_framing(void)
 {
-    SPLITS_FAIL("boundary line ends in bare LF", "--XyZ\nContent-Disposition: form-data; name=a"
-                PART_REST, "malformed boundary line");
+    SPLITS_FAIL("boundary line ends in bare LF",
+                "--XyZ\nContent-Disposition: form-data; name=a" PART_REST,
+                "malformed boundary line");
     SPLITS_FAIL("boundary line with junk after padding",
                 "--XyZ x\r\nContent-Disposition: form-data; name=a" PART_REST,
                 "malformed boundary line");
@@ -405,8 +408,8 @@ static void test_content_type(void)
         char body[300];
         struct rec r;
         snprintf(body, sizeof body,
-                 "--%s\r\nContent-Disposition: form-data; name=k\r\n\r\nv\r\n--%s--",
-                 v[i].boundary, v[i].boundary);
+                 "--%s\r\nContent-Disposition: form-data; name=k\r\n\r\nv\r\n--%s--", v[i].boundary,
+                 v[i].boundary);
         int rc = parse1(v[i].ct, body, strlen(body), &r, &err);
         OK(rc == 0 && strcmp(r.log.data, "<k|-|->v</>") == 0, "  ... boundary extracted");
         osb_buf_free(&r.log);
@@ -561,8 +564,9 @@ static bool has_boundary(const char *data, size_t n)
 
 static void random_data(struct osb_buf *d)
 {
-    static const char *const atoms[] = {"\r", "\n", "-", "--", "X", "XyZ", "\r\n--XyZ",
-                                        "\r\n--Xy", "\r\n--XyZz", "\r\n--XyZ-q", "a", " "};
+    static const char *const atoms[] = {"\r",         "\n",          "-",         "--",
+                                        "X",          "XyZ",         "\r\n--XyZ", "\r\n--Xy",
+                                        "\r\n--XyZz", "\r\n--XyZ-q", "a",         " "};
     do {
         osb_buf_reset(d);
         int n = rand() % 60;
@@ -600,7 +604,8 @@ static void test_random(void)
         int parts = rand() % 4;
         for (int p = 0; p < parts; p++) {
             random_data(&d);
-            MUST(osb_buf_addf(&body, "--XyZ\r\nContent-Disposition: form-data; name=p%d\r\n\r\n", p));
+            MUST(osb_buf_addf(&body, "--XyZ\r\nContent-Disposition: form-data; name=p%d\r\n\r\n",
+                              p));
             MUST(osb_buf_add(&body, d.data, d.len));
             MUST(osb_buf_adds(&body, "\r\n"));
             MUST(osb_buf_addf(&want, "<p%d|-|->", p));

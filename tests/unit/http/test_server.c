@@ -249,8 +249,10 @@ static void test_streaming_body(void)
     memset(body, 'x', n);
     struct osb_buf req;
     osb_buf_init(&req, SIZE_MAX);
-    MUST(osb_buf_addf(&req, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
-                            "Connection: close\r\n\r\n", n));
+    MUST(osb_buf_addf(&req,
+                      "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n"
+                      "Connection: close\r\n\r\n",
+                      n));
     MUST(osb_buf_add(&req, body, n));
     free(body);
     _cleanup_free_ char *r = exchange(req.data, req.len);
@@ -334,14 +336,16 @@ static void test_auth_early(void)
     size_t n = 8 << 20;
     struct osb_buf req;
     osb_buf_init(&req, SIZE_MAX);
-    MUST(osb_buf_addf(&req, "POST /secret-stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", n));
+    MUST(osb_buf_addf(&req,
+                      "POST /secret-stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", n));
     char *body = calloc(1, n);
     MUST(osb_buf_add(&req, body, n));
     free(body);
     stream_calls = 0;
     _cleanup_free_ char *r4 = exchange(req.data, req.len);
     osb_buf_free(&req);
-    OK(strncmp(r4, "HTTP/1.1 401 ", 13) == 0, "streaming route, no token: the sender still gets 401");
+    OK(strncmp(r4, "HTTP/1.1 401 ", 13) == 0,
+       "streaming route, no token: the sender still gets 401");
     IS_INT(stream_calls, 0, "the streaming handler never ran");
 }
 
@@ -350,7 +354,7 @@ static void test_auth_early(void)
 static void test_control_bytes(void)
 {
     static const char *const bad[] = {
-        "/p/a%00b/x", "/p/ab/x%0a", "/p/a%1fb/x", "/p/a%7Fb/x", "/p/ab/x?a=1%00",
+        "/p/a%00b/x",    "/p/ab/x%0a",     "/p/a%1fb/x",   "/p/a%7Fb/x", "/p/ab/x?a=1%00",
         "/p/ab/x?a=%0d", "/p/ab/x?a%00=1", "/hello?x=%7f", "/nope%00",
     };
     for (size_t i = 0; i < OSB_ARRAY_LEN(bad); i++) {

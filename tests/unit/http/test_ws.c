@@ -32,10 +32,10 @@ static bool bytes_eq(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
     return an == bn && memcmp(a, b, an) == 0;
 }
 
-#define BYTES_IS(got, gotlen, what, ...)                                                   \
-    do {                                                                                   \
-        static const uint8_t _w[] = {__VA_ARGS__};                                         \
-        OK(bytes_eq((got), (gotlen), _w, sizeof _w), what);                                \
+#define BYTES_IS(got, gotlen, what, ...) \
+    do { \
+        static const uint8_t _w[] = {__VA_ARGS__}; \
+        OK(bytes_eq((got), (gotlen), _w, sizeof _w), what); \
     } while (0)
 
 static void test_frame_header(void)
@@ -100,23 +100,25 @@ static void test_utf8(void)
         {"\xc2\xa3 \xe2\x82\xac \xf0\x9f\x98\x80 \xed\x9f\xbf \xee\x80\x80 \xf4\x8f\xbf\xbf", true},
         {"\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5", true},
         {"\x80", false},
-        {"\xc0\xaf", false},             /* overlong '/' */
+        {"\xc0\xaf", false}, /* overlong '/' */
         {"\xc1\xbf", false},
-        {"\xe0\x80\xaf", false},         /* overlong */
+        {"\xe0\x80\xaf", false}, /* overlong */
         {"\xe0\x9f\xbf", false},
-        {"\xed\xa0\x80", false},         /* surrogate */
+        {"\xed\xa0\x80", false}, /* surrogate */
         {"\xed\xbf\xbf", false},
-        {"\xf0\x80\x80\xaf", false},     /* overlong */
-        {"\xf4\x90\x80\x80", false},     /* > U+10FFFF */
+        {"\xf0\x80\x80\xaf", false}, /* overlong */
+        {"\xf4\x90\x80\x80", false}, /* > U+10FFFF */
         {"\xf5\x80\x80\x80", false},
         {"\xff", false},
-        {"\xc2", false},                 /* truncated */
+        {"\xc2", false}, /* truncated */
         {"\xe2\x82", false},
         {"\xf0\x9f\x98", false},
-        {"\xe2\x28\xa1", false},         /* bad continuation */
+        {"\xe2\x28\xa1", false}, /* bad continuation */
         {"\xf0\x9f\x28\x80", false},
-        {"aaaaaaa\xc2", false},          /* truncated after the word path */
-        {"aaaaaaaa\xed\xa0\x80" "aaaaaaaa", false},
+        {"aaaaaaa\xc2", false}, /* truncated after the word path */
+        {"aaaaaaaa\xed\xa0\x80"
+         "aaaaaaaa",
+         false},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         char label[64];
@@ -148,8 +150,8 @@ static void test_close_payload(void)
        "empty close payload is 1005");
     OK(osb_ws_parse_close(p, 1, &code, &reason, &rlen) == -1 && code == 1002, "1-byte close");
     static const int bad[] = {0, 999, 1004, 1005, 1006, 1015, 1016, 1100, 2000, 2999, 5000, 65535};
-    static const int good[] = {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012,
-                               1013, 1014, 3000, 3999, 4000, 4001, 4999};
+    static const int good[] = {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011,
+                               1012, 1013, 1014, 3000, 3999, 4000, 4001, 4999};
     int ok = 1;
     for (size_t i = 0; i < OSB_ARRAY_LEN(bad); i++) {
         uint8_t c[2] = {(uint8_t)(bad[i] >> 8), (uint8_t)bad[i]};
@@ -235,12 +237,13 @@ static void check_stream(const char *what, bool server, size_t max, const struct
             cuts[0] = i;
             cuts[1] = j;
             rc = read_cuts(server, max, d, len, cuts, 2, &l, &cc, &err);
-            bool good = rc == want_rc && (want_rc < 0 ? cc == want_close && strstr(err.msg, want_msg)
-                                                      : bytes_eq((uint8_t *)l.b.data, l.b.len,
-                                                                 (const uint8_t *)want, want_len));
+            bool good =
+                rc == want_rc && (want_rc < 0 ? cc == want_close && strstr(err.msg, want_msg)
+                                              : bytes_eq((uint8_t *)l.b.data, l.b.len,
+                                                         (const uint8_t *)want, want_len));
             if (!good) {
-                printf("# %s split %zu,%zu: rc %d close %d err \"%s\" log \"%s\"\n", what, i, j,
-                       rc, cc, err.msg, l.b.data);
+                printf("# %s split %zu,%zu: rc %d close %d err \"%s\" log \"%s\"\n", what, i, j, rc,
+                       cc, err.msg, l.b.data);
                 bad++;
             }
             osb_buf_free(&l.b);
@@ -257,16 +260,17 @@ static void check_stream(const char *what, bool server, size_t max, const struct
     int cc = 0, rc = read_cuts(server, max, d, len, all, len ? len - 1 : 0, &l, &cc, &err);
     free(all);
     snprintf(label, sizeof label, "%s (byte by byte)", what);
-    OK(rc == want_rc && (want_rc < 0 ? cc == want_close && strstr(err.msg, want_msg)
-                                     : bytes_eq((uint8_t *)l.b.data, l.b.len,
-                                                (const uint8_t *)want, want_len)),
+    OK(rc == want_rc &&
+           (want_rc < 0 ? cc == want_close && strstr(err.msg, want_msg)
+                        : bytes_eq((uint8_t *)l.b.data, l.b.len, (const uint8_t *)want, want_len)),
        label);
     osb_buf_free(&l.b);
 }
 
 #define EXPECT(what, server, in, log) \
     check_stream(what, server, 0, in, 0, log, sizeof(log) - 1, 0, NULL)
-#define EXPECT_FAIL(what, server, in, cc, msg) check_stream(what, server, 0, in, -1, NULL, 0, cc, msg)
+#define EXPECT_FAIL(what, server, in, cc, msg) \
+    check_stream(what, server, 0, in, -1, NULL, 0, cc, msg)
 
 static void test_reader_rfc_examples(void)
 {
@@ -330,9 +334,14 @@ static void test_reader_messages(void)
     osb_buf_free(&l.b);
 
     osb_buf_reset(&b);
-    frame(&b, true, 8, "\x03\xe8" "bye", 5, m);
+    frame(&b, true, 8,
+          "\x03\xe8"
+          "bye",
+          5, m);
     frame(&b, true, 1, "after close", 11, m);
-    EXPECT("input after a close frame is ignored", true, &b, "[8:\x03\xe8" "bye]");
+    EXPECT("input after a close frame is ignored", true, &b,
+           "[8:\x03\xe8"
+           "bye]");
     osb_buf_reset(&b);
     frame(&b, true, 8, "", 0, NULL);
     EXPECT("empty close frame", false, &b, "[8:]");
@@ -349,10 +358,14 @@ static void test_reader_errors(void)
         uint8_t b0;
         const char *msg;
     } hdr[] = {
-        {"RSV1", 0xC1, "reserved bits set"},   {"RSV2", 0xA1, "reserved bits set"},
-        {"RSV3", 0x91, "reserved bits set"},   {"opcode 3", 0x83, "reserved opcode 3"},
-        {"opcode 7", 0x87, "reserved opcode 7"}, {"opcode 11", 0x8B, "reserved opcode 11"},
-        {"opcode 15", 0x8F, "reserved opcode 15"}, {"fragmented ping", 0x09, "fragmented control"},
+        {"RSV1", 0xC1, "reserved bits set"},
+        {"RSV2", 0xA1, "reserved bits set"},
+        {"RSV3", 0x91, "reserved bits set"},
+        {"opcode 3", 0x83, "reserved opcode 3"},
+        {"opcode 7", 0x87, "reserved opcode 7"},
+        {"opcode 11", 0x8B, "reserved opcode 11"},
+        {"opcode 15", 0x8F, "reserved opcode 15"},
+        {"fragmented ping", 0x09, "fragmented control"},
         {"fragmented close", 0x08, "fragmented control"},
         {"continuation first", 0x80, "continuation frame without a message"},
     };

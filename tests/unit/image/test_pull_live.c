@@ -20,9 +20,9 @@
 
 static const char *code_name(enum osb_errc c)
 {
-    static const char *const names[] = {"OK", "INVALID", "NOTFOUND", "EXISTS", "TOOBIG", "RANGE",
-                                        "UNSUPPORTED", "SYS", "INTERNAL", "DENIED",
-                                        "UNAVAILABLE", "INTEGRITY"};
+    static const char *const names[] = {"OK",       "INVALID", "NOTFOUND",    "EXISTS",
+                                        "TOOBIG",   "RANGE",   "UNSUPPORTED", "SYS",
+                                        "INTERNAL", "DENIED",  "UNAVAILABLE", "INTEGRITY"};
     return (size_t)c < sizeof names / sizeof names[0] ? names[c] : "?";
 }
 
@@ -47,11 +47,11 @@ static json_t *strv(char **v)
 
 static json_t *image_json(const struct osb_image *im)
 {
-    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:s?, s:s?, s:I, s:I}", "name",
-                     im->name, "digest", im->digest, "base", im->base, "layers",
-                     strv(im->layers), "env", strv(im->env), "entrypoint", strv(im->entrypoint),
-                     "cmd", strv(im->cmd), "workdir", im->workdir, "user", im->user, "size",
-                     (json_int_t)im->size_bytes, "created", (json_int_t)im->created_ms);
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:s?, s:s?, s:I, s:I}", "name", im->name,
+                     "digest", im->digest, "base", im->base, "layers", strv(im->layers), "env",
+                     strv(im->env), "entrypoint", strv(im->entrypoint), "cmd", strv(im->cmd),
+                     "workdir", im->workdir, "user", im->user, "size", (json_int_t)im->size_bytes,
+                     "created", (json_int_t)im->created_ms);
 }
 
 static int print(json_t *j)
@@ -149,11 +149,9 @@ static int run(struct osb_istore *s, int argc, char **argv)
         return print(json_pack("{s:I, s:I}", "layers", (json_int_t)n, "bytes", (json_int_t)b));
     }
     if (strcmp(verb, "import") == 0 && argc == 5)
-        return osb_istore_import(s, argv[3], argv[4], &err) < 0 ? fail(&err)
-                                                                 : print(json_object());
+        return osb_istore_import(s, argv[3], argv[4], &err) < 0 ? fail(&err) : print(json_object());
     if (strcmp(verb, "export") == 0 && argc == 5)
-        return osb_istore_export(s, argv[3], argv[4], &err) < 0 ? fail(&err)
-                                                                 : print(json_object());
+        return osb_istore_export(s, argv[3], argv[4], &err) < 0 ? fail(&err) : print(json_object());
     if (strcmp(verb, "totar") == 0 && argc == 5) {
         int fd = open(argv[4], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         int r = fd < 0 ? -1 : osb_layer_to_tar(argv[3], fd, &err);

@@ -48,7 +48,8 @@ int main(void)
     good("localhost/img", "localhost/img:latest");
     good("localhost:5000/a/b:v1.0-rc_1", "localhost:5000/a/b:v1.0-rc_1");
     good("127.0.0.1:5000/team/img", "127.0.0.1:5000/team/img:latest");
-    good("my-registry.example.com/a__b/c.d/e-f---g", "my-registry.example.com/a__b/c.d/e-f---g:latest");
+    good("my-registry.example.com/a__b/c.d/e-f---g",
+         "my-registry.example.com/a__b/c.d/e-f---g:latest");
     good("Registry.Example.com/x", "Registry.Example.com/x:latest");
     good("a/b/c/d/e", "docker.io/a/b/c/d/e:latest");
     good("img:_under", "docker.io/library/img:_under");

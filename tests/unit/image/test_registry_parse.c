@@ -21,8 +21,10 @@ static json_t *J(const char *s)
 static void test_auth(void)
 {
     struct osb_auth_challenge c;
-    OK(osb_auth_parse("Bearer realm=\"https://auth.docker.io/token\",service=\"registry.docker.io\","
-                      "scope=\"repository:library/alpine:pull\"", &c, NULL) == 0,
+    OK(osb_auth_parse(
+           "Bearer realm=\"https://auth.docker.io/token\",service=\"registry.docker.io\","
+           "scope=\"repository:library/alpine:pull\"",
+           &c, NULL) == 0,
        "Docker Hub's challenge parses");
     IS_STR(c.scheme, "Bearer", "scheme");
     IS_STR(c.realm, "https://auth.docker.io/token", "realm");
@@ -32,7 +34,8 @@ static void test_auth(void)
     IS_STR(c.scheme, "Basic", "Basic scheme");
     IS_STR(c.realm, "Registry Realm", "realm with a space");
     OK(osb_auth_parse("Bearer realm=https://x/t, service=svc ,error=\"insufficient_scope\"", &c,
-                      NULL) == 0, "unquoted values and spaces");
+                      NULL) == 0,
+       "unquoted values and spaces");
     IS_STR(c.realm, "https://x/t", "unquoted realm");
     IS_STR(c.service, "svc", "unquoted service");
     IS_STR(c.scope, "", "no scope");
@@ -102,8 +105,7 @@ static void test_index(void)
     json_decref(idx);
     idx = J("{\"manifests\":[{\"digest\":\"sha512:00\",\"platform\":{\"os\":\"linux\","
             "\"architecture\":\"amd64\"}}]}");
-    OK(osb_index_select(idx, "linux", "amd64", "img", d, &err) < 0 &&
-           err.code == OSB_E_UNSUPPORTED,
+    OK(osb_index_select(idx, "linux", "amd64", "img", d, &err) < 0 && err.code == OSB_E_UNSUPPORTED,
        "non-sha256 digest: UNSUPPORTED");
     json_decref(idx);
     const char *a = osb_default_arch();
@@ -114,12 +116,12 @@ static void test_manifest(void)
 {
     struct osb_manifest m = {0};
     struct osb_err err = {0};
-    json_t *man = J("{\"schemaVersion\":2,\"config\":{\"mediaType\":"
-                    "\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" D1 "\",\"size\":7},"
-                    "\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\","
-                    "\"digest\":\"" D2 "\",\"size\":100},{\"mediaType\":"
-                    "\"application/vnd.oci.image.layer.v1.tar+zstd\",\"digest\":\"" D3
-                    "\",\"size\":200}]}");
+    json_t *man =
+        J("{\"schemaVersion\":2,\"config\":{\"mediaType\":"
+          "\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" D1 "\",\"size\":7},"
+          "\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\","
+          "\"digest\":\"" D2 "\",\"size\":100},{\"mediaType\":"
+          "\"application/vnd.oci.image.layer.v1.tar+zstd\",\"digest\":\"" D3 "\",\"size\":200}]}");
     OK(osb_manifest_parse(man, "img", &m, &err) == 0, "OCI manifest parses");
     IS_INT(m.n_layers, 2, "two layers");
     IS_STR(m.config_blob.digest, D1, "config digest");
@@ -128,26 +130,30 @@ static void test_manifest(void)
     IS_INT(m.layers[1].size, 200, "layer size");
     free(m.layers);
     json_decref(man);
-    man = J("{\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" D1
-            "\",\"size\":7},\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+lz4\","
-            "\"digest\":\"" D2 "\",\"size\":1}]}");
+    man = J(
+        "{\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" D1
+        "\",\"size\":7},\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+lz4\","
+        "\"digest\":\"" D2 "\",\"size\":1}]}");
     memset(&m, 0, sizeof m);
     OK(osb_manifest_parse(man, "myimg", &m, &err) < 0 && err.code == OSB_E_UNSUPPORTED &&
            strstr(err.msg, "myimg") && strstr(err.msg, "lz4"),
        "unknown layer type: UNSUPPORTED naming the image and the type");
     json_decref(man);
-    man = J("{\"config\":{\"mediaType\":\"application/vnd.cncf.helm.config.v1+json\",\"digest\":\"" D1
-            "\",\"size\":7},\"layers\":[]}");
+    man =
+        J("{\"config\":{\"mediaType\":\"application/vnd.cncf.helm.config.v1+json\",\"digest\":\"" D1
+          "\",\"size\":7},\"layers\":[]}");
     OK(osb_manifest_parse(man, "chart", &m, &err) < 0 && err.code == OSB_E_UNSUPPORTED,
        "a helm chart's config: UNSUPPORTED");
     json_decref(man);
-    man = J("{\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" D1
-            "\",\"size\":7},\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\","
-            "\"digest\":\"sha256:../../etc\",\"size\":1}]}");
+    man =
+        J("{\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" D1
+          "\",\"size\":7},\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\","
+          "\"digest\":\"sha256:../../etc\",\"size\":1}]}");
     OK(osb_manifest_parse(man, "img", &m, &err) < 0, "a malformed layer digest is refused");
     json_decref(man);
-    man = J("{\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" D1
-            "\"},\"layers\":[]}");
+    man =
+        J("{\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" D1
+          "\"},\"layers\":[]}");
     OK(osb_manifest_parse(man, "img", &m, &err) < 0 && err.code == OSB_E_INVALID,
        "config without size: INVALID");
     json_decref(man);

@@ -145,8 +145,8 @@ int main(void)
     char *save = NULL;
     for (char *t = strtok_r(copy, ",", &save); t && n < 15; t = strtok_r(NULL, ",", &save))
         list[n++] = t;
-    struct osb_dns_config cfg = {.upstreams = list, .port = num(port),
-                                 .timeout_ms = tmo ? (unsigned)num(tmo) : 0};
+    struct osb_dns_config cfg = {
+        .upstreams = list, .port = num(port), .timeout_ms = tmo ? (unsigned)num(tmo) : 0};
     struct osb_err err = {0};
     uv_loop_t *loop = uv_default_loop();
     OK(osb_dns_open(loop, &cfg, &dns, &err) == 0, "open the forwarder");

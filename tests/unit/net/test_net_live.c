@@ -54,11 +54,12 @@ static void reply_err(const struct osb_err *e)
 
 static void cmd_open(char **av, int ac)
 {
-    struct osb_net_config cfg = { .state_dir = av[1], .subnet = av[2],
-                                  .pool_size = (unsigned)num(av[3]),
-                                  .allow_host_cidrs = (const char *const *)av + 4,
-                                  .n_allow_host_cidrs = (size_t)(ac - 4) };
-    struct osb_err e = { 0 };
+    struct osb_net_config cfg = {.state_dir = av[1],
+                                 .subnet = av[2],
+                                 .pool_size = (unsigned)num(av[3]),
+                                 .allow_host_cidrs = (const char *const *)av + 4,
+                                 .n_allow_host_cidrs = (size_t)(ac - 4)};
+    struct osb_err e = {0};
     if (osb_net_open(&cfg, inuse, n_inuse, &net, &e) < 0)
         reply_err(&e);
     else
@@ -68,7 +69,7 @@ static void cmd_open(char **av, int ac)
 static void cmd_claim(const char *id)
 {
     struct osb_net_slot s;
-    struct osb_err e = { 0 };
+    struct osb_err e = {0};
     if (osb_net_claim(net, id, &s, &e) < 0)
         return reply_err(&e);
     char h[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
@@ -80,7 +81,7 @@ static void cmd_claim(const char *id)
 /* allow (timeout av[3]) or deny av[2] on slot av[1]. */
 static void cmd_addr(char **av, bool deny)
 {
-    struct osb_err e = { 0 };
+    struct osb_err e = {0};
     unsigned char addr[16];
     char ip[64];
     snprintf(ip, sizeof(ip), "%s", av[2]);
@@ -107,7 +108,7 @@ static void cmd_addr(char **av, bool deny)
 static void cmd_bench(int n)
 {
     double *t = calloc((size_t)n, sizeof(double));
-    struct osb_err e = { 0 };
+    struct osb_err e = {0};
     struct osb_net_slot s;
     for (int i = 0; i < n; i++) {
         double t0 = now_us();
@@ -130,8 +131,8 @@ static void cmd_bench(int n)
 static void cmd_bench_ops(unsigned idx, int n)
 {
     double *t[3];
-    struct osb_err e = { 0 };
-    struct in_addr a = { .s_addr = htonl(0x0aca0063) }; /* 10.202.0.99 */
+    struct osb_err e = {0};
+    struct in_addr a = {.s_addr = htonl(0x0aca0063)}; /* 10.202.0.99 */
     for (int k = 0; k < 3; k++)
         t[k] = calloc((size_t)n, sizeof(double));
     int bad = 0;
@@ -172,11 +173,11 @@ static void cmd_wait_ready(unsigned want)
 
 static void dispatch(char **av, int ac)
 {
-    struct osb_err e = { 0 };
+    struct osb_err e = {0};
     char line[1024];
     if (!strcmp(av[0], "inuse") && ac == 4 && n_inuse < 64) {
-        inuse[n_inuse++] = (struct osb_net_inuse){ strdup(av[1]), (unsigned)num(av[2]),
-                                                   num(av[3]) != 0 };
+        inuse[n_inuse++] =
+            (struct osb_net_inuse){strdup(av[1]), (unsigned)num(av[2]), num(av[3]) != 0};
         printf("ok\n");
     } else if (!strcmp(av[0], "open") && ac >= 4) {
         cmd_open(av, ac);
@@ -187,8 +188,8 @@ static void dispatch(char **av, int ac)
     } else if (!strcmp(av[0], "release") && ac == 2) {
         osb_net_release(net, av[1], &e) < 0 ? reply_err(&e) : (void)printf("ok\n");
     } else if (!strcmp(av[0], "restrict") && ac == 3) {
-        osb_net_restrict(net, (unsigned)num(av[1]), num(av[2]) != 0, &e) < 0
-            ? reply_err(&e) : (void)printf("ok\n");
+        osb_net_restrict(net, (unsigned)num(av[1]), num(av[2]) != 0, &e) < 0 ? reply_err(&e)
+                                                                             : (void)printf("ok\n");
     } else if (!strcmp(av[0], "allow") && ac == 4) {
         cmd_addr(av, false);
     } else if (!strcmp(av[0], "deny") && ac == 3) {

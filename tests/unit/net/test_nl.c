@@ -40,9 +40,10 @@ static void test_cidr(void)
 {
     struct in_addr a;
     unsigned len;
-    struct osb_err e = { 0 };
+    struct osb_err e = {0};
     OK(osb_nl_parse_cidr4("10.88.0.0/16", &a, &len, &e) == 0 && len == 16 &&
-           a.s_addr == ip4("10.88.0.0").s_addr, "cidr 10.88.0.0/16");
+           a.s_addr == ip4("10.88.0.0").s_addr,
+       "cidr 10.88.0.0/16");
     OK(osb_nl_parse_cidr4("1.2.3.4", &a, &len, &e) == 0 && len == 32, "bare address is /32");
     OK(osb_nl_parse_cidr4("10.88.0.1/16", &a, &len, &e) < 0 && e.code == OSB_E_INVALID,
        "host bits refused");
@@ -93,7 +94,8 @@ static void test_addr_route_ct(void)
     struct nlmsghdr *nlh = osb_nl_build_addr4(buf, 1, 5, ip4("10.88.0.2"), 30);
     struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
     OK(nlh->nlmsg_type == RTM_NEWADDR && ifa->ifa_family == AF_INET && ifa->ifa_prefixlen == 30 &&
-           ifa->ifa_index == 5, "addr: header");
+           ifa->ifa_index == 5,
+       "addr: header");
     const struct nlattr *l = top(nlh, sizeof(*ifa), IFA_LOCAL);
     OK(l && *(uint32_t *)mnl_attr_get_payload(l) == ip4("10.88.0.2").s_addr, "addr: IFA_LOCAL");
 
@@ -108,8 +110,8 @@ static void test_addr_route_ct(void)
 
     nlh = osb_nl_build_link_up(buf, 3, 0, "lo");
     struct ifinfomsg *ifm = mnl_nlmsg_get_payload(nlh);
-    OK(ifm->ifi_flags == IFF_UP && ifm->ifi_change == IFF_UP &&
-           top(nlh, sizeof(*ifm), IFLA_IFNAME), "link up by name");
+    OK(ifm->ifi_flags == IFF_UP && ifm->ifi_change == IFF_UP && top(nlh, sizeof(*ifm), IFLA_IFNAME),
+       "link up by name");
 
     nlh = osb_nl_build_ct_flush_src4(buf, 4, ip4("10.88.0.6"));
     IS_INT(nlh->nlmsg_type, (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_DELETE, "ct: type");
@@ -137,7 +139,8 @@ static int elems(struct osb_nft_batch *b, char set[64], uint8_t keys[4][16], uin
     snprintf(set, 64, "%s", mnl_attr_get_str(name));
     int n = 0;
     const struct nlattr *el;
-    mnl_attr_for_each_nested(el, list) {
+    mnl_attr_for_each_nested(el, list)
+    {
         if (n == 4)
             break;
         const struct nlattr *key = attr(el, NFTA_SET_ELEM_KEY);
@@ -154,7 +157,7 @@ static int elems(struct osb_nft_batch *b, char set[64], uint8_t keys[4][16], uin
 
 static void test_nft_allow(void)
 {
-    struct osb_err e = { 0 };
+    struct osb_err e = {0};
     struct osb_nft_batch *b = osb_nft_batch_new("osb_test");
     struct in_addr a = ip4("10.0.1.0");
     OK(osb_nft_allow(b, 3, AF_INET, &a, 23, 0, &e) < 0 && e.code == OSB_E_INVALID,
@@ -171,7 +174,7 @@ static void test_nft_allow(void)
     int n = elems(b, set, k, fl);
     IS_INT(n, 2, "cidr: start and end elements");
     IS_STR(set, "c4_3", "cidr goes to the interval set");
-    OK(n == 2 && !memcmp(k[1], (uint8_t[]){ 10, 0, 2, 0 }, 4) && fl[1] == NFT_SET_ELEM_INTERVAL_END,
+    OK(n == 2 && !memcmp(k[1], (uint8_t[]){10, 0, 2, 0}, 4) && fl[1] == NFT_SET_ELEM_INTERVAL_END,
        "cidr: end is 10.0.2.0, flagged interval end");
     osb_nft_batch_free(b);
 
@@ -200,20 +203,24 @@ static void test_nft_allow(void)
 
 static void test_nft_layout(void)
 {
-    struct osb_nft_cidr4 allow = { ip4("169.254.169.254"), 32 };
-    struct osb_nft_table_cfg cfg = { .table = "osb_test", .ifprefix = "osbabcd",
-                                     .subnet = ip4("10.88.0.0"), .subnet_len = 16,
-                                     .allow_host = &allow, .n_allow_host = 1 };
+    struct osb_nft_cidr4 allow = {ip4("169.254.169.254"), 32};
+    struct osb_nft_table_cfg cfg = {.table = "osb_test",
+                                    .ifprefix = "osbabcd",
+                                    .subnet = ip4("10.88.0.0"),
+                                    .subnet_len = 16,
+                                    .allow_host = &allow,
+                                    .n_allow_host = 1};
     struct osb_nft_batch *b = osb_nft_batch_new("osb_test");
     osb_nft_reset_table(b, &cfg);
     unsigned table_msgs = osb_nft_batch_count(b);
     OK(table_msgs > 20, "table: sets, chains and rules queued");
     size_t len;
     const struct nlmsghdr *nlh = osb_nft_batch_data(b, &len);
-    IS_INT(nlh->nlmsg_type & 0xff, NFT_MSG_NEWTABLE, "table: starts with add (so delete never fails)");
+    IS_INT(nlh->nlmsg_type & 0xff, NFT_MSG_NEWTABLE,
+           "table: starts with add (so delete never fails)");
     nlh = (const void *)((const char *)nlh + MNL_ALIGN(nlh->nlmsg_len));
     IS_INT(nlh->nlmsg_type & 0xff, NFT_MSG_DELTABLE, "table: then delete");
-    struct osb_nft_slot s = { 2, "osbabcd2", ip4("10.88.0.9"), ip4("10.88.0.10") };
+    struct osb_nft_slot s = {2, "osbabcd2", ip4("10.88.0.9"), ip4("10.88.0.10")};
     osb_nft_add_slot(b, &s, true);
     osb_nft_del_slot(b, &s);
     OK(osb_nft_batch_count(b) > table_msgs + 10, "slot objects queued");

@@ -20,8 +20,7 @@ static json_t *J(const char *s)
 }
 
 /* Parse a policy from JSON text; aborts the test on failure. */
-static struct osb_policy P(const char *s)
-{
+static struct osb_policy P(const char *s) {
     struct osb_policy p;
     struct osb_err e = {0};
     json_t *v = J(s);
@@ -33,7 +32,8 @@ static struct osb_policy P(const char *s)
     return p;
 }
 
-static char *dump(const struct osb_policy *p)
+static char *
+dump(const struct osb_policy *p)
 {
     json_t *j = osb_policy_json(p);
     char *s = osb_json_dump(j, NULL);
@@ -41,11 +41,11 @@ static char *dump(const struct osb_policy *p)
     return s;
 }
 
-#define IS_JSON(p, want, what)                                                     \
-    do {                                                                           \
-        char *_s = dump(p);                                                        \
-        IS_STR(_s, want, what);                                                    \
-        free(_s);                                                                  \
+#define IS_JSON(p, want, what) \
+    do { \
+        char *_s = dump(p); \
+        IS_STR(_s, want, what); \
+        free(_s); \
     } while (0)
 
 /* Parsing must fail with the exact message and code. */
@@ -82,11 +82,13 @@ static void test_parse_defaults(void)
     IS_JSON(&p, "{\"egress\":[],\"defaultAction\":\"deny\"}", "nulls -> deny-all");
     osb_policy_free(&p);
     p = P("{\"defaultAction\":\" ALLOW \"}");
-    IS_JSON(&p, "{\"egress\":[],\"defaultAction\":\"allow\"}", "defaultAction lower-cased, trimmed");
+    IS_JSON(&p, "{\"egress\":[],\"defaultAction\":\"allow\"}",
+            "defaultAction lower-cased, trimmed");
     IS_STR(osb_policy_mode_str(osb_policy_mode(&p)), "allow_all", "mode allow_all");
     osb_policy_free(&p);
     p = P("{\"defaultAction\":\"\",\"egress\":[{\"action\":\"allow\",\"target\":\"a.com\"}]}");
-    IS_JSON(&p, "{\"egress\":[{\"action\":\"allow\",\"target\":\"a.com\"}],\"defaultAction\":\"deny\"}",
+    IS_JSON(&p,
+            "{\"egress\":[{\"action\":\"allow\",\"target\":\"a.com\"}],\"defaultAction\":\"deny\"}",
             "empty defaultAction -> deny");
     IS_STR(osb_policy_mode_str(osb_policy_mode(&p)), "enforcing", "mode enforcing with rules");
     osb_policy_free(&p);
@@ -135,13 +137,15 @@ static void test_parse_errors(void)
 {
     parse_fails("[]", OSB_E_INVALID, "networkPolicy must be an object");
     parse_fails("\"\"", OSB_E_INVALID, "networkPolicy must be an object");
-    parse_fails("{\"defaultAction\":\"block\"}", OSB_E_INVALID, "defaultAction must be allow or deny");
+    parse_fails("{\"defaultAction\":\"block\"}", OSB_E_INVALID,
+                "defaultAction must be allow or deny");
     parse_fails("{\"defaultAction\":1}", OSB_E_INVALID, "defaultAction must be a string");
     parse_fails("{\"egress\":{}}", OSB_E_INVALID, "egress must be an array");
     parse_fails("{\"egress\":[1]}", OSB_E_INVALID, "egress[0] must be an object");
-    parse_fails("{\"egress\":[{\"action\":\"allow\",\"target\":\"a\"},{\"action\":\"allow\",\"target\":\"b\"},"
-                "{\"action\":\"allow\",\"target\":\"  \"}]}",
-                OSB_E_INVALID, "egress[2].target must not be empty");
+    parse_fails(
+        "{\"egress\":[{\"action\":\"allow\",\"target\":\"a\"},{\"action\":\"allow\",\"target\":\"b\"},"
+        "{\"action\":\"allow\",\"target\":\"  \"}]}",
+        OSB_E_INVALID, "egress[2].target must not be empty");
     parse_fails("{\"egress\":[{\"action\":\"allow\"}]}", OSB_E_INVALID,
                 "egress[0].target must not be empty");
     parse_fails("{\"egress\":[{\"action\":\"reject\",\"target\":\"a.com\"}]}", OSB_E_INVALID,
@@ -284,7 +288,8 @@ static void test_match_ip(void)
     IS_INT(ip(&p, "2001:db8:8000::1", &m), OSB_POLICY_DENY, "outside IPv6 /33 -> ::/0 deny");
     OK(m, "::/0 matched");
     osb_policy_free(&p);
-    p = P("{\"defaultAction\":\"allow\",\"egress\":[{\"action\":\"deny\",\"target\":\"1.2.3.4\"}]}");
+    p = P(
+        "{\"defaultAction\":\"allow\",\"egress\":[{\"action\":\"deny\",\"target\":\"1.2.3.4\"}]}");
     IS_INT(ip(&p, "1.2.3.5", &m), OSB_POLICY_ALLOW, "no match -> default");
     OK(!m, "not matched");
     IS_INT(ip(&p, "::ffff:1.2.3.4", &m), OSB_POLICY_ALLOW, "families are distinct");
@@ -311,8 +316,9 @@ static void test_patch(void)
     struct osb_policy p = P("{\"egress\":[{\"action\":\"allow\",\"target\":\"a.com\"},"
                             "{\"action\":\"allow\",\"target\":\"b.com\"},"
                             "{\"action\":\"deny\",\"target\":\"c.com\"}]}");
-    patch(&p, "[{\"action\":\"deny\",\"target\":\"B.COM\"},{\"action\":\"allow\",\"target\":\"d.com\"},"
-              "{\"action\":\"allow\",\"target\":\"b.com\"}]");
+    patch(&p,
+          "[{\"action\":\"deny\",\"target\":\"B.COM\"},{\"action\":\"allow\",\"target\":\"d.com\"},"
+          "{\"action\":\"allow\",\"target\":\"b.com\"}]");
     IS_JSON(&p,
             "{\"egress\":[{\"action\":\"deny\",\"target\":\"B.COM\"},"
             "{\"action\":\"allow\",\"target\":\"d.com\"},"
@@ -336,7 +342,8 @@ static void test_patch(void)
     v = J("{\"action\":\"allow\"}");
     OK(osb_policy_parse_rules(v, &r, &n, &e) < 0, "object patch rejected");
     json_decref(v);
-    v = J("[{\"action\":\"allow\",\"target\":\"x.com\"},{\"action\":\"maybe\",\"target\":\"y.com\"}]");
+    v = J(
+        "[{\"action\":\"allow\",\"target\":\"x.com\"},{\"action\":\"maybe\",\"target\":\"y.com\"}]");
     OK(osb_policy_parse_rules(v, &r, &n, &e) < 0, "bad rule in patch rejected");
     IS_STR(e.msg, "rules[1].action must be allow or deny", "patch error names the element");
     json_decref(v);
@@ -383,8 +390,10 @@ static void test_copy(void)
     osb_policy_copy(&q, &p);
     osb_policy_free(&p);
     OK(ALLOWED(&q, "x.a.com"), "copy is independent of the original");
-    IS_JSON(&q, "{\"egress\":[{\"action\":\"allow\",\"target\":\"*.a.com\"}],\"defaultAction\":\"deny\"}",
-            "copy JSON");
+    IS_JSON(
+        &q,
+        "{\"egress\":[{\"action\":\"allow\",\"target\":\"*.a.com\"}],\"defaultAction\":\"deny\"}",
+        "copy JSON");
     osb_policy_free(&q);
     osb_policy_init(&q, OSB_POLICY_ALLOW);
     osb_policy_copy(&p, &q);

@@ -70,15 +70,9 @@ static void fill(const struct osb_isf_table *t, void *rec, int seed)
         snprintf(v, sizeof v, "%s.%s.%d", t->name, f->name, seed);
         switch (f->type) {
         case OSB_ISF_STR:
-        case OSB_ISF_OSTR:
-            *AT(rec, f->off, char *) = keep(strdup(v));
-            break;
-        case OSB_ISF_BOOL:
-            *AT(rec, f->off, bool) = (seed + (int)i) % 2;
-            break;
-        case OSB_ISF_I64:
-            *AT(rec, f->off, int64_t) = 1000 * seed + (int64_t)i;
-            break;
+        case OSB_ISF_OSTR: *AT(rec, f->off, char *) = keep(strdup(v)); break;
+        case OSB_ISF_BOOL: *AT(rec, f->off, bool) = (seed + (int)i) % 2; break;
+        case OSB_ISF_I64: *AT(rec, f->off, int64_t) = 1000 * seed + (int64_t)i; break;
         case OSB_ISF_ROLE:
             *AT(rec, f->off, enum osb_cg_role) = (enum osb_cg_role)((seed + i) % OSB_CG_NROLES);
             break;
@@ -97,8 +91,7 @@ static void fill(const struct osb_isf_table *t, void *rec, int seed)
             *AT(rec, f->count_off, size_t) = 2;
             break;
         }
-        case OSB_ISF_COUNT:
-            break; /* set with its list */
+        case OSB_ISF_COUNT: break; /* set with its list */
         }
     }
 }
@@ -174,8 +167,8 @@ static void test_optional_absent(void)
     size_t len;
     char *enc = osb_init_spec_encode(&in, &len);
     struct osb_err err = {0};
-    OK(osb_init_spec_decode(enc, len, &out, &err) == 0 && !out.workdir && !out.user &&
-           !out.netns && !out.dns && out.env && !out.env[0],
+    OK(osb_init_spec_decode(enc, len, &out, &err) == 0 && !out.workdir && !out.user && !out.netns &&
+           !out.dns && out.env && !out.env[0],
        "absent optional strings stay NULL; a NULL env decodes empty");
     osb_init_spec_free(&out);
     free(enc);
@@ -194,11 +187,26 @@ static void must(int rc)
 /* A valid minimal spec as (name, value) pairs, with one pair replaced by
  * repl (NULL value: left out), then extra appended verbatim. */
 static const char *base[][2] = {
-    {"id", "x"}, {"dir", "/d"}, {"image", "host"}, {"lower", "/l"}, {"execd", "/e"},
-    {"hostname", "x"}, {"token", "t"}, {"entrypoint", "7:/bin/sh,"}, {"keep_running", "0"},
-    {"env", ""}, {"binds", ""}, {"n_binds", "0"}, {"cgroups", "33:4:role,2:v2,3:dir,1:/,4:home,1:/,,"},
-    {"n_cgroups", "1"}, {"memory", "0"}, {"cpu", "0"}, {"pids", "64"}, {"disk", "1048576"},
-    {"volumes", ""}, {"n_volumes", "0"},
+    {"id", "x"},
+    {"dir", "/d"},
+    {"image", "host"},
+    {"lower", "/l"},
+    {"execd", "/e"},
+    {"hostname", "x"},
+    {"token", "t"},
+    {"entrypoint", "7:/bin/sh,"},
+    {"keep_running", "0"},
+    {"env", ""},
+    {"binds", ""},
+    {"n_binds", "0"},
+    {"cgroups", "33:4:role,2:v2,3:dir,1:/,4:home,1:/,,"},
+    {"n_cgroups", "1"},
+    {"memory", "0"},
+    {"cpu", "0"},
+    {"pids", "64"},
+    {"disk", "1048576"},
+    {"volumes", ""},
+    {"n_volumes", "0"},
 };
 
 static char *build(const char *name, const char *value, const char *extra, size_t *len)

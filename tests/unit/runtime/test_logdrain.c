@@ -106,14 +106,12 @@ static void test_refusals(const char *dir)
     struct osb_err err = {0};
     if (pipe2(p, O_CLOEXEC) < 0)
         abort();
-    OK(osb_logdrain_open(&loop, p[0], link, BOUND, KEEP, &d, &err) < 0 &&
-           access(path, F_OK) < 0,
+    OK(osb_logdrain_open(&loop, p[0], link, BOUND, KEEP, &d, &err) < 0 && access(path, F_OK) < 0,
        "a log path that is a symlink is refused, nothing created behind it");
     OK(fcntl(p[0], F_GETFD) < 0 && errno == EBADF, "the pipe fd is taken even on failure");
     if (pipe2(p, O_CLOEXEC) < 0)
         abort();
-    OK(osb_logdrain_open(&loop, p[0], path, KEEP, KEEP, &d, &err) < 0 &&
-           err.code == OSB_E_INVALID,
+    OK(osb_logdrain_open(&loop, p[0], path, KEEP, KEEP, &d, &err) < 0 && err.code == OSB_E_INVALID,
        "a bound that cannot hold keep plus a chunk is refused");
     close(p[1]);
     uv_run(&loop, UV_RUN_NOWAIT);

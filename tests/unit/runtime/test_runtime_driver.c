@@ -124,8 +124,8 @@ static json_t *reply(json_int_t seq, const struct osb_err *err)
 static void on_exit_cb(void *ud, const char *id, const struct osb_rt_end *end)
 {
     (void)ud;
-    emit(json_pack("{s:s,s:s,s:i,s:i,s:i}", "event", "exit", "id", id, "how", (int)end->how,
-                   "kind", (int)end->report.kind, "value", end->report.value));
+    emit(json_pack("{s:s,s:s,s:i,s:i,s:i}", "event", "exit", "id", id, "how", (int)end->how, "kind",
+                   (int)end->report.kind, "value", end->report.value));
 }
 
 struct pending {
@@ -432,8 +432,8 @@ static int serve(const char *state)
         emit(j);
         return 1;
     }
-    emit(json_pack("{s:I,s:b,s:s}", "seq", (json_int_t)0, "ok", 1, "describe",
-                   osb_rt_describe(rt)));
+    emit(
+        json_pack("{s:I,s:b,s:s}", "seq", (json_int_t)0, "ok", 1, "describe", osb_rt_describe(rt)));
     osb_buf_init(&inbuf, 64 << 20);
     uv_pipe_init(loop, &in, 0);
     uv_pipe_open(&in, 0);
@@ -492,9 +492,13 @@ static void smoke_create(void)
     struct osb_err err = {0};
     const char *entry[] = {"/bin/sh", "-c", "echo smoke-entrypoint; exec sleep 600", NULL};
     char *no_layers[] = {NULL};
-    struct osb_sandbox_spec spec = {.id = "smoke-1", .image = "host", .image_host = true,
-                                    .layers = no_layers, .entrypoint = (char **)entry,
-                                    .memory_bytes = 256 << 20, .cpu_millicores = 500,
+    struct osb_sandbox_spec spec = {.id = "smoke-1",
+                                    .image = "host",
+                                    .image_host = true,
+                                    .layers = no_layers,
+                                    .entrypoint = (char **)entry,
+                                    .memory_bytes = 256 << 20,
+                                    .cpu_millicores = 500,
                                     .execd_token = "smoke"};
     double t0 = now_ms();
     OK(osb_rt_create(rt, &spec, smoke_created, NULL, &err) == 0, "create starts");

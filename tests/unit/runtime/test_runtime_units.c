@@ -109,10 +109,10 @@ static void test_cg_sets(void)
 
 static void test_image_names(void)
 {
-    const char *good[] = {"busybox", "library/busybox:1.36", "a", "0x", "my-image_2.1",
-                          "registry.local:5000/team/app:v1"};
-    const char *bad[] = {"",   "Busybox", "-x",    ".x",  "a..b", "a//b", "a/",   "/a",
-                         "a/.b", "a b",   "a\t",  "a,b", "a\\b", "é",    "a+b", "a@b"};
+    const char *good[] = {"busybox", "library/busybox:1.36", "a",
+                          "0x",      "my-image_2.1",         "registry.local:5000/team/app:v1"};
+    const char *bad[] = {"",     "Busybox", "-x",  ".x",  "a..b", "a//b", "a/",  "/a",
+                         "a/.b", "a b",     "a\t", "a,b", "a\\b", "é",    "a+b", "a@b"};
     struct osb_err err = {0};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         char what[128];
@@ -166,9 +166,9 @@ static void test_backends(void)
 {
     const struct osb_runtime_ops *n = osb_rt_backend("native");
     OK(n && strcmp(n->name, "native") == 0, "the native backend is in the table");
-    OK(n && n->open && n->close && n->describe && n->create && n->destroy && n->stop &&
-           n->pause && n->resume && n->snapshot && n->watch && n->alive && n->adopt &&
-           n->stats && n->cleanup_orphans,
+    OK(n && n->open && n->close && n->describe && n->create && n->destroy && n->stop && n->pause &&
+           n->resume && n->snapshot && n->watch && n->alive && n->adopt && n->stats &&
+           n->cleanup_orphans,
        "it implements every op");
     OK(osb_rt_backend("nosuch") == NULL && osb_rt_backend(NULL) == NULL,
        "an unknown name has no backend");

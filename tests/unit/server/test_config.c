@@ -284,19 +284,26 @@ static void test_upstream(void)
     osb_config_free(&c);
     load_fails("[storage]\nvolume_default_size = \"1Mi\"\n",
                "FILE:2: [storage] volume_default_size: must be between 8388608 and "
-               "1125899906842624 bytes", "a claim default below 8Mi");
+               "1125899906842624 bytes",
+               "a claim default below 8Mi");
     snprintf(text, sizeof text, upstream, "docker");
-    load_fails(text, "FILE:16: [runtime] type: runtime type 'docker' is not supported yet "
-               "(use \"native\")", "docker runtime");
+    load_fails(text,
+               "FILE:16: [runtime] type: runtime type 'docker' is not supported yet "
+               "(use \"native\")",
+               "docker runtime");
     snprintf(text, sizeof text, upstream, "kubernetes");
-    load_fails(text, "FILE:16: [runtime] type: runtime type 'kubernetes' is not supported yet "
-               "(use \"native\")", "kubernetes runtime");
+    load_fails(text,
+               "FILE:16: [runtime] type: runtime type 'kubernetes' is not supported yet "
+               "(use \"native\")",
+               "kubernetes runtime");
     c = load_ok("[log]\nlevel = \"ERROR\"\n[server]\nlog_level = \"debug\"\n",
                 "server.log_level beats [log] level");
     IS_STR(c.server.log_level, "debug", "server.log_level wins");
     osb_config_free(&c);
-    load_fails("[log]\nlevel = \"LOUD\"\n", "FILE:2: [log] level: unknown level 'LOUD' "
-               "(expected error, warn, info or debug)", "bad [log] level");
+    load_fails("[log]\nlevel = \"LOUD\"\n",
+               "FILE:2: [log] level: unknown level 'LOUD' "
+               "(expected error, warn, info or debug)",
+               "bad [log] level");
 }
 
 static void test_env(void)
@@ -332,50 +339,81 @@ static void test_errors(void)
                "port as a string");
     load_fails("[server]\nport = 80.0\n", "FILE:2: [server] port: must be an integer in 1..65535",
                "port as a float");
-    load_fails("\n[server]\n\nprot = 80\n", "FILE:4: [server] prot: unknown key (did you mean "
-               "'port'?)", "typo gets a suggestion");
-    load_fails("[native]\nstate_directory = \"/x\"\n", "FILE:2: [native] state_directory: "
-               "unknown key", "unknown key");
+    load_fails("\n[server]\n\nprot = 80\n",
+               "FILE:4: [server] prot: unknown key (did you mean "
+               "'port'?)",
+               "typo gets a suggestion");
+    load_fails("[native]\nstate_directory = \"/x\"\n",
+               "FILE:2: [native] state_directory: "
+               "unknown key",
+               "unknown key");
     load_fails("[server.tls]\ncert = \"x\"\n", "FILE:1: [server] tls: unknown key",
                "sub-table of our table");
     load_fails("[server]\nhost = \"\"\n", "FILE:2: [server] host: must not be empty", "empty host");
     load_fails("[server]\nhost = 1\n", "FILE:2: [server] host: must be a string", "host type");
     load_fails("[server]\napi_key = true\n", "FILE:2: [server] api_key: must be a string",
                "api_key type");
-    load_fails("[server]\nlog_level = \"loud\"\n", "FILE:2: [server] log_level: unknown level "
-               "'loud' (expected error, warn, info or debug)", "bad log level");
-    load_fails("[server]\nmin_sandbox_timeout_seconds = 0\n", "FILE:2: [server] "
-               "min_sandbox_timeout_seconds: must be an integer in 1..316224000", "min timeout 0");
-    load_fails("[server]\nmax_sandbox_timeout_seconds = -1\n", "FILE:2: [server] "
-               "max_sandbox_timeout_seconds: must be an integer in 0..316224000", "negative max");
-    load_fails("[server]\nmax_sandbox_timeout_seconds = 30\n", "FILE:2: [server] "
+    load_fails("[server]\nlog_level = \"loud\"\n",
+               "FILE:2: [server] log_level: unknown level "
+               "'loud' (expected error, warn, info or debug)",
+               "bad log level");
+    load_fails("[server]\nmin_sandbox_timeout_seconds = 0\n",
+               "FILE:2: [server] "
+               "min_sandbox_timeout_seconds: must be an integer in 1..316224000",
+               "min timeout 0");
+    load_fails("[server]\nmax_sandbox_timeout_seconds = -1\n",
+               "FILE:2: [server] "
+               "max_sandbox_timeout_seconds: must be an integer in 0..316224000",
+               "negative max");
+    load_fails("[server]\nmax_sandbox_timeout_seconds = 30\n",
+               "FILE:2: [server] "
                "max_sandbox_timeout_seconds: must be 0 (no cap) or at least "
-               "min_sandbox_timeout_seconds (60)", "max below min");
+               "min_sandbox_timeout_seconds (60)",
+               "max below min");
     struct osb_config c = load_ok("[server]\nmax_sandbox_timeout_seconds = 30\n"
-                                  "min_sandbox_timeout_seconds = 5\n", "max above a low min");
+                                  "min_sandbox_timeout_seconds = 5\n",
+                                  "max above a low min");
     IS_INT(c.server.max_sandbox_timeout_seconds, 30, "low max allowed with low min");
     osb_config_free(&c);
-    load_fails("[runtime]\ntype = \"podman\"\n", "FILE:2: [runtime] type: unknown runtime type "
-               "'podman' (expected \"native\")", "unknown runtime");
-    load_fails("[runtime]\nexecd_path = \"\"\n", "FILE:2: [runtime] execd_path: must not be "
-               "empty", "empty execd_path");
-    load_fails("[native]\ndefault_disk = \"lots\"\n", "FILE:2: [native] default_disk: must be a "
-               "size: bytes as an integer, or a string like \"512Mi\" or \"1Gi\"", "bad quantity");
-    load_fails("[native]\ndefault_disk = 1.5\n", "FILE:2: [native] default_disk: must be a "
-               "size: bytes as an integer, or a string like \"512Mi\" or \"1Gi\"", "size as a float");
-    load_fails("[native]\ndefault_disk = \"1Ki\"\n", "FILE:2: [native] default_disk: must be "
-               "between 1048576 and 1125899906842624 bytes", "disk too small");
-    load_fails("[native]\nlog_max_bytes = \"2Gi\"\n", "FILE:2: [native] log_max_bytes: must be "
-               "between 4096 and 1073741824 bytes", "log too large");
-    load_fails("[native]\ndefault_pids_max = 0\n", "FILE:2: [native] default_pids_max: must be "
-               "an integer in 16..4194304", "pids 0");
+    load_fails("[runtime]\ntype = \"podman\"\n",
+               "FILE:2: [runtime] type: unknown runtime type "
+               "'podman' (expected \"native\")",
+               "unknown runtime");
+    load_fails("[runtime]\nexecd_path = \"\"\n",
+               "FILE:2: [runtime] execd_path: must not be "
+               "empty",
+               "empty execd_path");
+    load_fails("[native]\ndefault_disk = \"lots\"\n",
+               "FILE:2: [native] default_disk: must be a "
+               "size: bytes as an integer, or a string like \"512Mi\" or \"1Gi\"",
+               "bad quantity");
+    load_fails("[native]\ndefault_disk = 1.5\n",
+               "FILE:2: [native] default_disk: must be a "
+               "size: bytes as an integer, or a string like \"512Mi\" or \"1Gi\"",
+               "size as a float");
+    load_fails("[native]\ndefault_disk = \"1Ki\"\n",
+               "FILE:2: [native] default_disk: must be "
+               "between 1048576 and 1125899906842624 bytes",
+               "disk too small");
+    load_fails("[native]\nlog_max_bytes = \"2Gi\"\n",
+               "FILE:2: [native] log_max_bytes: must be "
+               "between 4096 and 1073741824 bytes",
+               "log too large");
+    load_fails("[native]\ndefault_pids_max = 0\n",
+               "FILE:2: [native] default_pids_max: must be "
+               "an integer in 16..4194304",
+               "pids 0");
     load_fails("server = 1\n", "FILE:1: [server]: must be a table", "our table as a value");
     load_fails("port = 8080\n", "FILE:1: 'port': keys must be inside a table such as [server]",
                "top-level key");
-    load_fails("[server]\nport = 8080\nport = 8081\n", "FILE: line 3, column 1: duplicate key "
-               "'server.port'", "TOML error names file, line and column");
-    load_fails("[server]\nport 8080\n", "FILE: line 2, column 6: expected '=' after key, found "
-               "'8'", "syntax error");
+    load_fails("[server]\nport = 8080\nport = 8081\n",
+               "FILE: line 3, column 1: duplicate key "
+               "'server.port'",
+               "TOML error names file, line and column");
+    load_fails("[server]\nport 8080\n",
+               "FILE: line 2, column 6: expected '=' after key, found "
+               "'8'",
+               "syntax error");
     char *big = malloc(2 * 1024 * 1024);
     memset(big, '#', 2 * 1024 * 1024 - 1);
     big[2 * 1024 * 1024 - 1] = 0;
@@ -422,11 +460,23 @@ static void test_example(void)
     size_t n = fread(text, 1, sizeof text - 1, f);
     text[n] = 0;
     fclose(f);
-    const char *keys[] = {"host =", "port =", "# api_key =", "# eip =",
-                          "max_sandbox_timeout_seconds =", "min_sandbox_timeout_seconds =",
-                          "log_level =", "type = \"native\"", "# execd_path =", "# init_path =",
-                          "state_dir =", "default_disk =", "default_pids_max =",
-                          "log_max_bytes =", "[server]", "[runtime]", "[native]"};
+    const char *keys[] = {"host =",
+                          "port =",
+                          "# api_key =",
+                          "# eip =",
+                          "max_sandbox_timeout_seconds =",
+                          "min_sandbox_timeout_seconds =",
+                          "log_level =",
+                          "type = \"native\"",
+                          "# execd_path =",
+                          "# init_path =",
+                          "state_dir =",
+                          "default_disk =",
+                          "default_pids_max =",
+                          "log_max_bytes =",
+                          "[server]",
+                          "[runtime]",
+                          "[native]"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char what[128];
         snprintf(what, sizeof what, "example has %s", keys[i]);
@@ -436,8 +486,10 @@ static void test_example(void)
 
     OK(osb_config_write_example(tp("d.toml"), "docker", NULL, &e) < 0, "docker example refused");
     IS_INT(e.code, OSB_E_UNSUPPORTED, "docker example unsupported");
-    IS_STR(e.msg, "example 'docker' is not available: runtime 'docker' is not supported yet "
-           "(use --example native)", "docker example message");
+    IS_STR(e.msg,
+           "example 'docker' is not available: runtime 'docker' is not supported yet "
+           "(use --example native)",
+           "docker example message");
     OK(osb_config_write_example(tp("d.toml"), "bogus", NULL, &e) < 0, "unknown example refused");
     IS_STR(e.msg, "unknown example 'bogus' (expected native)", "unknown example message");
     OK(access(tp("d.toml"), F_OK) < 0, "nothing written for a refused example");
@@ -448,7 +500,8 @@ static void test_example(void)
     OK(osb_config_load(tp("subnet.toml"), &sc, &e) == 0, "it loads");
     IS_STR(sc.network.subnet, "10.7.0.0/16", "the chosen subnet is written");
     osb_config_free(&sc);
-    OK(osb_config_write_example("/proc/nope/x.toml", "native", NULL, &e) < 0, "unwritable path fails");
+    OK(osb_config_write_example("/proc/nope/x.toml", "native", NULL, &e) < 0,
+       "unwritable path fails");
     OK(osb_config_write_example("", "native", NULL, &e) < 0, "empty path refused");
     IS_STR(e.msg, "init-config needs a file path", "empty path message");
     char *under_file = osb_xasprintf("%s/x.toml", p);

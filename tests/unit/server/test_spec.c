@@ -120,7 +120,8 @@ static void test_snapshot_and_auth(void)
     json_t *npj = s.network_policy ? osb_policy_json(s.network_policy) : NULL;
     char *np = npj ? json_dumps(npj, JSON_COMPACT) : NULL;
     json_decref(npj);
-    IS_STR(np, "{\"egress\":[{\"action\":\"allow\",\"target\":\"a.com\"}],\"defaultAction\":\"deny\"}",
+    IS_STR(np,
+           "{\"egress\":[{\"action\":\"allow\",\"target\":\"a.com\"}],\"defaultAction\":\"deny\"}",
            "  normalized: actions lower-cased, a missing defaultAction is deny");
     free(np);
     osb_spec_free(&s);
@@ -143,12 +144,14 @@ static void test_invalid(void)
                  400, bad, "image.auth");
     expect_error("{\"image\":{\"uri\":\"host\",\"auth\":[]},\"entrypoint\":[\"x\"]}", 400, bad,
                  "image.auth");
-    expect_error("{\"image\":{\"uri\":\"host\"}}", 400, "SANDBOX::INVALID_ENTRYPOINT", "entrypoint");
+    expect_error("{\"image\":{\"uri\":\"host\"}}", 400, "SANDBOX::INVALID_ENTRYPOINT",
+                 "entrypoint");
     expect_error("{\"image\":{\"uri\":\"host\"},\"entrypoint\":[]}", 400,
                  "SANDBOX::INVALID_ENTRYPOINT", "entrypoint");
     expect_error("{\"image\":{\"uri\":\"host\"},\"entrypoint\":[\"a\",1]}", 400,
                  "SANDBOX::INVALID_ENTRYPOINT", "entrypoint[1]");
-    expect_error("{" BASE ",\"resourceLimits\":{\"cpu\":\"lots\"}}", 400, bad, "resourceLimits.cpu");
+    expect_error("{" BASE ",\"resourceLimits\":{\"cpu\":\"lots\"}}", 400, bad,
+                 "resourceLimits.cpu");
     expect_error("{" BASE ",\"resourceLimits\":{\"memory\":\"12XB\"}}", 400, bad,
                  "resourceLimits.memory");
     expect_error("{" BASE ",\"resourceLimits\":{\"memory\":\"1Mi\"}}", 400, bad, "minimum");
@@ -172,8 +175,8 @@ static void test_invalid(void)
     expect_error("{" BASE ",\"credentialProxy\":{\"enabled\":true}}", 400,
                  "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED", "credentialProxy");
     expect_error("{" BASE ",\"secureAccess\":true}", 400, bad, "secureAccess");
-    expect_error("{" BASE ",\"extensions\":{\"poolRef\":\"p\"}}", 400, "SANDBOX::UNSUPPORTED_POOL_REF",
-                 "poolRef");
+    expect_error("{" BASE ",\"extensions\":{\"poolRef\":\"p\"}}", 400,
+                 "SANDBOX::UNSUPPORTED_POOL_REF", "poolRef");
 }
 
 #define VOL(x) "{" BASE ",\"volumes\":[" x "]}"
@@ -211,8 +214,9 @@ static void test_volumes_valid(void)
            !json_object_get(json_object_get(json_array_get(v, 1), "pvc"), "autoCreated"),
        "record: autoCreated only for a claim this request made");
     IS_INT((int)json_array_size(v), 3, "record has the volumes");
-    IS_STR(json_string_value(json_object_get(json_object_get(json_array_get(v, 0), "host"), "path")),
-           "/data/x", "record: host path");
+    IS_STR(
+        json_string_value(json_object_get(json_object_get(json_array_get(v, 0), "host"), "path")),
+        "/data/x", "record: host path");
     IS_STR(json_string_value(json_object_get(json_array_get(v, 0), "subPath")), "s/t",
            "record: subPath");
     json_t *pvc = json_object_get(json_array_get(v, 2), "pvc");
@@ -247,22 +251,20 @@ static void test_volumes_invalid(void)
                  "volumes[0].mountPath");
     expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"//\"," HOSTV "}"), 400, bad,
                  "volumes[0].mountPath");
-    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a/../proc\"," HOSTV "}"), 400, bad,
-                 "'..'");
-    const char *reserved[] = {"/proc", "/proc/sys", "/sys/x", "/dev", "/run", "/run/opensandbox",
-                              "/opt", "/opt/opensandbox/x"};
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a/../proc\"," HOSTV "}"), 400, bad, "'..'");
+    const char *reserved[] = {"/proc", "/proc/sys",        "/sys/x", "/dev",
+                              "/run",  "/run/opensandbox", "/opt",   "/opt/opensandbox/x"};
     for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
         char body[400];
         snprintf(body, sizeof body, VOL("{\"name\":\"a\",\"mountPath\":\"%s\"," HOSTV "}"),
                  reserved[i]);
         expect_error(body, 400, bad, "reserved");
     }
-    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"readOnly\":\"yes\"," HOSTV "}"),
-                 400, bad, "volumes[0].readOnly");
-    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"subPath\":\"/abs\"," HOSTV "}"),
-                 400, bad, "volumes[0].subPath");
-    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"subPath\":\"x/../../y\"," HOSTV
-                     "}"),
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"readOnly\":\"yes\"," HOSTV "}"), 400,
+                 bad, "volumes[0].readOnly");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"subPath\":\"/abs\"," HOSTV "}"), 400,
+                 bad, "volumes[0].subPath");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"subPath\":\"x/../../y\"," HOSTV "}"),
                  400, bad, "volumes[0].subPath");
     expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\"}"), 400, bad, "exactly one backend");
     expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\"," HOSTV ",\"pvc\":{\"claimName\":"
@@ -270,14 +272,14 @@ static void test_volumes_invalid(void)
                  400, bad, "exactly one backend");
     expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"host\":{}}"), 400, bad,
                  "volumes[0].host.path");
-    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"host\":{\"path\":\"C:\\\\x\"}}"),
-                 400, bad, "volumes[0].host.path");
-    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"host\":{\"path\":\"/d/../e\"}}"),
-                 400, bad, "volumes[0].host.path");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"host\":{\"path\":\"C:\\\\x\"}}"), 400,
+                 bad, "volumes[0].host.path");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"host\":{\"path\":\"/d/../e\"}}"), 400,
+                 bad, "volumes[0].host.path");
     expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"pvc\":{}}"), 400, bad,
                  "volumes[0].pvc.claimName");
-    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"pvc\":{\"claimName\":\"Bad_\"}}"),
-                 400, bad, "volumes[0].pvc.claimName");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"pvc\":{\"claimName\":\"Bad_\"}}"), 400,
+                 bad, "volumes[0].pvc.claimName");
     expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"pvc\":{\"claimName\":\"c\","
                      "\"storage\":\"1GB\"}}"),
                  400, bad, "volumes[0].pvc.storage");
@@ -287,8 +289,8 @@ static void test_volumes_invalid(void)
     expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"pvc\":{\"claimName\":\"c\","
                      "\"createIfNotExists\":1}}"),
                  400, bad, "volumes[0].pvc.createIfNotExists");
-    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"ossfs\":{\"bucket\":\"b\"}}"),
-                 400, bad, "volumes[0].ossfs.endpoint");
+    expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"ossfs\":{\"bucket\":\"b\"}}"), 400,
+                 bad, "volumes[0].ossfs.endpoint");
     expect_error(VOL("{\"name\":\"a\",\"mountPath\":\"/a\",\"ossfs\":{\"bucket\":\"bk\","
                      "\"endpoint\":\"e\",\"accessKeyId\":\"i\",\"accessKeySecret\":\"s\"}}"),
                  400, bad, "volumes[0].ossfs.bucket");
@@ -306,12 +308,26 @@ static void test_labels(void)
 {
     char msg[400];
     static const char *const good[][2] = {
-        {"a", "b"}, {"team", ""}, {"example.com/team", "x-y_z.1"}, {"A_b.c-d", "V"},
-        {"a.b-c.d/N", "0"}, {"k", "123456789012345678901234567890123456789012345678901234567890123"},
+        {"a", "b"},
+        {"team", ""},
+        {"example.com/team", "x-y_z.1"},
+        {"A_b.c-d", "V"},
+        {"a.b-c.d/N", "0"},
+        {"k", "123456789012345678901234567890123456789012345678901234567890123"},
     };
     static const char *const bad[][2] = {
-        {"", "v"}, {"-a", "v"}, {"a-", "v"}, {"a b", "v"}, {"A.com/x", "v"}, {"/x", "v"},
-        {"a/", "v"}, {"a/b/c", "v"}, {"a..b/x", "v"}, {"k", "-v"}, {"k", "v v"}, {"k", "é"},
+        {"", "v"},
+        {"-a", "v"},
+        {"a-", "v"},
+        {"a b", "v"},
+        {"A.com/x", "v"},
+        {"/x", "v"},
+        {"a/", "v"},
+        {"a/b/c", "v"},
+        {"a..b/x", "v"},
+        {"k", "-v"},
+        {"k", "v v"},
+        {"k", "é"},
         {"k", "1234567890123456789012345678901234567890123456789012345678901234"},
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
@@ -346,9 +362,15 @@ static void test_time(void)
     IS_INT(us, 1705314600000000LL, "  value");
     IS_INT(osb_timefmt_parse("2024-01-15T10:30:00.1234567891Z", &us), 0, "long fraction");
     IS_INT(us, 1705314600123456LL, "  truncated to microseconds");
-    const char *bad[] = {"", "2024-01-15", "2024-13-01T00:00:00Z", "2023-02-29T00:00:00Z",
-                         "2024-01-15T25:00:00Z", "2024-01-15T10:30:00.Z", "2024-01-15T10:30:00Zx",
-                         "2024-01-15T10:30:00+1", "tomorrow"};
+    const char *bad[] = {"",
+                         "2024-01-15",
+                         "2024-13-01T00:00:00Z",
+                         "2023-02-29T00:00:00Z",
+                         "2024-01-15T25:00:00Z",
+                         "2024-01-15T10:30:00.Z",
+                         "2024-01-15T10:30:00Zx",
+                         "2024-01-15T10:30:00+1",
+                         "tomorrow"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char what[80];
         snprintf(what, sizeof what, "rejects '%s'", bad[i]);

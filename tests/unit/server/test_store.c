@@ -69,7 +69,8 @@ static void test_registry(void)
     OK(sorted, "still sorted");
     osb_reg_free(r);
     enum osb_sbx_state st;
-    OK(osb_state_parse("rUnNiNg", &st) == 0 && st == OSB_ST_RUNNING, "state names case-insensitive");
+    OK(osb_state_parse("rUnNiNg", &st) == 0 && st == OSB_ST_RUNNING,
+       "state names case-insensitive");
     OK(osb_state_parse("Bogus", &st) < 0, "unknown state");
 }
 
@@ -165,8 +166,8 @@ static void test_event_trim(void)
     struct osb_sbx *s = make("t", 1);
     int fails = 0;
     for (int i = 0; i < OSB_STORE_MAX_EVENTS + 50; i++)
-        fails += osb_store_put(st, s, i == OSB_STORE_MAX_EVENTS + 49 ? "Last" : "Tick", NULL,
-                               &err) < 0;
+        fails +=
+            osb_store_put(st, s, i == OSB_STORE_MAX_EVENTS + 49 ? "Last" : "Tick", NULL, &err) < 0;
     IS_INT(fails, 0, "every event stored");
     struct osb_store_event *ev = NULL;
     size_t n = 0;
