@@ -120,12 +120,11 @@ static bool in_path(const char *name)
     return false;
 }
 
+/* Looked up on each call (a few stat calls beside a spawn): no state to
+ * keep, and a bash installed after start-up is used. */
 const char *osb_cmd_shell(void)
 {
-    static const char *shell;
-    if (!shell)
-        shell = in_path("bash") ? "bash" : "sh";
-    return shell;
+    return in_path("bash") ? "bash" : "sh";
 }
 
 static const char *env_lookup(char *const *envp, const char *name, size_t len)

@@ -225,8 +225,10 @@ static bool metadata_match(const struct osb_sbx *s, json_t *filter)
     json_t *v;
     json_object_foreach(filter, k, v)
     {
-        json_t *have = json_object_get(s->metadata, k);
-        if (!json_is_string(have) || strcmp(json_string_value(have), json_string_value(v)) != 0)
+        const char *have;
+        struct osb_err err;
+        if (osb_json_str(s->metadata, k, false, &have, &err) <= 0 ||
+            strcmp(have, json_string_value(v)) != 0)
             return false;
     }
     return true;
@@ -415,10 +417,12 @@ static int renew(struct osb_server *srv, struct osb_sbx *s, json_t *body, int64_
 {
     if (!json_is_object(body))
         return osb_apierr(e, BAD, "request body must be a JSON object {\"expiresAt\": ...}");
-    json_t *v = json_object_get(body, "expiresAt");
-    if (!v || json_is_null(v))
+    const char *v = NULL;
+    struct osb_err err;
+    int r = osb_json_str(body, "expiresAt", false, &v, &err);
+    if (r == 0)
         return osb_apierr(e, BAD, "field 'expiresAt' is required");
-    if (!json_is_string(v) || osb_timefmt_parse(json_string_value(v), t) < 0)
+    if (r < 0 || osb_timefmt_parse(v, t) < 0)
         return osb_apierr(e, BAD,
                           "field 'expiresAt' must be an RFC 3339 date-time such as "
                           "\"2030-01-02T03:04:05Z\"");

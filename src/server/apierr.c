@@ -85,6 +85,7 @@ static const struct code_row codes[] = {
     ROW("VOLUME::CREATE_FAILED", 500),
     /* diagnostics, pools */
     ROW("DIAGNOSTICS::INVALID_SCOPE", 400),
+    ROW("DIAGNOSTICS::TOO_LARGE", 500),
     ROW("KUBERNETES::POOL_NOT_SUPPORTED", 501),
     /* the egress API (port 18080) */
     ROW("EGRESS::INVALID_BODY", 400),

@@ -22,7 +22,7 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/xalloc.h"
-#include "runtime/native/fsutil.h"
+#include "common/fstree.h"
 
 #define IMAGE "disk.img"
 
@@ -230,17 +230,17 @@ int osb_claim_make(const char *vdir, const char *claim, int64_t bytes, struct os
         return -1;
     _cleanup_free_ char *tmp = osb_xasprintf("%s/.new-%s", vdir, claim);
     _cleanup_free_ char *dst = osb_xasprintf("%s/%s", vdir, claim);
-    if (osb_rtfs_remove_tree(tmp, err) < 0)
+    if (osb_fs_remove_tree(tmp, err) < 0)
         return -1;
     if (mkdir(tmp, 0700) < 0)
         return osb_err_sys(err, "create %s", tmp);
     if (make_image(tmp, bytes, err) < 0 ||
         (rename(tmp, dst) < 0 && osb_err_sys(err, "rename %s to %s", tmp, dst) < 0)) {
-        osb_rtfs_remove_tree(tmp, NULL);
+        osb_fs_discard_tree(tmp);
         return -1;
     }
     if (osb_claim_attach(vdir, claim, err) < 0) {
-        osb_rtfs_remove_tree(dst, NULL);
+        osb_fs_discard_tree(dst);
         return -1;
     }
     /* A claim starts empty, as a fresh directory did: mkfs's lost+found

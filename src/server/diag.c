@@ -162,8 +162,8 @@ static bool scope_known(const char *s)
 static bool respond_full(struct osb_http_req *req, const struct content *c)
 {
     if (c->full)
-        osb_http_respond_error(req, 500, "DIAGNOSTICS::TOO_LARGE",
-                               "the diagnostic text does not fit in memory");
+        osb_apierr_reply(req, "DIAGNOSTICS::TOO_LARGE",
+                         "the diagnostic text does not fit in memory");
     return c->full;
 }
 

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "common/ctl.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "common/timeutil.h"
@@ -99,10 +100,27 @@ static int save(struct snap *sn, struct osb_err *err)
     return rc;
 }
 
+/* Fields of a stored record (written by this module): "" / NULL / 0 when
+ * absent or of another type, which only an edited store could produce. */
 static const char *jstr(json_t *o, const char *k)
 {
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
+    const char *s;
+    struct osb_err err;
+    return osb_json_str(o, k, false, &s, &err) > 0 ? s : "";
+}
+
+static char *jdup(json_t *o, const char *k)
+{
+    const char *s;
+    struct osb_err err;
+    return osb_json_str(o, k, false, &s, &err) > 0 ? osb_xstrdup(s) : NULL;
+}
+
+static int64_t jint(json_t *o, const char *k)
+{
+    int64_t v;
+    struct osb_err err;
+    return osb_json_int(o, k, false, &v, &err) > 0 ? v : 0;
 }
 
 static void load_one(void *ud, json_t *r)
@@ -114,14 +132,11 @@ static void load_one(void *ud, json_t *r)
     snprintf(sn->sandbox_id, sizeof sn->sandbox_id, "%s", jstr(r, "sandboxId"));
     snprintf(sn->layer, sizeof sn->layer, "%s", jstr(r, "layer"));
     snprintf(sn->base, sizeof sn->base, "%s", jstr(r, "base"));
-    if (json_is_string(json_object_get(r, "name")))
-        sn->name = osb_xstrdup(jstr(r, "name"));
-    if (json_is_string(json_object_get(r, "reason")))
-        sn->reason = osb_xstrdup(jstr(r, "reason"));
-    if (json_is_string(json_object_get(r, "message")))
-        sn->message = osb_xstrdup(jstr(r, "message"));
-    sn->created_us = json_integer_value(json_object_get(r, "createdUs"));
-    sn->transition_us = json_integer_value(json_object_get(r, "transitionUs"));
+    sn->name = jdup(r, "name");
+    sn->reason = jdup(r, "reason");
+    sn->message = jdup(r, "message");
+    sn->created_us = jint(r, "createdUs");
+    sn->transition_us = jint(r, "transitionUs");
     sn->state = SNAP_FAILED;
     for (int i = 0; i < 3; i++)
         if (strcmp(jstr(r, "state"), state_names[i]) == 0)
@@ -206,13 +221,17 @@ static int base_of(struct osb_server *srv, const struct osb_sbx *s, char *out, s
         snprintf(out, n, "%s", s->image);
         return 0;
     }
-    const char *snap = json_string_value(json_object_get(s->spec, "snapshotId"));
-    if (snap) {
+    const char *snap = jstr(s->spec, "snapshotId");
+    if (*snap) {
         snprintf(out, n, OSB_SNAP_IMAGE_PREFIX "%s", snap);
         return 0;
     }
-    const char *uri = json_string_value(json_object_get(json_object_get(s->spec, "image"), "uri"));
-    if (!uri || strcmp(uri, "host") == 0) {
+    json_t *image = NULL;
+    struct osb_err jerr;
+    const char *uri = "";
+    if (osb_json_obj(s->spec, "image", false, &image, &jerr) > 0)
+        uri = jstr(image, "uri");
+    if (!*uri || strcmp(uri, "host") == 0) {
         snprintf(out, n, "host");
         return 0;
     }
@@ -281,17 +300,17 @@ static int create_body(struct osb_http_req *req, char **name)
     json_t *body = osb_api_body(req, true);
     if (!body)
         return -1;
-    json_t *n = json_object_get(body, "name");
-    const char *problem = NULL;
+    const char *problem = NULL, *n = NULL;
+    struct osb_err err = {0};
+    int r = 0;
     if (!json_is_object(body))
         problem = "the body must be a JSON object {\"name\": ...}";
-    else if (n && !json_is_null(n) &&
-             (!json_is_string(n) || !json_string_length(n) || json_string_length(n) > 253))
+    else if ((r = osb_json_name(body, "name", false, &n, &err)) < 0)
+        problem = err.msg; /* not a string, or a control byte in it */
+    else if (r > 0 && (!*n || strlen(n) > 253))
         problem = "field 'name' must be a non-empty string of at most 253 characters";
-    else if (json_is_string(n) && osb_ctl_find(json_string_value(n), json_string_length(n)) >= 0)
-        problem = "field 'name' contains a control byte";
-    else if (json_is_string(n))
-        *name = osb_xstrdup(json_string_value(n));
+    else if (r > 0)
+        *name = osb_xstrdup(n);
     json_decref(body);
     if (problem)
         osb_apierr_reply(req, "SNAPSHOT::INVALID_PARAMETER", "%s", problem);

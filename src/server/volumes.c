@@ -21,7 +21,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
-#include "runtime/native/fsutil.h"
+#include "common/fstree.h"
 #include "server/claim.h"
 #include "server/server.h"
 
@@ -493,7 +493,7 @@ void osb_vol_release(struct osb_server *srv, const struct osb_sbx *s)
         struct osb_err err = {0};
         /* The image goes once its last mount does: a sandbox whose mount
          * namespace is still being torn down keeps it a moment longer. */
-        if (osb_claim_detach(vdir, claim, &err) < 0 || osb_rtfs_remove_tree(dir, &err) < 0)
+        if (osb_claim_detach(vdir, claim, &err) < 0 || osb_fs_remove_tree(dir, &err) < 0)
             osb_err_log("remove volume %s of sandbox %s: %s", claim, s->id, err.msg);
         else
             osb_info("removed volume %s with sandbox %s", claim, s->id);

@@ -12,7 +12,7 @@
 
 #include "common/cleanup.h"
 #include "common/xalloc.h"
-#include "runtime/native/fsutil.h"
+#include "common/fstree.h"
 #include "runtime/native/state.h"
 
 /* ------------------------------------------------------------ lifetime */
@@ -124,7 +124,7 @@ static bool proc_stat(pid_t pid, uint64_t *start, char *state)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    if (osb_rtfs_read(path, buf, sizeof buf) <= 0)
+    if (osb_fs_read(path, buf, sizeof buf) <= 0)
         return false;
     char *p = strrchr(buf, ')');
     if (!p || !p[1])

@@ -15,7 +15,7 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
-#include "runtime/native/fsutil.h"
+#include "common/fstree.h"
 
 /* Where the server moves itself when cgroup v2 forbids processes in a
  * cgroup that delegates controllers ("no internal processes"). */
@@ -146,7 +146,7 @@ static bool v2_has(const char *dir, const char *controller)
 {
     char path[PATH_MAX], buf[512];
     snprintf(path, sizeof path, "%s/cgroup.controllers", dir);
-    if (osb_rtfs_read(path, buf, sizeof buf) < 0)
+    if (osb_fs_read(path, buf, sizeof buf) < 0)
         return false;
     for (char *save = NULL, *w = strtok_r(buf, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
         if (strcmp(w, controller) == 0)
@@ -163,7 +163,7 @@ static int move_to_leaf(const char *dir, struct osb_err *err)
     if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
         return osb_err_sys(err, "create cgroup `%s`", leaf);
     snprintf(procs, sizeof procs, "%s/cgroup.procs", dir);
-    if (osb_rtfs_read(procs, buf, sizeof buf) < 0)
+    if (osb_fs_read(procs, buf, sizeof buf) < 0)
         return osb_err_sys(err, "read `%s`", procs);
     snprintf(procs, sizeof procs, "%s/cgroup.procs", leaf);
     for (char *save = NULL, *w = strtok_r(buf, "\n", &save); w; w = strtok_r(NULL, "\n", &save))
@@ -195,7 +195,7 @@ static int v2_delegate(const char *dir, bool may_move, struct osb_err *err)
 static bool own_v2_dir(const struct osb_cg_mounts *m, char *out, size_t n)
 {
     char cg[1 << 14], own[PATH_MAX];
-    if (!m->v2[0] || osb_rtfs_read("/proc/self/cgroup", cg, sizeof cg) < 0 ||
+    if (!m->v2[0] || osb_fs_read("/proc/self/cgroup", cg, sizeof cg) < 0 ||
         !osb_cg_parse_own(cg, NULL, own, sizeof own))
         return false;
     osb_cg_join_path(m->v2, m->v2_root, own, out, n);
@@ -291,8 +291,8 @@ int osb_cg_plan_init(struct osb_cg_plan *p, const char *state_dir, struct osb_er
     memset(p, 0, sizeof *p);
     osb_cg_base_name(state_dir, p->base_name, sizeof p->base_name);
     static char mi[1 << 16], cg[1 << 14];
-    if (osb_rtfs_read("/proc/self/mountinfo", mi, sizeof mi) < 0 ||
-        osb_rtfs_read("/proc/self/cgroup", cg, sizeof cg) < 0)
+    if (osb_fs_read("/proc/self/mountinfo", mi, sizeof mi) < 0 ||
+        osb_fs_read("/proc/self/cgroup", cg, sizeof cg) < 0)
         return osb_err_sys(err, "read /proc/self/mountinfo or /proc/self/cgroup");
     struct osb_cg_mounts m;
     osb_cg_parse_mountinfo(mi, &m);
@@ -347,7 +347,7 @@ void osb_cg_set_load(const struct osb_cg_plan *p, const char *id, const char *sa
 {
     char path[PATH_MAX], buf[8192];
     snprintf(path, sizeof path, "%s/%s", sandbox_dir, OSB_SANDBOX_RECORD);
-    if (osb_rtfs_read(path, buf, sizeof buf) > 0 && osb_cg_set_parse(buf, s, NULL) == 0 && s->n)
+    if (osb_fs_read(path, buf, sizeof buf) > 0 && osb_cg_set_parse(buf, s, NULL) == 0 && s->n)
         return;
     osb_cg_set_for(p, id, s);
 }
@@ -388,7 +388,7 @@ static bool wait_for(const char *dir, const char *file, const char *want)
     snprintf(path, sizeof path, "%s/%s", dir, file);
     int64_t end = osb_mono_ms() + WAIT_MS;
     for (long us = 50;; us = us < 2000 ? us * 2 : us) {
-        if (osb_rtfs_read(path, buf, sizeof buf) >= 0 && strstr(buf, want))
+        if (osb_fs_read(path, buf, sizeof buf) >= 0 && strstr(buf, want))
             return true;
         if (osb_mono_ms() > end)
             return false;
@@ -441,7 +441,7 @@ static int kill_listed(const char *dir)
 {
     char path[PATH_MAX], buf[1 << 16];
     snprintf(path, sizeof path, "%s/cgroup.procs", dir);
-    if (osb_rtfs_read(path, buf, sizeof buf) < 0)
+    if (osb_fs_read(path, buf, sizeof buf) < 0)
         return -1;
     int n = 0;
     for (char *save = NULL, *w = strtok_r(buf, "\n", &save); w; w = strtok_r(NULL, "\n", &save)) {
@@ -508,7 +508,7 @@ static uint64_t read_u64(const char *dir, const char *file, const char *key)
     if (!dir)
         return 0;
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    if (osb_rtfs_read(path, buf, sizeof buf) < 0)
+    if (osb_fs_read(path, buf, sizeof buf) < 0)
         return 0;
     if (!key)
         return strtoull(buf, NULL, 10);

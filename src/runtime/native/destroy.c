@@ -11,7 +11,7 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "runtime/init/spec.h"
-#include "runtime/native/fsutil.h"
+#include "common/fstree.h"
 #include "runtime/native/state.h"
 
 /* Everything in the sandbox dir but its log. */
@@ -27,7 +27,7 @@ static int remove_all_but_log(const char *dir, struct osb_err *err)
             continue;
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (osb_rtfs_remove_tree(path, err) < 0)
+        if (osb_fs_remove_tree(path, err) < 0)
             return -1;
     }
     return 0;
@@ -43,7 +43,7 @@ static int destroy_id(struct osb_nat *rt, const char *id, bool keep_log, struct 
     osb_nat_sandbox_dir(rt, id, dir, sizeof dir);
     osb_cg_set_load(&rt->plan, id, dir, &s);
     if (osb_cg_kill(&s, err) < 0 || osb_cg_remove(&s, err) < 0 ||
-        (keep_log ? remove_all_but_log(dir, err) : osb_rtfs_remove_tree(dir, err)) < 0)
+        (keep_log ? remove_all_but_log(dir, err) : osb_fs_remove_tree(dir, err)) < 0)
         return osb_err_wrap(err, "%s sandbox `%s`", keep_log ? "stop" : "destroy", id);
     /* Reap PID 1 now if it is already gone; SIGCHLD catches it otherwise. */
     osb_nat_reap_all(rt);

@@ -16,7 +16,7 @@
 #include "common/cleanup.h"
 #include "common/fsutil.h"
 #include "common/timeutil.h"
-#include "runtime/native/fsutil.h"
+#include "common/fstree.h"
 #include "runtime/native/image.h"
 
 /* Bump when the skeleton's content changes: existing ones are rebuilt. */
@@ -186,7 +186,7 @@ static int write_etc(const char *root, const char *name, const char *data, struc
 {
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/etc/%s", root, name);
-    return osb_rtfs_create(p, data, strlen(data), 1, err);
+    return osb_fs_create(p, data, strlen(data), 1, err);
 }
 
 static int generate_etc(const char *root, struct osb_err *err)
@@ -274,7 +274,7 @@ int osb_img_host_prepare(const char *images_dir, struct osb_img_host *h, struct 
     host_layout(want, sizeof want);
     snprintf(dir, sizeof dir, "%s/%s", images_dir, OSB_IMG_HOST);
     snprintf(stamp, sizeof stamp, "%s/layout", dir);
-    if (osb_rtfs_read(stamp, have, sizeof have) >= 0 && strcmp(have, want) == 0)
+    if (osb_fs_read(stamp, have, sizeof have) >= 0 && strcmp(have, want) == 0)
         return 0;
     /* Build next to it, then swap in with rename: a crash leaves either
      * the old image or the new one, never half of one. */
@@ -282,25 +282,25 @@ int osb_img_host_prepare(const char *images_dir, struct osb_img_host *h, struct 
     snprintf(tmp, sizeof tmp, "%s/.host-build-%d", images_dir, (int)getpid());
     snprintf(root, sizeof root, "%s/rootfs", tmp);
     snprintf(old, sizeof old, "%s/.host-old-%d", images_dir, (int)getpid());
-    osb_rtfs_remove_tree(tmp, NULL);
+    osb_fs_discard_tree(tmp);
     if (mkdir(tmp, 0755) < 0)
         return osb_err_sys(err, "create `%s`", tmp);
     snprintf(meta, sizeof meta, "%s/meta", tmp);
     snprintf(line, sizeof line, "0 %lld\n", (long long)osb_now_ms());
     snprintf(stamp, sizeof stamp, "%s/layout", tmp);
-    if (build_skeleton(root, err) < 0 || osb_rtfs_create(meta, line, strlen(line), 1, err) < 0 ||
-        osb_rtfs_create(stamp, want, strlen(want), 1, err) < 0) {
-        osb_rtfs_remove_tree(tmp, NULL);
+    if (build_skeleton(root, err) < 0 || osb_fs_create(meta, line, strlen(line), 1, err) < 0 ||
+        osb_fs_create(stamp, want, strlen(want), 1, err) < 0) {
+        osb_fs_discard_tree(tmp);
         return osb_err_wrap(err, "build the host image");
     }
     if (rename(dir, old) < 0 && errno != ENOENT) {
-        osb_rtfs_remove_tree(tmp, NULL);
+        osb_fs_discard_tree(tmp);
         return osb_err_sys(err, "replace `%s`", dir);
     }
     if (rename(tmp, dir) < 0) {
-        osb_rtfs_remove_tree(tmp, NULL);
+        osb_fs_discard_tree(tmp);
         return osb_err_sys(err, "install `%s`", dir);
     }
-    osb_rtfs_remove_tree(old, NULL);
+    osb_fs_discard_tree(old);
     return 0;
 }

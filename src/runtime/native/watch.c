@@ -14,7 +14,7 @@
 #include "common/fsutil.h"
 #include "common/xalloc.h"
 #include "runtime/init/spec.h"
-#include "runtime/native/fsutil.h"
+#include "common/fstree.h"
 #include "runtime/native/state.h"
 
 struct osb_nat_watch {

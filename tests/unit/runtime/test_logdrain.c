@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/native/fsutil.h"
+#include "common/fstree.h"
 #include "runtime/native/logdrain.h"
 #include "tap.h"
 
@@ -131,7 +131,7 @@ int main(void)
         drain_into(dir, bases[i]);
         if (i == 0)
             test_refusals(dir);
-        osb_rtfs_remove_tree(dir, NULL);
+        osb_fs_discard_tree(dir);
     }
     return tap_done();
 }

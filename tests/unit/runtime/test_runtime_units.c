@@ -12,7 +12,7 @@
 #include "runtime/init/spec.h"
 #include "runtime/native/cgroup.h"
 #include "runtime/runtime.h"
-#include "runtime/native/fsutil.h"
+#include "common/fstree.h"
 #include "image/store.h"
 #include "runtime/native/image.h"
 #include "tap.h"
@@ -148,17 +148,17 @@ static void test_remove_tree(void)
     snprintf(p, sizeof p, "%s/a/b/file", tree);
     close(open(p, O_CREAT | O_WRONLY, 0644));
     struct osb_err err = {0};
-    IS_INT(osb_rtfs_remove_tree(tree, &err), 0, "remove the tree");
+    IS_INT(osb_fs_remove_tree(tree, &err), 0, "remove the tree");
     OK(access(tree, F_OK) < 0, "the tree is gone");
     snprintf(p, sizeof p, "%s/keep", outside);
     OK(access(p, F_OK) == 0, "what the symlink pointed at is untouched");
-    IS_INT(osb_rtfs_remove_tree(tree, &err), 0, "removing a missing tree is fine");
+    IS_INT(osb_fs_remove_tree(tree, &err), 0, "removing a missing tree is fine");
     snprintf(p, sizeof p, "%s/link", top);
     symlink(outside, p);
-    IS_INT(osb_rtfs_remove_tree(p, &err), 0, "a symlink given as the tree is unlinked");
+    IS_INT(osb_fs_remove_tree(p, &err), 0, "a symlink given as the tree is unlinked");
     snprintf(p, sizeof p, "%s/keep", outside);
     OK(access(p, F_OK) == 0, "not followed");
-    IS_INT(osb_rtfs_remove_tree(top, &err), 0, "cleanup");
+    IS_INT(osb_fs_remove_tree(top, &err), 0, "cleanup");
 }
 
 /* The backend table: names resolve to ops that implement every call. */

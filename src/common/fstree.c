@@ -1,4 +1,4 @@
-#include "runtime/native/fsutil.h"
+#include "common/fstree.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
 
 static int remove_children(int dfd, dev_t dev, const char *path, struct osb_err *err);
 
@@ -59,7 +60,7 @@ static int remove_children(int dfd, dev_t dev, const char *path, struct osb_err 
     return r;
 }
 
-int osb_rtfs_remove_tree(const char *path, struct osb_err *err)
+int osb_fs_remove_tree(const char *path, struct osb_err *err)
 {
     struct stat st;
     if (lstat(path, &st) < 0)
@@ -76,7 +77,14 @@ int osb_rtfs_remove_tree(const char *path, struct osb_err *err)
     return 0;
 }
 
-ssize_t osb_rtfs_read(const char *path, char *buf, size_t cap)
+void osb_fs_discard_tree(const char *path)
+{
+    struct osb_err err = {0};
+    if (osb_fs_remove_tree(path, &err) < 0)
+        osb_err_log("remove `%s`: %s", path, err.msg);
+}
+
+ssize_t osb_fs_read(const char *path, char *buf, size_t cap)
 {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
@@ -94,8 +102,7 @@ ssize_t osb_rtfs_read(const char *path, char *buf, size_t cap)
     return (ssize_t)len;
 }
 
-int osb_rtfs_create(const char *path, const char *data, size_t len, int replace,
-                    struct osb_err *err)
+int osb_fs_create(const char *path, const char *data, size_t len, int replace, struct osb_err *err)
 {
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (replace ? O_TRUNC : O_EXCL);
     _cleanup_close_ int fd = open(path, flags, 0644);
@@ -140,7 +147,7 @@ static unsigned long long du_at(int dfd)
     return sum;
 }
 
-unsigned long long osb_rtfs_du(const char *path)
+unsigned long long osb_fs_du(const char *path)
 {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     return fd < 0 ? 0 : du_at(fd);
