@@ -302,7 +302,7 @@ def test_1000_sse_streams(x):
              "%d done, %d failed early" % (len(done), len(failed)))
         # Every command must be blocked on the gate before it is released.
         root = x.proc.pid
-        ok = wait_for(lambda: (pump(0), fifo_holders(root, fifo))[1] >= n, 10, 0.2)
+        ok = wait_for(lambda: (pump(0), fifo_holders(root, fifo))[1] >= n, 60, 0.2)
         t.ok(ok, "all 1000 commands are running at once (%d hold the FIFO)"
              % fifo_holders(root, fifo))
         os.close(gate)

@@ -81,7 +81,7 @@ class Pid1(Execd):
 
     def start(self):
         Execd.start(self)
-        wait_for(self._find_pid, 3)
+        wait_for(self._find_pid, 60)
         return self
 
     def _find_pid(self):
@@ -206,7 +206,7 @@ def test_zombies():
         def no_zombies():
             tab = proc_table(descendants(x.host_pid))
             return long_orphan() is None and not [p for p, (c, st, pp) in tab.items() if st == "Z"]
-        t.ok(wait_for(no_zombies, 4, 0.05), "orphans exited and were reaped: no zombies left",
+        t.ok(wait_for(no_zombies, 60, 0.05), "orphans exited and were reaped: no zombies left",
              proc_table(descendants(x.host_pid)))
         res, out, code = x.run("cat /proc/[0-9]*/stat 2>/dev/null | grep -c ') Z ' || true")
         t.eq(out.strip(), "0", "no zombie visible from inside either")
@@ -238,10 +238,10 @@ def test_sigterm():
         if x.host_pid is None:
             return
         # A SIGTERM before the shell set its trap would just kill it.
-        wait_for(lambda: os.path.exists(os.path.join(x.root, "tmp", "trapped")), 5)
+        wait_for(lambda: os.path.exists(os.path.join(x.root, "tmp", "trapped")), 60)
         os.kill(x.host_pid, signal.SIGTERM)
         marker = os.path.join(x.root, "tmp", "term")
-        t.ok(wait_for(lambda: os.path.exists(marker), 3), "SIGTERM to PID 1 reached the entrypoint")
+        t.ok(wait_for(lambda: os.path.exists(marker), 60), "SIGTERM to PID 1 reached the entrypoint")
         if os.path.exists(marker):
             t.eq(open(marker).read(), "got-term\n", "entrypoint's TERM trap ran")
         time.sleep(0.3)

@@ -219,7 +219,7 @@ def test_websocket(x):
         ws.send_text("after ping")
         t.eq(ws.recv(), (1, b"after ping"), "ping/pong passes through")
         ws.close(1000, "bye")
-        wait_for(lambda: echo.closes, 2)
+        wait_for(lambda: echo.closes, 60)
         t.eq(echo.closes, [1000], "close code reached the upstream")
         t.ok(echo.requests and echo.requests[0][0] == "/ws/path?q=1", "upstream saw the path",
              echo.requests)
