@@ -239,8 +239,8 @@ static void h_fallback(struct osb_http_req *req, void *ud)
 
 /* ------------------------------------------------------- registration */
 
-/* The patterns built for the /v1 copies live in srv as long as the process
- * (the HTTP server keeps pointers to them). */
+/* The patterns built for the /v1 copies live in srv until the HTTP server
+ * is closed (it keeps pointers to them): osb_api_release. */
 static void add_table(struct osb_server *srv, const struct osb_http_route *t, size_t n)
 {
     struct osb_http_route *r = osb_xcalloc(2 * n, sizeof *r);
@@ -257,6 +257,15 @@ static void add_table(struct osb_server *srv, const struct osb_http_route *t, si
     }
     osb_http_server_add_routes(srv->http, r, 2 * n);
     free(r);
+}
+
+void osb_api_release(struct osb_server *srv)
+{
+    for (size_t i = 0; i < srv->n_v1_patterns; i++)
+        free(srv->v1_patterns[i]);
+    free(srv->v1_patterns);
+    srv->v1_patterns = NULL;
+    srv->n_v1_patterns = 0;
 }
 
 void osb_api_register(struct osb_server *srv)

@@ -287,6 +287,7 @@ static void stop(struct osb_server *srv)
     if (srv->cfg)
         osb_vol_close(srv);
     uv_run(srv->loop, UV_RUN_NOWAIT);
+    osb_api_release(srv);
     osb_snaps_close(srv);
     osb_istore_close(srv->images);
     osb_store_close(srv->store);

@@ -46,7 +46,7 @@ struct osb_server {
     int64_t ready_timeout_ms;     /* how long execd gets to answer /ping */
     struct osb_vol_job *vol_jobs; /* claims being made or mounted (server/volumes.c) */
     struct osb_netglue *net;      /* sandbox networking (server/network.c) */
-    char **v1_patterns;           /* api.c: the /v1 routes' patterns, kept for the process */
+    char **v1_patterns;           /* api.c: the /v1 routes' patterns (osb_api_release) */
     size_t n_v1_patterns;
 };
 
@@ -100,6 +100,8 @@ bool osb_images_in_use_cb(void *ud, const char *name);
 
 /* ---- api.c: routes, auth, request ids, shared JSON ---- */
 void osb_api_register(struct osb_server *srv);
+/* After the HTTP server is closed: frees what registering allocated. */
+void osb_api_release(struct osb_server *srv);
 /* The list queries page (>= 1, default 1) and pageSize (1..200, default
  * 20); -1 after answering 400. */
 int osb_api_page(struct osb_http_req *req, long *page, long *size);

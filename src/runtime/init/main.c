@@ -346,13 +346,10 @@ static int join_netns(const char *path, struct osb_err *err)
     return 0;
 }
 
-static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
+static int build(struct osb_init_spec *s, const struct sock_fprog *filter, pid_t *pid,
+                 struct osb_err *err)
 {
     _cleanup_close_ int listenfd = -1;
-    struct sock_fprog filter = {0};
-    if (prepare_seccomp(s, &filter, err) < 0)
-        return -1;
-    osb_init_trace("seccomp ready");
     if (make_state_dir(s, &listenfd, err) < 0) {
         if (err->code != OSB_E_EXISTS)
             remove_state_dir(s);
@@ -370,7 +367,7 @@ static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
         remove_state_dir(s);
         return -1;
     }
-    *pid = start_child(s, listenfd, v2fd, &filter, err);
+    *pid = start_child(s, listenfd, v2fd, filter, err);
     osb_init_trace("child exec'd");
     if (*pid < 0) {
         osb_init_cgroups_leave(s, true);
@@ -380,6 +377,20 @@ static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
     osb_init_cgroups_leave(s, false);
     osb_init_trace("left cgroups");
     return 0;
+}
+
+/* The filter is the parent's copy: the child has its own (clone without
+ * CLONE_VM) and has exec'd, with the filter installed, by the time build
+ * returns. */
+static int create(struct osb_init_spec *s, pid_t *pid, struct osb_err *err)
+{
+    struct sock_fprog filter = {0};
+    if (prepare_seccomp(s, &filter, err) < 0)
+        return -1;
+    osb_init_trace("seccomp ready");
+    int rc = build(s, &filter, pid, err);
+    free(filter.filter);
+    return rc;
 }
 
 int main(int argc, char **argv)
