@@ -73,7 +73,7 @@ int osb_json_parse_object(const char *data, size_t len, bool allow_empty, json_t
     return 0;
 }
 
-static json_t *field(json_t *obj, const char *key)
+json_t *osb_json_field(json_t *obj, const char *key)
 {
     json_t *v = obj ? json_object_get(obj, key) : NULL;
     return json_is_null(v) ? NULL : v;
@@ -88,7 +88,7 @@ static int absent(const char *key, bool required, struct osb_err *err)
 
 int osb_json_str(json_t *obj, const char *key, bool required, const char **out, struct osb_err *err)
 {
-    json_t *v = field(obj, key);
+    json_t *v = osb_json_field(obj, key);
     if (!v)
         return absent(key, required, err);
     if (!json_is_string(v))
@@ -105,12 +105,13 @@ int osb_json_name(json_t *obj, const char *key, bool required, const char **out,
         return rc;
     char what[96];
     snprintf(what, sizeof what, "field '%s'", key);
-    return osb_ctl_check(what, *out, json_string_length(field(obj, key)), err) < 0 ? -1 : 1;
+    return osb_ctl_check(what, *out, json_string_length(osb_json_field(obj, key)), err) < 0 ? -1
+                                                                                            : 1;
 }
 
 int osb_json_int(json_t *obj, const char *key, bool required, int64_t *out, struct osb_err *err)
 {
-    json_t *v = field(obj, key);
+    json_t *v = osb_json_field(obj, key);
     if (!v)
         return absent(key, required, err);
     if (json_is_real(v)) {
@@ -129,7 +130,7 @@ int osb_json_int(json_t *obj, const char *key, bool required, int64_t *out, stru
 
 int osb_json_bool(json_t *obj, const char *key, bool required, bool *out, struct osb_err *err)
 {
-    json_t *v = field(obj, key);
+    json_t *v = osb_json_field(obj, key);
     if (!v)
         return absent(key, required, err);
     if (!json_is_boolean(v))
@@ -140,7 +141,7 @@ int osb_json_bool(json_t *obj, const char *key, bool required, bool *out, struct
 
 int osb_json_obj(json_t *obj, const char *key, bool required, json_t **out, struct osb_err *err)
 {
-    json_t *v = field(obj, key);
+    json_t *v = osb_json_field(obj, key);
     if (!v)
         return absent(key, required, err);
     if (!json_is_object(v))
@@ -151,7 +152,7 @@ int osb_json_obj(json_t *obj, const char *key, bool required, json_t **out, stru
 
 int osb_json_array(json_t *obj, const char *key, bool required, json_t **out, struct osb_err *err)
 {
-    json_t *v = field(obj, key);
+    json_t *v = osb_json_field(obj, key);
     if (!v)
         return absent(key, required, err);
     if (!json_is_array(v))
@@ -162,7 +163,7 @@ int osb_json_array(json_t *obj, const char *key, bool required, json_t **out, st
 
 int osb_json_strmap(json_t *obj, const char *key, json_t **out, struct osb_err *err)
 {
-    json_t *v = field(obj, key);
+    json_t *v = osb_json_field(obj, key);
     if (!v)
         return 0;
     if (!json_is_object(v))

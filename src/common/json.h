@@ -18,6 +18,9 @@ OSB_MUST_CHECK int osb_json_parse(const char *data, size_t len, bool allow_empty
 OSB_MUST_CHECK int osb_json_parse_object(const char *data, size_t len, bool allow_empty,
                                          json_t **out, struct osb_err *err);
 
+/* The value of key when present and not null, else NULL (obj may be NULL);
+ * borrowed. The getters below are built on it. */
+json_t *osb_json_field(json_t *obj, const char *key);
 /* Field getters: 1 if present, 0 if absent or null (and !required), -1 on a
  * wrong type or a missing required field (err names the field). */
 OSB_MUST_CHECK int osb_json_str(json_t *obj, const char *key, bool required, const char **out,

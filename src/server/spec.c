@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/json.h"
 #include "common/ctl.h"
 #include "common/quantity.h"
 #include "common/xalloc.h"
@@ -106,13 +107,6 @@ int osb_label_check(const char *key, const char *value, char *msg, size_t n)
 
 /* ---------------------------------------------------------------- parse */
 
-/* A field that is present and not null. */
-static json_t *field(json_t *obj, const char *key)
-{
-    json_t *v = json_object_get(obj, key);
-    return json_is_null(v) ? NULL : v;
-}
-
 static char **strv_new(size_t n)
 {
     return osb_xcalloc(n + 1, sizeof(char *));
@@ -127,12 +121,12 @@ static void strv_free(char **v)
 
 static int parse_auth(json_t *img, struct osb_create_spec *out, struct osb_apierr *e)
 {
-    json_t *auth = field(img, "auth");
+    json_t *auth = osb_json_field(img, "auth");
     if (!auth)
         return 0;
     if (!json_is_object(auth))
         return osb_apierr(e, BAD, "field 'image.auth' must be an object");
-    json_t *u = field(auth, "username"), *p = field(auth, "password");
+    json_t *u = osb_json_field(auth, "username"), *p = osb_json_field(auth, "password");
     if (!json_is_string(u) || !json_is_string(p))
         return osb_apierr(e, BAD,
                           "field 'image.auth' needs string fields 'username' and 'password'");
@@ -143,13 +137,13 @@ static int parse_auth(json_t *img, struct osb_create_spec *out, struct osb_apier
 
 static int parse_image(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
-    json_t *img = field(body, "image");
-    json_t *snap = field(body, "snapshotId");
+    json_t *img = osb_json_field(body, "image");
+    json_t *snap = osb_json_field(body, "snapshotId");
     const char *uri = NULL;
     if (img) {
         if (!json_is_object(img))
             return osb_apierr(e, BAD, "field 'image' must be an object {\"uri\": ...}");
-        json_t *u = field(img, "uri");
+        json_t *u = osb_json_field(img, "uri");
         if (u && !json_is_string(u))
             return osb_apierr(e, BAD, "field 'image.uri' must be a string");
         uri = u ? json_string_value(u) : NULL;
@@ -181,7 +175,7 @@ static int parse_image(json_t *body, struct osb_create_spec *out, struct osb_api
 static int parse_entrypoint(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
     static const char *code = "SANDBOX::INVALID_ENTRYPOINT";
-    json_t *ep = field(body, "entrypoint");
+    json_t *ep = osb_json_field(body, "entrypoint");
     if (!ep && out->snapshot_id) {
         /* protocol.md 1.4: a restore defaults to the SDKs' keep-alive. */
         static const char *const keep[] = {"tail", "-f", "/dev/null"};
@@ -278,7 +272,7 @@ static int parse_limit(const char *key, const char *s, struct osb_create_spec *o
 
 static int parse_limits(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
-    json_t *rl = field(body, "resourceLimits");
+    json_t *rl = osb_json_field(body, "resourceLimits");
     if (!rl)
         return 0;
     if (!json_is_object(rl))
@@ -298,7 +292,7 @@ static int parse_limits(json_t *body, struct osb_create_spec *out, struct osb_ap
 static int parse_timeout(json_t *body, const struct osb_spec_limits *lim,
                          struct osb_create_spec *out, struct osb_apierr *e)
 {
-    json_t *t = field(body, "timeout");
+    json_t *t = osb_json_field(body, "timeout");
     if (!t)
         return 0; /* omitted or null: manual cleanup */
     if (!json_is_integer(t))
@@ -326,7 +320,7 @@ static int env_key_ok(const char *k)
 
 static int parse_env(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
-    json_t *env = field(body, "env");
+    json_t *env = osb_json_field(body, "env");
     if (!env)
         return 0;
     if (!json_is_object(env))
@@ -353,7 +347,7 @@ static int parse_env(json_t *body, struct osb_create_spec *out, struct osb_apier
 static int parse_metadata(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
     static const char *code = "SANDBOX::INVALID_METADATA_LABEL";
-    json_t *md = field(body, "metadata");
+    json_t *md = osb_json_field(body, "metadata");
     out->metadata = json_object();
     if (!md)
         return 0;
@@ -379,7 +373,7 @@ static int parse_metadata(json_t *body, struct osb_create_spec *out, struct osb_
 static int platform_field(json_t *p, const char *key, const char *const *allowed, char *buf,
                           size_t n, struct osb_apierr *e)
 {
-    json_t *v = field(p, key);
+    json_t *v = osb_json_field(p, key);
     if (!v)
         return osb_apierr(e, BAD, "field 'platform.%s' is required", key);
     if (!json_is_string(v) || json_string_length(v) >= n)
@@ -408,7 +402,7 @@ static const char *host_arch(void)
 static int parse_platform(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
     static const char *const oses[] = {"linux", "windows"}, *const arches[] = {"amd64", "arm64"};
-    json_t *p = field(body, "platform");
+    json_t *p = osb_json_field(body, "platform");
     if (!p)
         return 0;
     if (!json_is_object(p))
@@ -513,7 +507,7 @@ static bool storage_ok(const char *s)
 static int vol_str(json_t *o, const char *key, size_t i, const char *where, bool required,
                    const char **out, struct osb_apierr *e)
 {
-    json_t *v = field(o, key);
+    json_t *v = osb_json_field(o, key);
     *out = NULL;
     if (!v && required)
         return VBAD("field 'volumes[%zu].%s%s' is required", i, where, key);
@@ -532,7 +526,7 @@ static int vol_str(json_t *o, const char *key, size_t i, const char *where, bool
 static int vol_bool(json_t *o, const char *key, size_t i, const char *where, bool def, bool *out,
                     struct osb_apierr *e)
 {
-    json_t *v = field(o, key);
+    json_t *v = osb_json_field(o, key);
     *out = def;
     if (!v)
         return 0;
@@ -545,7 +539,7 @@ static int vol_bool(json_t *o, const char *key, size_t i, const char *where, boo
 static int vol_strings(json_t *o, const char *key, size_t i, const char *where, json_t **out,
                        struct osb_apierr *e)
 {
-    json_t *a = field(o, key);
+    json_t *a = osb_json_field(o, key);
     *out = NULL;
     if (!a)
         return 0;
@@ -692,7 +686,8 @@ static int parse_ossfs(json_t *o, size_t i, struct osb_apierr *e)
 
 static int parse_backend(json_t *o, size_t i, struct osb_volume *v, struct osb_apierr *e)
 {
-    json_t *h = field(o, "host"), *c = field(o, "pvc"), *x = field(o, "ossfs");
+    json_t *h = osb_json_field(o, "host"), *c = osb_json_field(o, "pvc"),
+           *x = osb_json_field(o, "ossfs");
     int n = !!h + !!c + !!x;
     if (n != 1)
         return VBAD("field 'volumes[%zu]' must have exactly one backend of 'host', 'pvc' or "
@@ -739,7 +734,7 @@ static int volumes_unique(const struct osb_create_spec *out, struct osb_apierr *
 
 static int parse_volumes(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
-    json_t *a = field(body, "volumes");
+    json_t *a = osb_json_field(body, "volumes");
     if (!a)
         return 0;
     if (!json_is_array(a))
@@ -801,7 +796,7 @@ static json_t *volume_record(const struct osb_volume *v)
  * the server enforces (src/server/network.c). */
 static int parse_network_policy(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
-    json_t *v = field(body, "networkPolicy");
+    json_t *v = osb_json_field(body, "networkPolicy");
     if (!v)
         return 0;
     if (!json_is_object(v))
@@ -818,12 +813,12 @@ static int parse_network_policy(json_t *body, struct osb_create_spec *out, struc
 static int parse_unsupported(json_t *body, struct osb_apierr *e)
 {
     json_t *v;
-    if ((v = field(body, "networkPolicy")) && !json_is_object(v))
+    if ((v = osb_json_field(body, "networkPolicy")) && !json_is_object(v))
         return osb_apierr(e, BAD, "field 'networkPolicy' must be an object");
-    if ((v = field(body, "credentialProxy"))) {
+    if ((v = osb_json_field(body, "credentialProxy"))) {
         if (!json_is_object(v))
             return osb_apierr(e, BAD, "field 'credentialProxy' must be an object");
-        json_t *en = field(v, "enabled");
+        json_t *en = osb_json_field(v, "enabled");
         if (en && !json_is_boolean(en))
             return osb_apierr(e, BAD, "field 'credentialProxy.enabled' must be a boolean");
         if (json_is_true(en))
@@ -831,7 +826,7 @@ static int parse_unsupported(json_t *body, struct osb_apierr *e)
                               "field 'credentialProxy': the credential proxy is not implemented "
                               "by this server yet");
     }
-    if ((v = field(body, "secureAccess"))) {
+    if ((v = osb_json_field(body, "secureAccess"))) {
         if (!json_is_boolean(v))
             return osb_apierr(e, BAD, "field 'secureAccess' must be a boolean");
         if (json_is_true(v))
@@ -845,7 +840,7 @@ static int parse_unsupported(json_t *body, struct osb_apierr *e)
 
 static int parse_extensions(json_t *body, struct osb_apierr *e)
 {
-    json_t *x = field(body, "extensions");
+    json_t *x = osb_json_field(body, "extensions");
     if (!x)
         return 0;
     if (!json_is_object(x))
@@ -857,11 +852,11 @@ static int parse_extensions(json_t *body, struct osb_apierr *e)
         if (!json_is_string(v))
             return osb_apierr(e, BAD, "field 'extensions.%s' must be a string", k);
     }
-    if (field(x, "poolRef"))
+    if (osb_json_field(x, "poolRef"))
         return osb_apierr(e, "SANDBOX::UNSUPPORTED_POOL_REF",
                           "field 'extensions.poolRef': pools are only available with the "
                           "Kubernetes runtime");
-    json_t *ext = field(x, "access.renew.extend.seconds");
+    json_t *ext = osb_json_field(x, "access.renew.extend.seconds");
     if (ext) {
         char *end;
         long long s = strtoll(json_string_value(ext), &end, 10);
