@@ -11,13 +11,14 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "runtime/init/spec.h"
 #include "runtime/runtime.h"
 
-#define OSB_IDR_SLOT 65536u
+#define OSB_IDR_SLOT ((uint32_t)OSB_USERNS_IDS)
 
 struct osb_idr {
-    uint32_t first;  /* first host id of slot 0 */
-    size_t n;        /* slots */
+    uint32_t first;                   /* first host id of slot 0 */
+    size_t n;                         /* slots */
     char (*owner)[OSB_RT_ID_MAX + 1]; /* "" = free */
 };
 

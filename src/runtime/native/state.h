@@ -20,6 +20,7 @@
 
 #include "common/buf.h"
 #include "runtime/native/cgroup.h"
+#include "runtime/native/idrange.h"
 #include "runtime/native/image.h"
 #include "runtime/runtime.h"
 
@@ -59,6 +60,8 @@ struct osb_nat {
     struct osb_nat_log *logs;
     int open_handles;
     bool closing;
+    bool userns;        /* [native] user_namespaces */
+    struct osb_idr idr; /* with userns: the sandboxes' id ranges */
 };
 
 static inline struct osb_nat *osb_nat_of(struct osb_rt *rt)

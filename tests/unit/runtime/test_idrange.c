@@ -11,8 +11,8 @@ static void test_parse(void)
     OK(osb_idr_parse("100000:6553600", &a, &n, &err) == 0, "parse: the documented example");
     IS_INT(a, 100000, "parse: start");
     IS_INT(n, 6553600, "parse: count");
-    static const char *const bad[] = {"",        "100000",        "100000:",   ":65536",
-                                      "0:65536", "100000:65535",  "1:0",       "-1:65536",
+    static const char *const bad[] = {"",         "100000",           "100000:",  ":65536",
+                                      "0:65536",  "100000:65535",     "1:0",      "-1:65536",
                                       "1:65536x", "4294901760:65536", "1 :65536", "1:+65536"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct osb_err e = {0};
