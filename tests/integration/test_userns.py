@@ -80,13 +80,22 @@ def test_ranges(s):
     s.delete("/v1/sandboxes/" + e)
 
 
+def test_volumes_refused(s):
+    r = s.create(volumes=[{"name": "v", "mountPath": "/data", "host": {"path": s.tmp}}])
+    t.ok(r.status >= 400 and "user_namespaces" in r.text,
+         "a volume is refused with a message naming user_namespaces (not yet idmapped)",
+         (r.status, r.text[:300]))
+    t.eq(s.list_all(), [], "and no sandbox is left behind")
+
+
 def test_startup(s):
     t.ok("user namespaces: %d ranges" % SLOTS in s.log_text(),
          "the server says at start-up it runs sandboxes in user namespaces")
 
 
-with Server(native=NATIVE) as s:
+with Server(native=NATIVE, extra="[storage]\nallowed_host_paths = [\"/tmp\"]\n") as s:
     t.run(test_startup, s)
     t.run(test_inside, s)
     t.run(test_ranges, s)
+    t.run(test_volumes_refused, s)
 t.done()
