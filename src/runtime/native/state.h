@@ -1,6 +1,7 @@
 /* What the native backend's files share: its state (struct osb_nat) and
  * the small helpers each of them needs. One file per job, each calling
  * only those above it in this list (no call circles):
+ *   idrange.c   the pool of user namespace id ranges (pure bookkeeping)
  *   base.c      lifetime, children, ids and dirs, freeze, liveness, the
  *               creates in flight
  *   watch.c     pidfd + report-pipe watches
