@@ -61,11 +61,13 @@ struct osb_rt {
 #define OSB_LIMIT_DEFAULT_DISK (1LL << 30) /* the writable layer */
 
 struct osb_rt_config {
-    const char *state_dir;  /* e.g. ~/.opensandbox: sandboxes/, images/ live here */
-    const char *execd_path; /* static execd binary, bind-mounted into every sandbox;
+    const char *state_dir;    /* e.g. ~/.opensandbox: sandboxes/, images/ live here */
+    const char *execd_path;   /* static execd binary, bind-mounted into every sandbox;
                                 NULL: "execd" next to the running program */
-    const char *init_path;  /* the osb-sandbox-init helper binary; NULL: next to the
+    const char *init_path;    /* the osb-sandbox-init helper binary; NULL: next to the
                                 running program */
+    bool user_namespaces;     /* native: each sandbox in its own user namespace */
+    const char *userns_range; /* native: "start:count" host ids they map to */
 };
 
 /* A volume bind-mounted into the sandbox. The caller (the server) decides

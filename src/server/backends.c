@@ -10,7 +10,9 @@ int osb_backends_open(struct osb_server *srv, struct osb_err *err)
     const struct osb_config *cfg = srv->cfg;
     struct osb_rt_config rc = {.state_dir = cfg->native.state_dir,
                                .execd_path = cfg->runtime.execd_path,
-                               .init_path = cfg->runtime.init_path};
+                               .init_path = cfg->runtime.init_path,
+                               .user_namespaces = cfg->native.user_namespaces,
+                               .userns_range = cfg->native.userns_range};
     const char *name = cfg->runtime.type ? cfg->runtime.type : OSB_RT_DEFAULT;
     struct osb_rt *rt;
     if (osb_rt_open(name, &rc, srv->loop, &rt, err) < 0)

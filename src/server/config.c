@@ -33,6 +33,7 @@ enum kind {
     K_PATH,     /* non-empty string; "~" expanded, made absolute */
     K_INT,      /* integer into an int */
     K_I64,      /* integer into an int64_t */
+    K_BOOL,     /* true | false into a bool */
     K_SIZE,     /* bytes: an integer or a quantity string ("1Gi") */
     K_LOGLEVEL, /* error | warn | info | debug */
     K_RUNTIME,  /* native (docker, kubernetes: not yet) */
@@ -106,6 +107,12 @@ static const struct option options[] = {
      "Most processes and threads a sandbox may run at once."},
     {"native", "log_max_bytes", K_SIZE, OFF(native.log_max_bytes), 4 * KiB, GiB, "\"1Mi\"", false,
      "Output of the entrypoint and execd kept per sandbox (oldest dropped first)."},
+    {"native", "user_namespaces", K_BOOL, OFF(native.user_namespaces), 0, 0, "false", false,
+     "true: every sandbox runs in its own user namespace, root inside an\n"
+     "unprivileged uid outside (a range of 65536 from userns_range)."},
+    {"native", "userns_range", K_STR, OFF(native.userns_range), 0, 0, "\"100000:6553600\"", false,
+     "\"start:count\" host uids and gids the sandboxes' user namespaces map to;\n"
+     "count a multiple of 65536 (that many ids each, so count / 65536 sandboxes)."},
     {"image", "insecure_registries", K_STRLIST, OFF(image.insecure_registries), 0, 0,
      "[\"127.0.0.1:5000\"]", true,
      "Registries (host or host:port, as written in image references) reached over\n"
@@ -239,6 +246,7 @@ static void set_defaults(struct osb_config *cfg)
     cfg->egress.mode = osb_xstrdup("dns+nft");
     cfg->native.default_pids_max = 4096;
     cfg->native.log_max_bytes = MiB;
+    cfg->native.userns_range = osb_xstrdup("100000:6553600");
     cfg->storage.allowed_host_paths = osb_xcalloc(1, sizeof(char *));
     cfg->storage.volume_default_bytes = GiB;
     cfg->storage.volume_max_bytes = 1024 * GiB;
@@ -446,6 +454,11 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
         *(int *)field(cfg, o) = (int)n;
         return 0;
     case K_I64: return check_int(c, o, v, field(cfg, o));
+    case K_BOOL:
+        if (!json_is_boolean(v))
+            return bad(c, o->table, o->key, "must be true or false");
+        *(bool *)field(cfg, o) = json_is_true(v);
+        return 0;
     case K_SIZE: return check_size(c, o, v, field(cfg, o));
     case K_STRLIST: return check_strlist(c, o, v, field(cfg, o));
     case K_PATHS: return check_paths(c, o, v, field(cfg, o));
@@ -694,7 +707,8 @@ void osb_config_free(struct osb_config *cfg)
         const struct option *o = &options[i];
         if (o->kind == K_STRLIST || o->kind == K_PATHS)
             free_strv(*(char ***)field(cfg, o));
-        else if (o->kind != K_IGNORED && o->kind != K_INT && o->kind != K_I64 && o->kind != K_SIZE)
+        else if (o->kind != K_IGNORED && o->kind != K_INT && o->kind != K_I64 &&
+                 o->kind != K_SIZE && o->kind != K_BOOL)
             free(*(char **)field(cfg, o));
     }
     memset(cfg, 0, sizeof *cfg);

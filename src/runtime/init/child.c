@@ -49,6 +49,10 @@ static int loopback_up(struct osb_err *err)
     snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
     if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
         return osb_err_sys(err, "read lo flags");
+    /* A network slot's is up already, and its namespace may not be ours
+     * to change (a user namespace). */
+    if (ifr.ifr_flags & IFF_UP)
+        return 0;
     ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
     if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
         return osb_err_sys(err, "bring lo up");
@@ -154,11 +158,21 @@ void osb_init_child(const struct osb_init_spec *s, const struct osb_init_fds *fd
     reset_signals();
     if (setsid() < 0)
         osb_err_sys(&err, "setsid"), fail(errfd, &err);
+    /* Opened here, in our mount namespace (a descriptor from the parent
+     * names the host's mount), and before we become the user namespace's
+     * root, who may not walk the host's root-only state dirs. */
+    int dirfd = open(s->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dirfd < 0)
+        osb_err_sys(&err, "open the sandbox dir"), fail(errfd, &err);
+    struct osb_init_trees trees = {.execd = -1, .sysfs = -1};
+    if (fds->sync >= 0 && osb_init_userns_enter(s, fds->sync, &trees, &err) < 0)
+        fail(errfd, &err);
     /* Rooted at the sandbox's own cgroups: /proc/self/cgroup shows "/". */
     if (unshare(CLONE_NEWCGROUP) < 0)
         osb_err_sys(&err, "new cgroup namespace"), fail(errfd, &err);
-    if (osb_init_rootfs_prepare(s, &rootfd, &layerfd, &err) < 0)
+    if (osb_init_rootfs_prepare(s, dirfd, &trees, &rootfd, &layerfd, &err) < 0)
         fail(errfd, &err);
+    close(dirfd);
     /* Kept open across exec for execd to hold (see OSB_SANDBOX_LAYER_FD). */
     if (dup2(layerfd, OSB_SANDBOX_LAYER_FD) < 0)
         osb_err_sys(&err, "keep the writable layer's fd"), fail(errfd, &err);

@@ -25,6 +25,7 @@ void osb_init_cgroups_leave(const struct osb_init_spec *s, bool remove);
 
 /* The descriptors the child gets from the helper (all close-on-exec). */
 struct osb_init_fds {
+    int sync;     /* with a user namespace: the child's end of the sync socket; else -1 */
     int out;      /* write end of the output pipe: stdout and stderr */
     int out_keep; /* its read end, for execd to keep (OSB_SANDBOX_LOG_FD) */
     int listen;   /* execd's listening socket (OSB_SANDBOX_LISTEN_FD) */
@@ -39,10 +40,32 @@ __attribute__((noreturn)) void osb_init_child(const struct osb_init_spec *s,
                                               const struct osb_init_fds *fds,
                                               const struct sock_fprog *filter);
 
+/* Detached mounts the parent made for a child in a user namespace
+ * (userns.c), in spec order; without one: no lowers, -1s, and the child
+ * makes its own. */
+struct osb_init_trees {
+    int *lower; /* one per layer of s->lower, idmapped */
+    size_t n_lower;
+    int *bind; /* s->n_binds, idmapped, read-only */
+    int execd; /* idmapped, read-only */
+    int sysfs; /* of the network slot, or -1 */
+};
+
+/* userns.c, parent: write the child's uid/gid maps, then send its mounts
+ * on sock. */
+int osb_init_userns_setup(const struct osb_init_spec *s, pid_t pid, int sock,
+                          struct osb_err *err) OSB_MUST_CHECK;
+/* userns.c, child: wait for those mounts on sock, then become uid/gid 0
+ * of the namespace. */
+int osb_init_userns_enter(const struct osb_init_spec *s, int sock, struct osb_init_trees *t,
+                          struct osb_err *err) OSB_MUST_CHECK;
+
 /* rootfs.c: the pieces of the child's root filesystem. Each returns -1 with
  * err naming the step. */
-/* *layerfd: an O_PATH fd of the writable layer (upper/), for execd to keep. */
-int osb_init_rootfs_prepare(const struct osb_init_spec *s, int *rootfd, int *layerfd,
+/* dirfd: the sandbox dir; *layerfd: an O_PATH fd of the writable layer
+ * (upper/), for execd to keep. */
+int osb_init_rootfs_prepare(const struct osb_init_spec *s, int dirfd,
+                            const struct osb_init_trees *t, int *rootfd, int *layerfd,
                             struct osb_err *err) OSB_MUST_CHECK;
 int osb_init_rootfs_pivot(int rootfd, struct osb_err *err) OSB_MUST_CHECK;
 int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err) OSB_MUST_CHECK;

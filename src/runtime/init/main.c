@@ -11,8 +11,9 @@
  * too: nobody would know it exists.
  *
  * Steps: read spec -> state dir (record, log, execd's socket) -> cgroups (limits,
- * join) -> clone3(new mount/pid/uts/ipc/net namespaces, into the v2 cgroup) -> the child
- * builds the root and execs execd (child.c) -> report. */
+ * join) -> clone3(new mount/pid/uts/ipc/net namespaces, and a user namespace
+ * if the spec has a range (userns.c), into the v2 cgroup) -> the child builds
+ * the root and execs execd (child.c) -> report. */
 #include <errno.h>
 #include <poll.h>
 #include <fcntl.h>
@@ -130,6 +131,12 @@ static int make_state_dir(const struct osb_init_spec *s, int *listenfd, struct o
     osb_buf_free(&rec);
     if (r < 0 || write_record(d, OSB_SANDBOX_LOG, "", err) < 0)
         return -1;
+    if (s->userns_first) {
+        char line[64];
+        snprintf(line, sizeof line, "%lld %d\n", (long long)s->userns_first, OSB_USERNS_IDS);
+        if (write_record(d, OSB_SANDBOX_USERNS, line, err) < 0)
+            return -1;
+    }
     *listenfd = bind_ctl_socket(d, err);
     return *listenfd < 0 ? -1 : 0;
 }
@@ -141,6 +148,7 @@ static void remove_state_dir(const struct osb_init_spec *s)
         return;
     unlinkat(d, OSB_SANDBOX_LOG, 0);
     unlinkat(d, OSB_SANDBOX_RECORD, 0);
+    unlinkat(d, OSB_SANDBOX_USERNS, 0);
     unlinkat(d, OSB_SANDBOX_CTL_SOCK, 0);
     rmdir(s->dir);
 }
@@ -194,10 +202,12 @@ static int wait_exec(int rfd, struct osb_err *err)
 
 /* fork-like clone3 (no new stack): the child continues in a copy of this
  * single-threaded process, born in the v2 cgroup if there is one. */
-static pid_t clone_ns(int v2fd, bool own_net)
+static pid_t clone_ns(int v2fd, bool own_net, bool userns)
 {
     /* A network slot is joined by this helper (setns) before the clone. */
     uint64_t flags = own_net ? NS_FLAGS : (NS_FLAGS & ~(uint64_t)CLONE_NEWNET);
+    if (userns)
+        flags |= CLONE_NEWUSER;
     struct clone_args a = {.flags = flags, .exit_signal = SIGCHLD};
     if (v2fd >= 0) {
         a.flags |= CLONE_INTO_CGROUP;
@@ -252,16 +262,37 @@ static int make_pipes(int ep[2], int rp[2], int op[2], struct osb_err *err)
     return 0;
 }
 
+/* With a user namespace: the sync socket; sp[] stays -1 without. */
+static int make_sync(const struct osb_init_spec *s, int sp[2], struct osb_err *err)
+{
+    sp[0] = sp[1] = -1;
+    if (s->userns_first && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+        return osb_err_sys(err, "create the sync socket");
+    return 0;
+}
+
+static void close_sync(int sp[2])
+{
+    if (sp[0] >= 0)
+        close_pair(sp);
+    sp[0] = sp[1] = -1;
+}
+
 static pid_t start_child(const struct osb_init_spec *s, int listenfd, int v2fd,
                          const struct sock_fprog *filter, struct osb_err *err)
 {
-    int p[2], rp[2], op[2];
-    if (make_pipes(p, rp, op, err) < 0)
+    int p[2], rp[2], op[2], sp[2];
+    if (make_sync(s, sp, err) < 0)
         return -1;
-    pid_t pid = clone_ns(v2fd, s->netns == NULL);
+    if (make_pipes(p, rp, op, err) < 0) {
+        close_sync(sp);
+        return -1;
+    }
+    pid_t pid = clone_ns(v2fd, s->netns == NULL, s->userns_first != 0);
     osb_init_trace(pid == 0 ? "child: cloned" : "parent: cloned");
     if (pid < 0) {
         osb_err_sys(err, "clone new namespaces");
+        close_sync(sp);
         close_pair(p);
         close_pair(rp);
         close_pair(op);
@@ -272,14 +303,23 @@ static pid_t start_child(const struct osb_init_spec *s, int listenfd, int v2fd,
         close(rp[0]);
         if (v2fd >= 0)
             close(v2fd);
-        struct osb_init_fds fds = {
-            .out = op[1], .out_keep = op[0], .listen = listenfd, .err = p[1], .ready = rp[1]};
+        if (sp[0] >= 0)
+            close(sp[0]);
+        struct osb_init_fds fds = {.sync = sp[1],
+                                   .out = op[1],
+                                   .out_keep = op[0],
+                                   .listen = listenfd,
+                                   .err = p[1],
+                                   .ready = rp[1]};
         osb_init_child(s, &fds, filter);
     }
     close(p[1]);
     close(rp[1]);
     close_pair(op);
-    int r = wait_exec(p[0], err);
+    int r = sp[0] >= 0 ? osb_init_userns_setup(s, pid, sp[0], err) : 0;
+    close_sync(sp);
+    if (r == 0)
+        r = wait_exec(p[0], err);
     close(p[0]);
     if (r == 0)
         r = wait_ready(rp[0], err);

@@ -7,7 +7,8 @@
  *   + read-only binds from the host (execd; the host image's /usr, /lib...)
  *   + /dev: tmpfs (nodev) with the host's null zero full random urandom tty
  *     bound in, so device nodes a sandbox makes with CAP_MKNOD are inert
- *   pivot_root, then /proc, /dev/pts, /dev/shm, /dev/mqueue, /sys (ro),
+ *   + /proc, /sys (ro) (before pivot_root: see attach_new)
+ *   pivot_root, then /dev/pts, /dev/shm, /dev/mqueue,
  *   Docker's masked and read-only paths, /etc/hosts|hostname|resolv.conf.
  *
  * Before pivot_root the image's own paths are untrusted: an image may hold
@@ -137,16 +138,22 @@ static int bind_fd(const char *src, int target, unsigned attrs, struct osb_err *
     return 0;
 }
 
-static int bind_ro(int rootfd, const char *src, const char *dst, struct osb_err *err)
+/* tree: a detached mount of src made by the parent (attributes set), or
+ * -1 to clone src here. */
+static int bind_ro(int rootfd, const char *src, const char *dst, int tree, struct osb_err *err)
 {
     struct stat st;
-    if (stat(src, &st) < 0)
+    if ((tree >= 0 ? fstat(tree, &st) : stat(src, &st)) < 0)
         return osb_err_sys(err, "bind source `%s`", src);
     _cleanup_close_ int t =
         S_ISDIR(st.st_mode) ? ensure_dir(rootfd, dst, 0755, err) : ensure_file(rootfd, dst, err);
     if (t < 0)
         return osb_err_wrap(err, "bind `%s`", src);
-    return bind_fd(src, t, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+    if (tree < 0)
+        return bind_fd(src, t, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+    if (move_mount(tree, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return osb_err_sys(err, "attach the bind of `%s`", src);
+    return 0;
 }
 
 /* A detached tmpfs mount with the given options; attach with move_mount. */
@@ -204,73 +211,151 @@ static int setup_dev(int rootfd, struct osb_err *err)
     return 0;
 }
 
-/* The overlay, with the new mount API: one "lowerdir+" per layer (Linux
- * 6.8+) has no limit on the number of layers, where the classic option
- * string must fit in a page. Older kernels fall back to that string. */
-static int mount_overlay(const struct osb_init_spec *s, const char *top, struct osb_err *err)
+/* A path naming fd (a magic link): the child may not be able to walk the
+ * host path to it (in a user namespace it is not host root), and a
+ * detached mount has no other. */
+static void fd_path(int fd, char *out, size_t n)
 {
-    char root[PATH_MAX], upper[PATH_MAX], work[PATH_MAX];
-    snprintf(root, sizeof root, "%s/rootfs", top);
-    snprintf(upper, sizeof upper, "%s/" OSB_SANDBOX_UPPER, top);
-    snprintf(work, sizeof work, "%s/work", top);
-    _cleanup_close_ int fs = fsopen("overlay", FSOPEN_CLOEXEC);
-    if (fs < 0)
-        return osb_err_sys(err, "open overlayfs");
+    snprintf(out, n, "/proc/self/fd/%d", fd);
+}
+
+/* The parent's idmapped layers are detached mounts of the host's user
+ * namespace, which overlayfs may not clone for us: attached under
+ * top/lower/<i> they become mounts of our namespace (and go with the old
+ * root at pivot_root). */
+static int idmapped_lowers(int fs, int top, const struct osb_init_trees *t, struct osb_err *err)
+{
+    if (mkdirat(top, "lower", 0700) < 0)
+        return osb_err_sys(err, "create the layers' directory");
+    _cleanup_close_ int dir = openat(top, "lower", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return osb_err_sys(err, "open the layers' directory");
+    for (size_t i = 0; i < t->n_lower; i++) {
+        char name[32], p[32];
+        snprintf(name, sizeof name, "%zu", i);
+        if (mkdirat(dir, name, 0700) < 0 ||
+            move_mount(t->lower[i], "", dir, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+            return osb_err_sys(err, "attach idmapped layer %zu", i);
+        fd_path(t->lower[i], p, sizeof p);
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", p, 0) < 0)
+            return osb_err_sys(err, "overlay layer %zu (idmapped)", i);
+    }
+    /* trusted.* xattrs are host root's only: in a user namespace overlayfs
+     * keeps its own (whiteouts, opaque dirs) in user.overlay.* instead. */
+    if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
+        return osb_err_sys(err, "overlay option userxattr");
+    return 0;
+}
+
+/* The layers, top first: the parent's idmapped mounts if there are any
+ * (t->lower), else s->lower's paths. One "lowerdir+" per layer (Linux
+ * 6.8+) has no limit on the number of layers, where the classic option
+ * string must fit in a page; older kernels fall back to that string. */
+static int overlay_lowers(int fs, int top, const struct osb_init_spec *s,
+                          const struct osb_init_trees *t, struct osb_err *err)
+{
+    if (t->n_lower)
+        return idmapped_lowers(fs, top, t, err);
     _cleanup_free_ char *lowers = osb_xstrdup(s->lower);
     char *save = NULL;
-    bool plus = true;
-    for (char *l = strtok_r(lowers, ":", &save); l && plus; l = strtok_r(NULL, ":", &save))
+    for (char *l = strtok_r(lowers, ":", &save); l; l = strtok_r(NULL, ":", &save))
         if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", l, 0) < 0) {
             if (errno != EINVAL)
                 return osb_err_sys(err, "overlay layer `%s`", l);
-            plus = false;
+            if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", s->lower, 0) < 0)
+                return osb_err_sys(err, "overlay layers `%s`", s->lower);
+            return 0;
         }
-    if (!plus && fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", s->lower, 0) < 0)
-        return osb_err_sys(err, "overlay layers `%s`", s->lower);
-    if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
-        fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0 ||
+    return 0;
+}
+
+/* The overlay on top/rootfs, upper and work in the tmpfs top. */
+static int mount_overlay(const struct osb_init_spec *s, int top, const struct osb_init_trees *t,
+                         struct osb_err *err)
+{
+    _cleanup_close_ int upper = openat(top, OSB_SANDBOX_UPPER, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int work = openat(top, "work", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int root = openat(top, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (upper < 0 || work < 0 || root < 0)
+        return osb_err_sys(err, "open the writable layer's directories");
+    _cleanup_close_ int fs = fsopen("overlay", FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return osb_err_sys(err, "open overlayfs");
+    if (overlay_lowers(fs, top, s, t, err) < 0)
+        return -1;
+    char up[32], wk[32];
+    fd_path(upper, up, sizeof up);
+    fd_path(work, wk, sizeof wk);
+    if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", up, 0) < 0 ||
+        fsconfig(fs, FSCONFIG_SET_STRING, "workdir", wk, 0) < 0 ||
         fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
         return osb_err_sys(err, "create the overlay root (layers %s)", s->lower);
     _cleanup_close_ int m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV);
     if (m < 0)
         return osb_err_sys(err, "mount the overlay root");
-    if (move_mount(m, "", AT_FDCWD, root, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    if (move_mount(m, "", root, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
         return osb_err_sys(err, "attach the overlay root");
     return 0;
 }
 
-int osb_init_rootfs_prepare(const struct osb_init_spec *s, int *rootfd, int *layerfd,
+/* proc and sysfs go in before pivot_root: in a user namespace the kernel
+ * lets a new one be mounted only while a full one is visible (the host's,
+ * until the old root is detached). made: the parent's mount (a sysfs of
+ * the network slot), or -1 for a new one of our own namespaces. */
+static int attach_new(int rootfd, const char *dir, const char *type, int made, struct osb_err *err)
+{
+    _cleanup_close_ int m = made;
+    if (m < 0) {
+        _cleanup_close_ int fs = fsopen(type, FSOPEN_CLOEXEC);
+        if (fs < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+            return osb_err_sys(err, "create %s", type);
+        unsigned attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+        m = fsmount(fs, FSMOUNT_CLOEXEC, strcmp(type, "sysfs") ? attrs : attrs | MOUNT_ATTR_RDONLY);
+        if (m < 0)
+            return osb_err_sys(err, "mount %s", type);
+    }
+    _cleanup_close_ int target = ensure_dir(rootfd, dir, 0555, err);
+    if (target < 0)
+        return -1;
+    if (move_mount(m, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return osb_err_sys(err, "attach %s on `%s`", type, dir);
+    return 0;
+}
+
+int osb_init_rootfs_prepare(const struct osb_init_spec *s, int dirfd,
+                            const struct osb_init_trees *t, int *rootfd, int *layerfd,
                             struct osb_err *err)
 {
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return osb_err_sys(err, "make mounts private");
-    char top[PATH_MAX], opts[64];
-    /* Over the sandbox dir itself: the log is already open. */
-    snprintf(top, sizeof top, "%s", s->dir);
-    snprintf(opts, sizeof opts, "size=%lld,mode=0755", (long long)s->disk_bytes);
-    if (mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-        return osb_err_sys(err, "mount the writable layer tmpfs (%s)", opts);
+    char size[32];
+    snprintf(size, sizeof size, "%lld", (long long)s->disk_bytes);
+    /* Over the sandbox dir itself (the log is already open); by fd, as the
+     * child in a user namespace may not walk the host path. */
+    _cleanup_close_ int top = new_tmpfs(size, "0755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+    if (top < 0)
+        return osb_err_wrap(err, "the writable layer (%s bytes)", size);
+    if (move_mount(top, "", dirfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return osb_err_sys(err, "attach the writable layer on `%s`", s->dir);
     static const char *const sub[] = {OSB_SANDBOX_UPPER, "work", "rootfs"};
-    _cleanup_close_ int t = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (t < 0)
-        return osb_err_sys(err, "open `%s`", top);
     for (size_t i = 0; i < OSB_ARRAY_LEN(sub); i++)
-        if (mkdirat(t, sub[i], 0755) < 0)
-            return osb_err_sys(err, "create %s/%s", top, sub[i]);
-    if (mount_overlay(s, top, err) < 0)
+        if (mkdirat(top, sub[i], 0755) < 0)
+            return osb_err_sys(err, "create %s/%s", s->dir, sub[i]);
+    if (mount_overlay(s, top, t, err) < 0)
         return -1;
-    *layerfd = openat(t, OSB_SANDBOX_UPPER, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    *layerfd = openat(top, OSB_SANDBOX_UPPER, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (*layerfd < 0)
         return osb_err_sys(err, "open the writable layer");
-    char root[PATH_MAX];
-    snprintf(root, sizeof root, "%s/rootfs", top);
-    *rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    *rootfd = openat(top, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (*rootfd < 0)
         return osb_err_sys(err, "open the new root");
     for (size_t i = 0; i < s->n_binds; i++)
-        if (bind_ro(*rootfd, s->binds[i].src, s->binds[i].dst, err) < 0)
+        if (bind_ro(*rootfd, s->binds[i].src, s->binds[i].dst, t->bind ? t->bind[i] : -1, err) < 0)
             return -1;
-    if (bind_ro(*rootfd, s->execd, OSB_SANDBOX_EXECD, err) < 0)
+    if (bind_ro(*rootfd, s->execd, OSB_SANDBOX_EXECD, t->execd, err) < 0)
+        return -1;
+    if (attach_new(*rootfd, "/proc", "proc", -1, err) < 0 ||
+        attach_new(*rootfd, "/sys", "sysfs", t->sysfs, err) < 0)
         return -1;
     return setup_dev(*rootfd, err);
 }
@@ -412,15 +497,10 @@ static void mount_cgroups(void)
 int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err)
 {
     const unsigned long nsd = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-    if (osb_mkdir_p("/proc", 0555, err) < 0 || mnt("proc", "/proc", "proc", nsd, NULL, err) < 0)
-        return -1;
     if (mnt("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
             "newinstance,ptmxmode=0666,mode=0620,gid=5", err) < 0 ||
         mnt("shm", "/dev/shm", "tmpfs", nsd, "mode=1777,size=65536k", err) < 0 ||
         mnt("mqueue", "/dev/mqueue", "mqueue", nsd, NULL, err) < 0)
-        return -1;
-    if (osb_mkdir_p("/sys", 0555, err) < 0 ||
-        mnt("sysfs", "/sys", "sysfs", nsd | MS_RDONLY, NULL, err) < 0)
         return -1;
     mount_cgroups();
     if (mask_paths(err) < 0 || write_etc_files(s, err) < 0)

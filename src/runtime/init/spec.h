@@ -88,6 +88,8 @@ struct osb_init_spec {
     int64_t disk_bytes;     /* > 0: size of the writable layer's tmpfs */
     struct osb_init_volume *volumes;
     size_t n_volumes;
+    int64_t userns_first; /* 0: no user namespace; else the host uid and gid that
+                             0 inside maps to (OSB_USERNS_IDS of them) */
 };
 
 /* The codec (native/initspec.c, linked into the runtime and the helper).
@@ -145,6 +147,10 @@ extern const struct osb_isf_table osb_init_spec_table;
 /* "image <name>\n" then one "<role> <dir>\n" per cgroup: what `image rm`
  * checks and what destroy kills and removes, even after a restart. */
 #define OSB_SANDBOX_RECORD "sandbox"
+/* "<first host id> <count>\n": the sandbox's user namespace range, written
+ * with the record and gone with the state dir (native/idrange.h). */
+#define OSB_SANDBOX_USERNS "userns"
+#define OSB_USERNS_IDS 65536
 /* Inside the sandbox. */
 #define OSB_SANDBOX_EXECD "/opt/opensandbox/execd"
 #define OSB_SANDBOX_RUNDIR "/run/opensandbox"

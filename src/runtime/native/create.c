@@ -64,7 +64,8 @@ static struct osb_init_volume *init_volumes(const struct osb_sandbox_spec *s)
 }
 
 /* The helper's spec: the validated spec plus every path it needs. */
-static char *encode_spec(struct osb_nat *rt, const struct osb_sandbox_spec *s, size_t *len)
+static char *encode_spec(struct osb_nat *rt, const struct osb_sandbox_spec *s, uint32_t userns,
+                         size_t *len)
 {
     char dir[PATH_MAX], hostname[16];
     osb_nat_sandbox_dir(rt, s->id, dir, sizeof dir);
@@ -102,6 +103,7 @@ static char *encode_spec(struct osb_nat *rt, const struct osb_sandbox_spec *s, s
     _cleanup_free_ struct osb_init_volume *vols = init_volumes(s);
     is.volumes = vols;
     is.n_volumes = s->n_volumes;
+    is.userns_first = userns;
     return osb_init_spec_encode(&is, len);
 }
 
@@ -293,22 +295,12 @@ static void start_create(struct osb_nat *rt, const struct osb_sandbox_spec *spec
     uv_read_start((uv_stream_t *)&c->pipe, on_result_alloc, on_result_read);
 }
 
-int osb_nat_create(struct osb_rt *base, const struct osb_sandbox_spec *spec, osb_rt_create_cb cb,
-                   void *ud, struct osb_err *err)
+/* Spawn the helper with the encoded spec; *result_fd: its result pipe. */
+static pid_t start_helper(struct osb_nat *rt, const struct osb_sandbox_spec *spec, uint32_t userns,
+                          int *result_fd, struct osb_err *err)
 {
-    struct osb_nat *rt = osb_nat_of(base);
-    char dir[PATH_MAX];
-    if (rt->closing)
-        return osb_err_set(err, OSB_E_INTERNAL, "the runtime is closing");
-    if (osb_nat_validate(spec, err) < 0)
-        return -1;
-    osb_nat_sandbox_dir(rt, spec->id, dir, sizeof dir);
-    if (access(dir, F_OK) == 0 || osb_nat_find_create(rt, spec->id))
-        return osb_err_set(err, OSB_E_EXISTS, "sandbox `%s` already exists", spec->id);
-    if (osb_cg_ensure_bases(&rt->plan, err) < 0)
-        return -1;
     size_t len;
-    _cleanup_free_ char *enc = encode_spec(rt, spec, &len);
+    _cleanup_free_ char *enc = encode_spec(rt, spec, userns, &len);
     if (!enc)
         return osb_err_set(err, OSB_E_INVALID, "sandbox `%s`: the spec is too large", spec->id);
     _cleanup_close_ int spec_fd = spec_memfd(enc, len, err);
@@ -323,7 +315,39 @@ int osb_nat_create(struct osb_rt *base, const struct osb_sandbox_spec *spec, osb
         close(p[0]);
         return -1;
     }
+    *result_fd = p[0];
+    return pid;
+}
+
+int osb_nat_create(struct osb_rt *base, const struct osb_sandbox_spec *spec, osb_rt_create_cb cb,
+                   void *ud, struct osb_err *err)
+{
+    struct osb_nat *rt = osb_nat_of(base);
+    char dir[PATH_MAX];
+    int c_fd = -1;
+    if (rt->closing)
+        return osb_err_set(err, OSB_E_INTERNAL, "the runtime is closing");
+    if (osb_nat_validate(spec, err) < 0)
+        return -1;
+    osb_nat_sandbox_dir(rt, spec->id, dir, sizeof dir);
+    if (access(dir, F_OK) == 0 || osb_nat_find_create(rt, spec->id))
+        return osb_err_set(err, OSB_E_EXISTS, "sandbox `%s` already exists", spec->id);
+    if (osb_cg_ensure_bases(&rt->plan, err) < 0)
+        return -1;
+    if (rt->userns && spec->n_volumes)
+        return osb_err_set(err, OSB_E_UNSUPPORTED,
+                           "sandbox `%s`: volumes are not supported with [native] "
+                           "user_namespaces = true yet",
+                           spec->id);
+    uint32_t userns = 0;
+    if (rt->userns && osb_idr_alloc(&rt->idr, spec->id, &userns, err) < 0)
+        return osb_err_wrap(err, "sandbox `%s`", spec->id);
+    pid_t pid = start_helper(rt, spec, userns, &c_fd, err);
+    if (pid < 0) {
+        osb_idr_release(&rt->idr, spec->id);
+        return -1;
+    }
     osb_nat_kid_add(rt, pid);
-    start_create(rt, spec, pid, p[0], cb, ud);
+    start_create(rt, spec, pid, c_fd, cb, ud);
     return 0;
 }

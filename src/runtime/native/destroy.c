@@ -45,6 +45,8 @@ static int destroy_id(struct osb_nat *rt, const char *id, bool keep_log, struct 
     if (osb_cg_kill(&s, err) < 0 || osb_cg_remove(&s, err) < 0 ||
         (keep_log ? remove_all_but_log(dir, err) : osb_fs_remove_tree(dir, err)) < 0)
         return osb_err_wrap(err, "%s sandbox `%s`", keep_log ? "stop" : "destroy", id);
+    /* Its userns record went with the dir: the range is free again. */
+    osb_idr_release(&rt->idr, id);
     /* Reap PID 1 now if it is already gone; SIGCHLD catches it otherwise. */
     osb_nat_reap_all(rt);
     return 0;

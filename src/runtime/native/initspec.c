@@ -71,6 +71,7 @@ static const struct osb_isf spec_fields[] = {
     F(osb_init_spec, "disk", OSB_ISF_I64, disk_bytes),
     L(osb_init_spec, "volumes", volumes, n_volumes, &volume_table),
     F(osb_init_spec, "n_volumes", OSB_ISF_COUNT, n_volumes),
+    F(osb_init_spec, "userns", OSB_ISF_I64, userns_first),
 };
 const struct osb_isf_table osb_init_spec_table = TABLE(osb_init_spec, "init spec", spec_fields);
 

@@ -10,6 +10,7 @@
  * after a server restart (no longer our children). */
 #include "runtime/native/native.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -21,7 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/fsutil.h"
+#include "common/fstree.h"
 #include "common/xalloc.h"
 #include "runtime/native/state.h"
 
@@ -110,6 +113,43 @@ static struct osb_nat *nat_new(const struct osb_rt_config *cfg, uv_loop_t *loop)
     return rt;
 }
 
+/* The ranges of the sandboxes that exist (their state dirs' userns files):
+ * a restart never hands them out again. */
+static int load_ranges(struct osb_nat *rt, struct osb_err *err)
+{
+    _cleanup_closedir_ DIR *d = opendir(rt->sandboxes_dir);
+    if (!d)
+        return osb_err_sys(err, "open `%s`", rt->sandboxes_dir);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!osb_nat_valid_id(e->d_name))
+            continue;
+        char path[PATH_MAX], buf[64];
+        snprintf(path, sizeof path, "%s/%s/%s", rt->sandboxes_dir, e->d_name, OSB_SANDBOX_USERNS);
+        unsigned long long first, count;
+        if (osb_fs_read(path, buf, sizeof buf) <= 0)
+            continue;
+        if (sscanf(buf, "%llu %llu", &first, &count) != 2 || count != OSB_IDR_SLOT ||
+            first > UINT32_MAX)
+            return osb_err_set(err, OSB_E_INVALID, "bad user namespace record `%s`", path);
+        if (osb_idr_mark(&rt->idr, e->d_name, (uint32_t)first, err) < 0)
+            return osb_err_wrap(err, "[native] userns_range");
+    }
+    return 0;
+}
+
+static int open_userns(struct osb_nat *rt, const struct osb_rt_config *cfg, struct osb_err *err)
+{
+    if (!cfg->user_namespaces)
+        return 0;
+    uint32_t first, count;
+    if (osb_idr_parse(cfg->userns_range, &first, &count, err) < 0)
+        return osb_err_wrap(err, "[native]");
+    osb_idr_init(&rt->idr, first, count);
+    rt->userns = true;
+    return load_ranges(rt, err);
+}
+
 static int nat_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_rt **out,
                     struct osb_err *err)
 {
@@ -124,7 +164,7 @@ static int nat_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb
     }
     if (make_dirs(rt, err) < 0 || check_binaries(rt, err) < 0 ||
         osb_cg_plan_init(&rt->plan, rt->state_dir, err) < 0 ||
-        osb_img_host_prepare(rt->images_dir, &rt->host, err) < 0)
+        osb_img_host_prepare(rt->images_dir, &rt->host, err) < 0 || open_userns(rt, cfg, err) < 0)
         goto fail;
     rt->sandboxes_fd = open(rt->sandboxes_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rt->sandboxes_fd < 0) {
@@ -137,7 +177,13 @@ static int nat_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb
         osb_err_sys(err, "become a child subreaper");
         goto fail;
     }
-    snprintf(rt->describe, sizeof rt->describe, "native (%s)", rt->plan.desc);
+    if (rt->userns)
+        snprintf(rt->describe, sizeof rt->describe,
+                 "native (%s; user namespaces: %zu ranges of %u from uid %u, %zu in use)",
+                 rt->plan.desc, rt->idr.n, OSB_IDR_SLOT, rt->idr.first, osb_idr_used(&rt->idr));
+    else
+        snprintf(rt->describe, sizeof rt->describe,
+                 "native (%s; no user namespaces: root inside is root outside)", rt->plan.desc);
     rt->closing = false;
     start_handles(rt);
     *out = &rt->base;

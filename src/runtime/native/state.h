@@ -1,6 +1,7 @@
 /* What the native backend's files share: its state (struct osb_nat) and
  * the small helpers each of them needs. One file per job, each calling
  * only those above it in this list (no call circles):
+ *   idrange.c   the pool of user namespace id ranges (pure bookkeeping)
  *   base.c      lifetime, children, ids and dirs, freeze, liveness, the
  *               creates in flight
  *   watch.c     pidfd + report-pipe watches
@@ -20,6 +21,7 @@
 
 #include "common/buf.h"
 #include "runtime/native/cgroup.h"
+#include "runtime/native/idrange.h"
 #include "runtime/native/image.h"
 #include "runtime/runtime.h"
 
@@ -59,6 +61,8 @@ struct osb_nat {
     struct osb_nat_log *logs;
     int open_handles;
     bool closing;
+    bool userns;        /* [native] user_namespaces */
+    struct osb_idr idr; /* with userns: the sandboxes' id ranges */
 };
 
 static inline struct osb_nat *osb_nat_of(struct osb_rt *rt)

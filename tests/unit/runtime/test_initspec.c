@@ -207,6 +207,7 @@ static const char *base[][2] = {
     {"disk", "1048576"},
     {"volumes", ""},
     {"n_volumes", "0"},
+    {"userns", "0"},
 };
 
 static char *build(const char *name, const char *value, const char *extra, size_t *len)

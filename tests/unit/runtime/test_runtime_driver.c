@@ -93,7 +93,13 @@ static int open_rt(const char *state, struct osb_err *err)
     char execd[4096], init[4096];
     binary("EXECD_BIN", "execd", execd, sizeof execd);
     binary("OSB_INIT_BIN", "osb-sandbox-init", init, sizeof init);
-    struct osb_rt_config cfg = {.state_dir = state, .execd_path = execd, .init_path = init};
+    /* OSB_USERNS_RANGE="start:count": run every sandbox in a user namespace. */
+    const char *range = getenv("OSB_USERNS_RANGE");
+    struct osb_rt_config cfg = {.state_dir = state,
+                                .execd_path = execd,
+                                .init_path = init,
+                                .user_namespaces = range && *range,
+                                .userns_range = range};
     snprintf(state_dir, sizeof state_dir, "%s", state);
     if (osb_rt_open(OSB_RT_DEFAULT, &cfg, loop, &rt, err) < 0)
         return -1;

@@ -120,6 +120,8 @@ static void test_defaults(void)
     IS_INT(c.native.default_disk_bytes, 1LL << 30, "default disk 1 GiB");
     IS_INT(c.native.default_pids_max, 4096, "default pids 4096");
     IS_INT(c.native.log_max_bytes, 1 << 20, "default log 1 MiB");
+    OK(!c.native.user_namespaces, "user namespaces off by default");
+    IS_STR(c.native.userns_range, "100000:6553600", "default userns_range");
     OK(!c.insecure, "secure by default");
     osb_config_free(&c);
     osb_config_free(&c); /* a freed config can be freed again */
@@ -395,6 +397,16 @@ static void test_errors(void)
                "FILE:2: [native] default_disk: must be "
                "between 1048576 and 1125899906842624 bytes",
                "disk too small");
+    load_fails("[native]\nuser_namespaces = 1\n",
+               "FILE:2: [native] user_namespaces: must be true or false",
+               "user_namespaces not a bool");
+    {
+        struct osb_config u = load_ok(
+            "[native]\nuser_namespaces = true\nuserns_range = \"1:65536\"\n", "user namespaces on");
+        OK(u.native.user_namespaces, "user_namespaces = true read");
+        IS_STR(u.native.userns_range, "1:65536", "userns_range read");
+        osb_config_free(&u);
+    }
     load_fails("[native]\nlog_max_bytes = \"2Gi\"\n",
                "FILE:2: [native] log_max_bytes: must be "
                "between 4096 and 1073741824 bytes",
