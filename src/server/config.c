@@ -4,6 +4,8 @@
  * the example writer prints it, so the two cannot drift apart. */
 #include "server/config.h"
 
+#include "runtime/runtime.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -377,12 +379,13 @@ static int check_log_level(struct ctx *c, const struct option *o, const char *s,
 
 static int check_runtime(struct ctx *c, const struct option *o, const char *s)
 {
-    if (!strcmp(s, "native"))
+    if (osb_rt_backend(s))
         return 0;
     if (!strcmp(s, "docker") || !strcmp(s, "kubernetes"))
         return bad(c, o->table, o->key, "runtime type '%s' is not supported yet (use \"native\")",
                    s);
-    return bad(c, o->table, o->key, "unknown runtime type '%s' (expected \"native\")", s);
+    return bad(c, o->table, o->key, "unknown runtime type '%s' (expected \"native\" or \"gvisor\")",
+               s);
 }
 
 /* An absolute path without "..", "." or empty components and without a

@@ -69,12 +69,15 @@ static void child_exec(const char *dir, const char *tmpfs_opts, const char *ovl_
     snprintf(upper, sizeof upper, "%s/rw/upper", dir);
     snprintf(work, sizeof work, "%s/rw/work", dir);
     snprintf(root, sizeof root, "%s/rootfs", dir);
-    if (dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0 || unshare(CLONE_NEWNS) < 0 ||
-        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-        mount("tmpfs", rw, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts) < 0 ||
-        mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0 ||
-        mount("overlay", root, "overlay", 0, ovl_opts) < 0) {
-        dprintf(2, "gvisor: preparing the root: %s\n", strerror(errno));
+    const char *step = "stdio";
+    if (dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0 ||
+        (step = "unshare", unshare(CLONE_NEWNS)) < 0 ||
+        (step = "private mounts", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) < 0 ||
+        (step = "tmpfs", mount("tmpfs", rw, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)) < 0 ||
+        (step = "upper dir", mkdir(upper, 0755)) < 0 ||
+        (step = "work dir", mkdir(work, 0700)) < 0 ||
+        (step = "overlay", mount("overlay", root, "overlay", MS_NODEV, ovl_opts)) < 0) {
+        dprintf(2, "gvisor: preparing the root (%s): %s\n", step, strerror(errno));
         _exit(126);
     }
     int null = open("/dev/null", O_RDONLY);
@@ -101,7 +104,7 @@ static int run_create(struct osb_gv_create *c, int log_fd, struct osb_err *err)
     char *argv[] = {rt->runsc,
                     rootf,
                     plat,
-                    c->network ? "--network=sandbox" : "--network=none",
+                    c->network ? "--network=host" : "--network=none",
                     "--host-uds=create",
                     "--ignore-cgroups",
                     "create",
@@ -260,6 +263,20 @@ static int check_spec(const struct osb_sandbox_spec *s, struct osb_err *err)
     return 0;
 }
 
+/* The overlay's lowerdir= value, top layer first (checked for ',' and ':'
+ * by check_spec). */
+static char *join_layers(char *const *layers)
+{
+    size_t n = 1;
+    for (size_t i = 0; layers[i]; i++)
+        n += strlen(layers[i]) + 1;
+    char *out = osb_xmalloc(n), *o = out;
+    for (size_t i = 0; layers[i]; i++)
+        o += sprintf(o, "%s%s", i ? ":" : "", layers[i]);
+    *o = '\0';
+    return out;
+}
+
 static int prepare_dir(struct osb_gv *rt, const struct osb_sandbox_spec *s, const char *dir,
                        struct osb_err *err)
 {
@@ -301,13 +318,7 @@ int osb_gv_create(struct osb_rt *base, const struct osb_sandbox_spec *s, osb_rt_
         free(c);
         return -1;
     }
-    struct osb_buf lower;
-    osb_buf_init(&lower, 0);
-    int brc = 0;
-    for (size_t i = 0; s->layers[i]; i++)
-        brc |= osb_buf_addf(&lower, "%s%s", i ? ":" : "", s->layers[i]);
-    c->lower = osb_buf_steal(&lower, NULL);
-    (void)brc;
+    c->lower = join_layers(s->layers);
     c->disk = s->disk_bytes ? s->disk_bytes : OSB_LIMIT_DEFAULT_DISK;
     c->network = s->netns != NULL;
     c->cb = cb;

@@ -54,7 +54,7 @@ int osb_gv_runsc(const struct osb_gv *rt, bool network, const char *const *args,
     const char *argv[32] = {rt->runsc,
                             root,
                             platform,
-                            network ? "--network=sandbox" : "--network=none",
+                            network ? "--network=host" : "--network=none",
                             "--host-uds=create",
                             "--ignore-cgroups"};
     size_t j = 6;

@@ -48,7 +48,9 @@ static inline struct osb_gv *osb_gv_of(struct osb_rt *rt)
 int osb_gv_check_id(const char *id, struct osb_err *err) OSB_MUST_CHECK;
 void osb_gv_dir(const struct osb_gv *rt, const char *id, char *out, size_t n);
 /* Run runsc with the backend's flags, network (true: the sandbox's
- * netstack on a joined namespace; false: none), then args
+ * --network=host in the namespace config.json joins, the slot's: this
+ * runsc's netstack refuses to start on kernels >= 6.11, see
+ * docs/internals/gvisor.md; false: none), then args
  * (NULL-terminated). Waits for it; its output goes to out (may be NULL),
  * stdout and stderr alike, at most 64 KiB. stdio_fd (or -1: /dev/null) is
  * its stdin/stdout/stderr otherwise. 0 if it exited 0. Safe on a pool
