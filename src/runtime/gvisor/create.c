@@ -270,10 +270,10 @@ static char *join_layers(char *const *layers)
     size_t n = 1;
     for (size_t i = 0; layers[i]; i++)
         n += strlen(layers[i]) + 1;
-    char *out = osb_xmalloc(n), *o = out;
+    char *out = osb_xmalloc(n);
+    size_t k = 0;
     for (size_t i = 0; layers[i]; i++)
-        o += sprintf(o, "%s%s", i ? ":" : "", layers[i]);
-    *o = '\0';
+        k += (size_t)snprintf(out + k, n - k, "%s%s", i ? ":" : "", layers[i]);
     return out;
 }
 
