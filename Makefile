@@ -44,7 +44,7 @@ HTTP_SRC := $(wildcard src/http/*.c)
 EXECD_SRC := $(filter-out src/execd/main.c,$(wildcard src/execd/*.c))
 # The runtime library (linked into the server) and the sandbox init helper
 # (a small static program that builds one sandbox and execs execd in it).
-RUNTIME_SRC := $(wildcard src/runtime/*.c src/runtime/native/*.c)
+RUNTIME_SRC := $(wildcard src/runtime/*.c src/runtime/native/*.c src/runtime/gvisor/*.c)
 INIT_SRC := $(wildcard src/runtime/init/*.c) src/runtime/native/initspec.c
 SERVER_SRC := $(filter-out src/server/main.c,$(wildcard src/server/*.c))
 # The image store: OCI pulls, layers, image records (linked into the server).

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/gvisor/gvisor.h"
 #include "runtime/native/native.h"
 
 static const struct {
@@ -12,6 +13,7 @@ static const struct {
     const struct osb_runtime_ops *ops;
 } backends[] = {
     {"native", &osb_native_ops},
+    {"gvisor", &osb_gvisor_ops},
 };
 
 const struct osb_runtime_ops *osb_rt_backend(const char *name)

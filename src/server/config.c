@@ -4,6 +4,8 @@
  * the example writer prints it, so the two cannot drift apart. */
 #include "server/config.h"
 
+#include "runtime/runtime.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -90,7 +92,8 @@ static const struct option options[] = {
     {"server", "http", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"runtime", "type", K_RUNTIME, OFF(runtime.type), 0, 0, "\"native\"", false,
      "Sandbox runtime. \"native\" (Linux namespaces, overlayfs, cgroups, seccomp;\n"
-     "no Docker needed) is the only one today; \"docker\" and \"kubernetes\" will follow."},
+     "no Docker needed) or \"gvisor\" (runsc; see docs/internals/gvisor.md);\n"
+     "\"docker\" and \"kubernetes\" will follow."},
     {"runtime", "execd_path", K_PATH, OFF(runtime.execd_path), 0, 0, NULL, true,
      "The execd binary run as PID 1 in every sandbox (static).\n"
      "Default: execd next to the opensandbox-server binary."},
@@ -385,12 +388,14 @@ static int check_log_level(struct ctx *c, const struct option *o, const char *s,
 
 static int check_runtime(struct ctx *c, const struct option *o, const char *s)
 {
-    if (!strcmp(s, "native"))
+    if (osb_rt_backend(s))
         return 0;
     if (!strcmp(s, "docker") || !strcmp(s, "kubernetes"))
         return bad(c, o->table, o->key, "runtime type '%s' is not supported yet (use \"native\")",
                    s);
-    return bad(c, o->table, o->key, "unknown runtime type '%s' (expected \"native\")", s);
+    char names[128];
+    osb_rt_backend_names(names, sizeof names);
+    return bad(c, o->table, o->key, "unknown runtime type '%s' (there is: %s)", s, names);
 }
 
 /* An absolute path without "..", "." or empty components and without a

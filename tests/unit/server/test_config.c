@@ -379,8 +379,11 @@ static void test_errors(void)
     osb_config_free(&c);
     load_fails("[runtime]\ntype = \"podman\"\n",
                "FILE:2: [runtime] type: unknown runtime type "
-               "'podman' (expected \"native\")",
+               "'podman' (there is: native, gvisor)",
                "unknown runtime");
+    struct osb_config g = load_ok("[runtime]\ntype = \"gvisor\"\n", "runtime gvisor");
+    IS_STR(g.runtime.type, "gvisor", "type gvisor kept");
+    osb_config_free(&g);
     load_fails("[runtime]\nexecd_path = \"\"\n",
                "FILE:2: [runtime] execd_path: must not be "
                "empty",

@@ -1,0 +1,158 @@
+/* Running runsc. Every command gets the same global flags: runsc keeps
+ * none of them from create (docs/internals/gvisor.md). */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/fstree.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "runtime/gvisor/state.h"
+
+extern char **environ;
+
+int osb_gv_check_id(const char *id, struct osb_err *err)
+{
+    size_t n = id ? strlen(id) : 0;
+    if (n == 0 || n > OSB_RT_ID_MAX ||
+        strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                   "0123456789-") != n)
+        return osb_err_set(err, OSB_E_INVALID, "invalid sandbox id `%s`", id ? id : "");
+    return 0;
+}
+
+void osb_gv_dir(const struct osb_gv *rt, const char *id, char *out, size_t n)
+{
+    snprintf(out, n, "%s/%s", rt->sandboxes_dir, id);
+}
+
+static void read_all(int fd, struct osb_buf *out)
+{
+    char chunk[4096];
+    ssize_t r;
+    while ((r = read(fd, chunk, sizeof chunk)) != 0) {
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            break;
+        if (out && out->len + (size_t)r <= (64u << 10) && osb_buf_add(out, chunk, (size_t)r) < 0)
+            break;
+    }
+}
+
+int osb_gv_runsc(const struct osb_gv *rt, bool network, const char *const *args, int stdio_fd,
+                 struct osb_buf *out, struct osb_err *err)
+{
+    char root[PATH_MAX + 8], platform[64];
+    snprintf(root, sizeof root, "--root=%s", rt->root_dir);
+    snprintf(platform, sizeof platform, "--platform=%s", rt->platform);
+    const char *argv[32] = {rt->runsc,
+                            root,
+                            platform,
+                            network ? "--network=host" : "--network=none",
+                            "--host-uds=create",
+                            "--ignore-cgroups"};
+    size_t j = 6;
+    for (size_t i = 0; args[i] && j < sizeof argv / sizeof argv[0] - 1; i++)
+        argv[j++] = args[i];
+    argv[j] = NULL;
+
+    int p[2] = {-1, -1};
+    if (out && pipe2(p, O_CLOEXEC) < 0)
+        return osb_err_sys(err, "pipe");
+    int devnull = stdio_fd >= 0 ? -1 : open("/dev/null", O_RDWR | O_CLOEXEC);
+    int io = stdio_fd >= 0 ? stdio_fd : devnull;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, io, 0);
+    posix_spawn_file_actions_adddup2(&fa, out ? p[1] : io, 1);
+    posix_spawn_file_actions_adddup2(&fa, out ? p[1] : io, 2);
+    pid_t pid;
+    int rc = posix_spawn(&pid, rt->runsc, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (devnull >= 0)
+        close(devnull);
+    if (out)
+        close(p[1]);
+    if (rc != 0) {
+        if (out)
+            close(p[0]);
+        errno = rc;
+        return osb_err_sys(err, "spawn %s", rt->runsc);
+    }
+    if (out) {
+        read_all(p[0], out);
+        close(p[0]);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return osb_err_sys(err, "waitpid runsc");
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    const char *msg = out && out->len ? out->data : "";
+    size_t len = out ? out->len : 0;
+    while (len && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
+        len--;
+    return osb_err_set(err, OSB_E_INTERNAL, "runsc %s failed (status %d): %.*s", args[0],
+                       WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+                       (int)(len > 400 ? 400 : len), msg + (len > 400 ? len - 400 : 0));
+}
+
+int osb_gv_state(const struct osb_gv *rt, const char *id, pid_t *pid, char *status, size_t n,
+                 struct osb_err *err)
+{
+    struct osb_buf out;
+    osb_buf_init(&out, 64u << 10);
+    const char *args[] = {"state", id, NULL};
+    struct osb_err e = {0};
+    if (osb_gv_runsc(rt, false, args, -1, &out, &e) < 0) {
+        osb_buf_free(&out);
+        if (strstr(e.msg, "does not exist") || strstr(e.msg, "not found"))
+            return osb_err_set(err, OSB_E_NOTFOUND, "no gvisor sandbox `%s`", id);
+        *err = e;
+        return -1;
+    }
+    json_t *j = NULL;
+    int rc = osb_json_parse_object(out.data, out.len, false, &j, err);
+    osb_buf_free(&out);
+    if (rc < 0)
+        return -1;
+    json_t *p = json_object_get(j, "pid");
+    json_t *s = json_object_get(j, "status");
+    *pid = json_is_integer(p) ? (pid_t)json_integer_value(p) : 0;
+    snprintf(status, n, "%s", json_is_string(s) ? json_string_value(s) : "");
+    json_decref(j);
+    return 0;
+}
+
+void osb_gv_teardown(const struct osb_gv *rt, const char *id, bool keep_log)
+{
+    struct osb_err err = {0};
+    const char *kill_args[] = {"kill", "--all", id, "KILL", NULL};
+    if (osb_gv_runsc(rt, false, kill_args, -1, NULL, &err) < 0)
+        osb_debug("gvisor: %s: %s", id, err.msg); /* often: not running */
+    const char *del_args[] = {"delete", "--force", id, NULL};
+    struct osb_buf out;
+    osb_buf_init(&out, 64u << 10);
+    if (osb_gv_runsc(rt, false, del_args, -1, &out, &err) < 0 && !strstr(err.msg, "does not exist"))
+        osb_warn("gvisor: %s: %s", id, err.msg);
+    osb_buf_free(&out);
+    char dir[PATH_MAX];
+    osb_gv_dir(rt, id, dir, sizeof dir);
+    if (!keep_log) {
+        osb_fs_discard_tree(dir);
+        return;
+    }
+    static const char *const parts[] = {"config.json", "rootfs", "rw", "sock", "bin"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        char p[PATH_MAX + 32];
+        snprintf(p, sizeof p, "%s/%s", dir, parts[i]);
+        osb_fs_discard_tree(p);
+    }
+}

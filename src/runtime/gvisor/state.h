@@ -1,0 +1,78 @@
+/* What the gVisor backend's files share. One file per job, each calling
+ * only those above it:
+ *   runsc.c   the flag list and running one runsc command; ids and dirs
+ *   bundle.c  config.json from a spec
+ *   create.c  bundle, rootfs and runsc create/start on the thread pool
+ *   gvisor.c  open/close, destroy, pause/resume, watch, the ops
+ * Layout under <state>/gvisor/: runsc/ (runsc's --root) and
+ * sandboxes/<id>/ (the bundle: config.json, rootfs/, rw/, sock/, bin/,
+ * log). */
+#ifndef OSB_RT_GVISOR_STATE_H
+#define OSB_RT_GVISOR_STATE_H
+#include <limits.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#include "common/buf.h"
+#include "runtime/runtime.h"
+
+/* Where execd's socket directory and binary appear in the sandbox. */
+#define OSB_GV_SOCK_DIR "/run/opensandbox"
+#define OSB_GV_SOCK_NAME "execd.sock"
+#define OSB_GV_BIN_DIR "/run/opensandbox-bin"
+
+struct osb_gv_create;
+struct osb_gv_watch;
+
+struct osb_gv {
+    struct osb_rt base; /* first: the ops */
+    uv_loop_t *loop;
+    char *runsc;    /* the runsc binary */
+    char *root_dir; /* runsc --root */
+    char *sandboxes_dir;
+    char *execd_path;
+    const char *platform;
+    char describe[256];
+    struct osb_gv_create *creates;
+    struct osb_gv_watch *watches;
+    int open_handles;
+    bool closing;
+};
+
+static inline struct osb_gv *osb_gv_of(struct osb_rt *rt)
+{
+    return (struct osb_gv *)rt;
+}
+
+/* runsc.c */
+int osb_gv_check_id(const char *id, struct osb_err *err) OSB_MUST_CHECK;
+void osb_gv_dir(const struct osb_gv *rt, const char *id, char *out, size_t n);
+/* Run runsc with the backend's flags, network (true: the sandbox's
+ * --network=host in the namespace config.json joins, the slot's: this
+ * runsc's netstack refuses to start on kernels >= 6.11, see
+ * docs/internals/gvisor.md; false: none), then args
+ * (NULL-terminated). Waits for it; its output goes to out (may be NULL),
+ * stdout and stderr alike, at most 64 KiB. stdio_fd (or -1: /dev/null) is
+ * its stdin/stdout/stderr otherwise. 0 if it exited 0. Safe on a pool
+ * thread. */
+int osb_gv_runsc(const struct osb_gv *rt, bool network, const char *const *args, int stdio_fd,
+                 struct osb_buf *out, struct osb_err *err) OSB_MUST_CHECK;
+/* runsc state: the sandbox process's host pid and the status word
+ * ("running", "paused", ...). -1 with OSB_E_NOTFOUND if runsc knows no
+ * such container. */
+int osb_gv_state(const struct osb_gv *rt, const char *id, pid_t *pid, char *status, size_t n,
+                 struct osb_err *err) OSB_MUST_CHECK;
+/* Kill, delete --force, remove the dir; errors are logged. */
+void osb_gv_teardown(const struct osb_gv *rt, const char *id, bool keep_log);
+
+/* bundle.c: <dir>/config.json for spec. */
+int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *spec,
+                        const char *dir, struct osb_err *err) OSB_MUST_CHECK;
+
+/* create.c */
+int osb_gv_create(struct osb_rt *rt, const struct osb_sandbox_spec *spec, osb_rt_create_cb cb,
+                  void *ud, struct osb_err *err) OSB_MUST_CHECK;
+/* A create in flight for id learns it was destroyed (its callback reports
+ * it); true if there was one. */
+bool osb_gv_cancel_create(struct osb_gv *rt, const char *id);
+#endif
