@@ -287,7 +287,11 @@ def idle_memory(s, settle):
             roots = [s.pid_of(sid)]
         procs = with_descendants([p for p in roots if p])
         marks = (sid, cg_base_name(s.state_dir) + "/")
-        mem_file, cg_dir = sandbox_cgroup(min(procs), marks) if procs else (None, None)
+        mem_file, cg_dir = None, None
+        for p in sorted(procs):  # the first that is in a cgroup of its own
+            mem_file, cg_dir = sandbox_cgroup(p, marks)
+            if cg_dir:
+                break
         if cg_dir:
             procs |= cgroup_procs(cg_dir)
         cg = None
@@ -420,6 +424,9 @@ def report(doc, as_json):
           "[network] mode %s, %d CPUs, load average %.2f before / %.2f after; %s" % (
               doc["n"], doc["rounds_seconds"], doc["image"], doc["network"], doc["cpus"],
               doc["loadavg_before"][0], doc["loadavg_after"][0], doc["runsc"] or "no runsc"))
+    if doc["network"] != "none":
+        print("# (the bare runsc run is --network=none whatever --network says; the gvisor "
+              "backend runs a sandbox with a network slot as --network=host in the slot's netns)")
     print_table(doc["rows"])
     print("# p50/p99: create-to-ready (POST -> 202, endpoints 44772 and 18080, /ping through "
           "the server proxy -> 200); for the bare run, exec of runsc -> `ready` read from its "
