@@ -72,6 +72,10 @@ def start_server(name, rtype, userns, network, tar):
     subnet = free_subnet()
     extra = ('[network]\nmode = "%s"\nsubnet = "%s"\npool_size = 2\n'
              'dns_upstreams = ["127.0.0.1:9"]\n' % (network, subnet))
+    if rtype == "gvisor":
+        # Servers without a [gvisor] table ignore it (not one of their
+        # tables); the start-up line below says which platform is used.
+        extra += '[gvisor]\nplatform = "ptrace"\nrunsc = "%s"\n' % RUNSC
     s = Server(api_key="bench-" + os.urandom(6).hex(), native=native, extra=extra,
                tmp_dir=os.path.expanduser("~"))
     s.subnet = subnet  # released by stop()
@@ -85,6 +89,9 @@ def start_server(name, rtype, userns, network, tar):
         s.stop()
         raise SystemExit("%s: image import failed: %s" % (name, p.stderr))
     s.start()
+    if rtype == "gvisor" and "platform ptrace" not in s.log_text():
+        s.stop()
+        raise SystemExit("gvisor server does not say it runs platform ptrace:\n" + s.log_text())
     s.bench = types.SimpleNamespace(name=name, client=Client(types.SimpleNamespace(
         port=s.port, key=s.api_key)), ready=[], fails=0, errors=[])
     s.bench.commands = [sh(imp), sh([SERVER_BIN, "--config", s.config])]
@@ -98,7 +105,7 @@ def start_server(name, rtype, userns, network, tar):
 
 def knob_lines(cfg):
     """The config lines that decide what a sandbox is, for the report."""
-    keep, table, out = ("type", "user_namespaces", "userns_range", "mode"), "", []
+    keep, table, out = ("type", "user_namespaces", "userns_range", "mode", "platform", "runsc"), "", []
     with open(cfg) as f:
         for line in f:
             line = line.strip()
