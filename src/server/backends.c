@@ -59,8 +59,7 @@ void osb_backends_close(struct osb_server *srv)
     srv->rt = NULL;
 }
 
-struct osb_rt *osb_backend_choose(struct osb_server *srv, const char *name,
-                                  struct osb_apierr *e)
+struct osb_rt *osb_backend_choose(struct osb_server *srv, const char *name, struct osb_apierr *e)
 {
     if (!name)
         return srv->rt;

@@ -429,8 +429,7 @@ static int check_secure(struct ctx *c, const struct option *o, const char *s)
                    "secure runtime '%s' does not exist in this server yet; the runtimes are: "
                    "%s (use \"gvisor\", or \"\" for [runtime] type)",
                    s, names);
-    return bad(c, o->table, o->key, "unknown secure runtime '%s' (expected \"\" or \"gvisor\")",
-               s);
+    return bad(c, o->table, o->key, "unknown secure runtime '%s' (expected \"\" or \"gvisor\")", s);
 }
 
 static int check_backends(struct ctx *c, const struct option *o, json_t *v, char ***out)

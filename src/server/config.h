@@ -59,11 +59,11 @@ struct osb_config {
         char *mode; /* "dns+nft" (default) | "dns" */
     } egress;
     struct {
-        char *type;               /* NULL = absent; "" or "gvisor" as written */
-        char **allowed;           /* backends a request may pick (NULL-terminated,
+        char *type;              /* NULL = absent; "" or "gvisor" as written */
+        char **allowed;          /* backends a request may pick (NULL-terminated,
                                      deduplicated, the default first); never NULL */
-        char *docker_runtime;     /* upstream's; accepted, ignored (NULL = absent) */
-        char *k8s_runtime_class;  /* upstream's; accepted, ignored (NULL = absent) */
+        char *docker_runtime;    /* upstream's; accepted, ignored (NULL = absent) */
+        char *k8s_runtime_class; /* upstream's; accepted, ignored (NULL = absent) */
     } secure_runtime;
     bool insecure; /* OPENSANDBOX_INSECURE_SERVER=YES */
 };

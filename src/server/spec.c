@@ -861,7 +861,8 @@ static int parse_extensions(json_t *body, struct osb_create_spec *out, struct os
         /* which backend may run it is the server's call (backends.c); here
          * only the shape: a backend name is short and plain */
         const char *n = json_string_value(rt);
-        if (!*n || strlen(n) > 31 || strspn(n, "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(n))
+        if (!*n || strlen(n) > 31 ||
+            strspn(n, "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(n))
             return osb_apierr(e, "SANDBOX::RUNTIME_NOT_ALLOWED",
                               "field 'extensions.runtime' must be a runtime name such as "
                               "\"native\" or \"gvisor\"");
