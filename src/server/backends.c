@@ -39,9 +39,9 @@ int osb_backends_open(struct osb_server *srv, struct osb_err *err)
                                OSB_SRV_MAX_BACKENDS);
         }
         if (osb_rt_open(*name, &rc, srv->loop, &rt, err) < 0) {
+            const char *why = srv->n_rts ? "in [secure_runtime] allowed" : "the default";
             osb_backends_close(srv);
-            return osb_err_wrap(err, "runtime `%s` (%s)", *name,
-                                srv->n_rts ? "in [secure_runtime] allowed" : "the default");
+            return osb_err_wrap(err, "runtime `%s` (%s)", *name, why);
         }
         if (srv->n_rts)
             osb_info("runtime a create may choose (extensions.runtime): %s", osb_rt_describe(rt));
