@@ -34,6 +34,15 @@ def runsc_list(state):
     return p.stdout.split()
 
 
+def runsc_state(state, sid):
+    p = subprocess.run(["runsc", "--root", os.path.join(state, "gvisor", "runsc"), "state", sid],
+                       capture_output=True, text=True, timeout=60)
+    try:
+        return json.loads(p.stdout)["status"]
+    except ValueError:
+        return p.stderr
+
+
 def dirs(s):
     """The per-sandbox state directories of both backends."""
     out = []
@@ -125,6 +134,16 @@ def both_backends(tar):
                  "after kill -9 + restart: %s sandbox Running on %s" % (rt, rt))
             check_kernel(s, sid, rt, "after restart, %s" % rt)
 
+        # pause and resume go through each sandbox's own backend
+        for sid, rt in ((nat, "native"), (gv, "gvisor")):
+            t.is_empty_ok(s.post("/v1/sandboxes/%s/pause" % sid), "%s: pause -> 202" % rt,
+                          status=202)
+            t.eq(s.get_sbx(sid).json()["status"]["state"], "Paused", "%s: Paused" % rt)
+            if rt == "gvisor":
+                t.eq(runsc_state(s.state_dir, sid), "paused", "gvisor: runsc says paused")
+            t.is_empty_ok(s.post("/v1/sandboxes/%s/resume" % sid), "%s: resume -> 202" % rt,
+                          status=202)
+            t.eq(sh(s, sid, "echo alive"), "alive", "%s: commands run after resume" % rt)
         restore_onto(s, nat)
         for sid in (nat, gv, nat2):
             t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete %s" % sid[:8])
