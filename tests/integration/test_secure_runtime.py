@@ -118,6 +118,8 @@ def both_backends(tar):
         t.eq((g.get("runtime"), g["metadata"]), ("gvisor", {}),
              "GET: runtime gvisor, top level, metadata untouched")
         t.eq(s.get_sbx(nat).json().get("runtime"), "native", "GET: runtime native")
+        t.ok("\n  runtime: gvisor\n" in s.get("/v1/sandboxes/%s/diagnostics/inspect" % gv).text,
+             "diagnostics/inspect names the runtime")
         items = {i["id"]: i.get("runtime") for i in s.list_all()}
         t.eq(items, {nat: "native", gv: "gvisor", nat2: "native"}, "list items show each runtime")
         t.eq(runsc_list(s.state_dir), [gv], "only the gvisor sandbox is a runsc container")
