@@ -59,39 +59,44 @@ void osb_backends_close(struct osb_server *srv)
     srv->rt = NULL;
 }
 
+/* The opened backend named name, or NULL with the opened ones' names in
+ * have ("native, gvisor"). */
+static struct osb_rt *find(struct osb_server *srv, const char *name, char *have, size_t n)
+{
+    for (size_t i = 0; i < srv->n_rts; i++)
+        if (strcmp(osb_rt_name(srv->rts[i]), name) == 0)
+            return srv->rts[i];
+    have[0] = '\0';
+    for (size_t i = 0; i < srv->n_rts; i++)
+        snprintf(have + strlen(have), n - strlen(have), "%s%s", i ? ", " : "",
+                 osb_rt_name(srv->rts[i]));
+    return NULL;
+}
+
 struct osb_rt *osb_backend_choose(struct osb_server *srv, const char *name, struct osb_apierr *e)
 {
     if (!name)
         return srv->rt;
     /* Only the allowed backends are opened, so opened means allowed. */
-    for (size_t i = 0; i < srv->n_rts; i++)
-        if (strcmp(osb_rt_name(srv->rts[i]), name) == 0)
-            return srv->rts[i];
-    char have[128] = "";
-    for (size_t i = 0; i < srv->n_rts; i++)
-        snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", i ? ", " : "",
-                 osb_rt_name(srv->rts[i]));
-    (void)osb_apierr(e, "SANDBOX::RUNTIME_NOT_ALLOWED",
-                     "field 'extensions.runtime': %s '%s'; this server allows: %s "
-                     "([secure_runtime] allowed)",
-                     osb_rt_backend(name) ? "this server does not allow the runtime"
-                                          : "there is no runtime",
-                     name, have);
-    return NULL;
+    char have[128];
+    struct osb_rt *rt = find(srv, name, have, sizeof have);
+    if (!rt)
+        (void)osb_apierr(e, "SANDBOX::RUNTIME_NOT_ALLOWED",
+                         "field 'extensions.runtime': %s '%s'; this server allows: %s "
+                         "([secure_runtime] allowed)",
+                         osb_rt_backend(name) ? "this server does not allow the runtime"
+                                              : "there is no runtime",
+                         name, have);
+    return rt;
 }
 
 struct osb_rt *osb_backend_get(struct osb_server *srv, const char *name, char *msg, size_t n)
 {
-    for (size_t i = 0; i < srv->n_rts; i++)
-        if (strcmp(osb_rt_name(srv->rts[i]), name) == 0)
-            return srv->rts[i];
-    char have[128] = "";
-    for (size_t i = 0; i < srv->n_rts; i++)
-        snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", i ? ", " : "",
-                 osb_rt_name(srv->rts[i]));
-    if (n)
+    char have[128];
+    struct osb_rt *rt = find(srv, name, have, sizeof have);
+    if (!rt && n)
         snprintf(msg, n, "%s runtime backend `%s`; this server runs: %s",
                  osb_rt_backend(name) ? "this server has not opened the" : "there is no", name,
                  have[0] ? have : "none");
-    return NULL;
+    return rt;
 }
