@@ -275,10 +275,10 @@ static void inspect(const struct osb_sbx *s, struct content *c)
     char *md = json_dumps(s->metadata, JSON_COMPACT);
     int rc = osb_buf_addf(b,
                           "Sandbox %s\n  state: %s (%s) %s\n  since: %s\n  created: %s\n"
-                          "  expires: %s\n  spec: %s\n  metadata: %s\n",
+                          "  expires: %s\n  runtime: %s\n  spec: %s\n  metadata: %s\n",
                           s->id, osb_state_name(s->state), s->reason ? s->reason : "-",
-                          s->message ? s->message : "", trans, created, exp, spec ? spec : "{}",
-                          md ? md : "{}");
+                          s->message ? s->message : "", trans, created, exp, s->runtime,
+                          spec ? spec : "{}", md ? md : "{}");
     if (s->has_handle)
         rc |= osb_buf_addf(b, "  pid: %d\n  execd socket: %s\n  log: %s\n", (int)s->handle.pid,
                            s->handle.sock_path, s->handle.log_path);
