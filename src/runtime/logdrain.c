@@ -1,5 +1,5 @@
 /* A sandbox's output pipe into its bounded log (logdrain.h). */
-#include "runtime/native/logdrain.h"
+#include "runtime/logdrain.h"
 
 #include <errno.h>
 #include <fcntl.h>
