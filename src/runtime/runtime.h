@@ -68,6 +68,8 @@ struct osb_rt_config {
                                 running program */
     bool user_namespaces;     /* native: each sandbox in its own user namespace */
     const char *userns_range; /* native: "start:count" host ids they map to */
+    const char *gvisor_platform; /* gvisor: runsc --platform; NULL: "ptrace" */
+    const char *gvisor_runsc;    /* gvisor: the runsc binary; NULL: runsc on PATH */
 };
 
 /* A volume bind-mounted into the sandbox. The caller (the server) decides

@@ -12,7 +12,9 @@ int osb_backends_open(struct osb_server *srv, struct osb_err *err)
                                .execd_path = cfg->runtime.execd_path,
                                .init_path = cfg->runtime.init_path,
                                .user_namespaces = cfg->native.user_namespaces,
-                               .userns_range = cfg->native.userns_range};
+                               .userns_range = cfg->native.userns_range,
+                               .gvisor_platform = cfg->gvisor.platform,
+                               .gvisor_runsc = cfg->gvisor.runsc};
     const char *name = cfg->runtime.type ? cfg->runtime.type : OSB_RT_DEFAULT;
     struct osb_rt *rt;
     if (osb_rt_open(name, &rc, srv->loop, &rt, err) < 0)
