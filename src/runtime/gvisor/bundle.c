@@ -73,7 +73,6 @@ static json_t *namespaces(const struct osb_sandbox_spec *s)
 int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *s, const char *dir,
                         struct osb_err *err)
 {
-    (void)rt;
     char sock[PATH_MAX + 8], bin[PATH_MAX + 8], path[PATH_MAX + 16];
     snprintf(sock, sizeof sock, "%s/sock", dir);
     snprintf(bin, sizeof bin, "%s/bin", dir);
@@ -90,6 +89,7 @@ int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *
         s->hostname ? s->hostname : host, "mounts", mounts, "linux", "namespaces", namespaces(s));
     if (!cfg)
         return osb_err_set(err, OSB_E_INTERNAL, "cannot build config.json for `%s`", s->id);
+    osb_gv_add_limits(rt, s, json_object_get(cfg, "linux"));
     size_t len;
     char *text = osb_json_dump(cfg, &len);
     json_decref(cfg);

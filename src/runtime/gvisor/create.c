@@ -106,7 +106,6 @@ static int run_create(struct osb_gv_create *c, int log_fd, struct osb_err *err)
                     plat,
                     c->network ? "--network=host" : "--network=none",
                     "--host-uds=create",
-                    "--ignore-cgroups",
                     "create",
                     bundle,
                     c->id,
@@ -121,18 +120,8 @@ static int run_create(struct osb_gv_create *c, int log_fd, struct osb_err *err)
         if (errno != EINTR)
             return osb_err_sys(err, "waitpid");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        char log[PATH_MAX + 8], tail[512] = "";
-        snprintf(log, sizeof log, "%s/log", c->dir);
-        int fd = open(log, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            off_t end = lseek(fd, 0, SEEK_END);
-            ssize_t n = pread(fd, tail, sizeof tail - 1, end > 511 ? end - 511 : 0);
-            tail[n > 0 ? n : 0] = '\0';
-            close(fd);
-        }
-        size_t len = strlen(tail);
-        while (len && tail[len - 1] == '\n')
-            tail[--len] = '\0';
+        char tail[512];
+        osb_gv_log_tail(log_fd, tail, sizeof tail);
         return osb_err_set(err, OSB_E_INTERNAL, "runsc create failed: %s", tail);
     }
     return 0;
@@ -189,9 +178,9 @@ static int build(struct osb_gv_create *c, struct osb_err *err)
 {
     char status[32];
     snprintf(c->h.log_path, sizeof c->h.log_path, "%s/log", c->dir);
-    int log_fd = open(c->h.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int log_fd = osb_gv_log_fifo(c->dir, err);
     if (log_fd < 0)
-        return osb_err_sys(err, "open %s", c->h.log_path);
+        return -1;
     int rc = run_create(c, log_fd, err);
     close(log_fd);
     const char *start[] = {"start", c->id, NULL};
@@ -235,6 +224,8 @@ static void after_cb(uv_work_t *w, int status)
                             "sandbox `%s` was deleted while it was "
                             "being created",
                             c->id);
+    if (c->rc == 0 && !rt->closing)
+        c->rc = osb_gv_attach_log(rt, c->id, &c->h, &c->err);
     if (c->rc < 0)
         osb_gv_teardown(rt, c->id, false);
     if (!rt->closing)

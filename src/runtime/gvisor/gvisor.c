@@ -28,67 +28,48 @@ struct osb_gv_watch {
     void *ud;
 };
 
-static void maybe_free(struct osb_gv *rt)
+void osb_gv_maybe_free(struct osb_gv *rt)
 {
     if (!rt->closing || rt->open_handles)
         return;
     free(rt->runsc);
+    free(rt->platform);
     free(rt->root_dir);
     free(rt->sandboxes_dir);
     free(rt->execd_path);
     free(rt);
 }
 
-static char *find_runsc(void)
+static char *default_execd(void)
 {
-    const char *path = getenv("PATH");
-    char buf[PATH_MAX];
-    for (const char *p = path ? path : "/usr/sbin:/usr/bin"; p && *p;) {
-        const char *end = strchr(p, ':');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        snprintf(buf, sizeof buf, "%.*s/runsc", (int)n, p);
-        if (access(buf, X_OK) == 0)
-            return osb_xstrdup(buf);
-        p = end ? end + 1 : NULL;
-    }
-    return NULL;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    return osb_xasprintf("%s/execd", exe);
 }
 
 static int gv_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_rt **out,
                    struct osb_err *err)
 {
-    char *runsc = find_runsc();
-    if (!runsc)
-        return osb_err_set(err, OSB_E_UNSUPPORTED,
-                           "the gvisor runtime needs runsc on PATH "
-                           "(Debian: apt-get install runsc)");
     struct osb_gv *rt = osb_xcalloc(1, sizeof *rt);
     rt->base.ops = &osb_gvisor_ops;
     rt->loop = loop;
-    rt->runsc = runsc;
-    rt->platform = "ptrace";
+    rt->closing = true; /* until it is complete: osb_gv_maybe_free frees it */
+    rt->platform = osb_xstrdup(cfg->gvisor_platform ? cfg->gvisor_platform : "ptrace");
     rt->root_dir = osb_xasprintf("%s/gvisor/runsc", cfg->state_dir);
     rt->sandboxes_dir = osb_xasprintf("%s/gvisor/sandboxes", cfg->state_dir);
-    if (cfg->execd_path) {
-        rt->execd_path = osb_xstrdup(cfg->execd_path);
-    } else {
-        char exe[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        exe[n > 0 ? n : 0] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';
-        rt->execd_path = osb_xasprintf("%s/execd", exe);
-    }
-    snprintf(rt->describe, sizeof rt->describe, "gvisor (%s, platform %s)", runsc, rt->platform);
-    if (osb_mkdir_p(rt->root_dir, 0700, err) < 0 || osb_mkdir_p(rt->sandboxes_dir, 0700, err) < 0 ||
-        access(rt->execd_path, X_OK) < 0) {
-        if (err->code == OSB_E_OK)
-            osb_err_sys(err, "execd binary %s", rt->execd_path);
-        rt->closing = true;
-        maybe_free(rt);
+    rt->execd_path = cfg->execd_path ? osb_xstrdup(cfg->execd_path) : default_execd();
+    if (osb_gv_probe(rt, cfg->gvisor_runsc, err) < 0 ||
+        osb_mkdir_p(rt->root_dir, 0700, err) < 0 || osb_mkdir_p(rt->sandboxes_dir, 0700, err) < 0 ||
+        (access(rt->execd_path, X_OK) < 0 && osb_err_sys(err, "execd binary %s", rt->execd_path)) ||
+        osb_gv_cg_open(rt, cfg->state_dir, err) < 0) {
+        osb_gv_maybe_free(rt);
         return -1;
     }
+    rt->closing = false;
     *out = &rt->base;
     return 0;
 }
@@ -100,7 +81,7 @@ static void on_watch_closed(uv_handle_t *h)
     close(w->pidfd);
     free(w);
     rt->open_handles--;
-    maybe_free(rt);
+    osb_gv_maybe_free(rt);
 }
 
 static void drop_watch(struct osb_gv_watch *w)
@@ -127,7 +108,9 @@ static void gv_close(struct osb_rt *base)
     struct osb_gv *rt = osb_gv_of(base);
     rt->closing = true;
     cancel_watches(rt, NULL);
-    maybe_free(rt);
+    osb_gv_close_logs(rt);
+    osb_gv_cg_close(rt);
+    osb_gv_maybe_free(rt);
 }
 
 static const char *gv_describe(const struct osb_rt *base)
@@ -141,6 +124,7 @@ static int gv_destroy(struct osb_rt *base, const char *id, struct osb_err *err)
     if (osb_gv_check_id(id, err) < 0)
         return -1;
     cancel_watches(rt, id);
+    osb_gv_close_log(rt, id, false);
     if (!osb_gv_cancel_create(rt, id)) /* a create in flight tears down itself */
         osb_gv_teardown(rt, id, false);
     return 0;
@@ -152,6 +136,7 @@ static int gv_stop(struct osb_rt *base, const char *id, struct osb_err *err)
     if (osb_gv_check_id(id, err) < 0)
         return -1;
     cancel_watches(rt, id);
+    osb_gv_close_log(rt, id, true);
     if (!osb_gv_cancel_create(rt, id))
         osb_gv_teardown(rt, id, true);
     return 0;
@@ -254,14 +239,15 @@ static int gv_adopt(struct osb_rt *base, const char *id, struct osb_rt_handle *h
     if (pid != h->pid || !gv_alive(base, id, h))
         return osb_err_set(err, OSB_E_NOTFOUND, "gvisor sandbox `%s` is not running (%s)", id,
                            status);
-    return 0;
+    return osb_gv_attach_log(rt, id, h, err);
 }
 
 static int gv_stats(struct osb_rt *rt, const char *id, struct osb_rt_stats *out,
                     struct osb_err *err)
 {
-    (void)rt, (void)out;
-    return osb_err_set(err, OSB_E_UNSUPPORTED, "the gvisor runtime has no stats for `%s` yet", id);
+    if (osb_gv_check_id(id, err) < 0)
+        return -1;
+    return osb_gv_cg_stats(osb_gv_of(rt), id, out, err);
 }
 
 static bool listed(const char *const *known, const char *id)

@@ -1,0 +1,118 @@
+/* The gvisor sandboxes' cgroups. runsc creates and removes them from
+ * config.json's linux.cgroupsPath and linux.resources; this file picks
+ * that path, writes the limits, and reads the usage back for stats.
+ *
+ * One parent for all of them, as the native backend's: the layout comes
+ * from runtime/cgroupfs.c's detection (its plan) under a base name of our
+ * own, the hash of "<state>/gvisor", so native and gvisor sandboxes of one
+ * state dir never share a parent (each backend's orphan sweep sees only
+ * its own). On cgroup v1 the path is relative, so runsc puts each
+ * controller's group under the server's own cgroup in that hierarchy (as
+ * the native plan does); on v2 it is absolute, the plan's base directory,
+ * since the plan may have moved the server into a leaf and a relative path
+ * would land beneath it. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/fstree.h"
+#include "common/log.h"
+#include "runtime/gvisor/state.h"
+
+/* No CPU quota asked: runsc writes none. */
+#define CPU_PERIOD_US 100000
+
+int osb_gv_cg_open(struct osb_gv *rt, const char *state_dir, struct osb_err *err)
+{
+    char key[PATH_MAX];
+    snprintf(key, sizeof key, "%s/gvisor", state_dir);
+    if (osb_cg_plan_init(&rt->plan, key, err) < 0)
+        return osb_err_wrap(err, "gvisor cgroups");
+    if (rt->plan.version == 1) {
+        snprintf(rt->cg_path, sizeof rt->cg_path, "%s", rt->plan.base_name);
+        return 0;
+    }
+    static char mi[1 << 16];
+    struct osb_cg_mounts m;
+    if (osb_fs_read("/proc/self/mountinfo", mi, sizeof mi) < 0)
+        return osb_err_sys(err, "read /proc/self/mountinfo");
+    osb_cg_parse_mountinfo(mi, &m);
+    const char *base = rt->plan.bases[0].base;
+    size_t n = strlen(m.v2);
+    /* runsc looks for cgroup v2 at /sys/fs/cgroup only. */
+    if (strcmp(m.v2, "/sys/fs/cgroup") != 0 || strncmp(base, m.v2, n) != 0 || base[n] != '/')
+        return osb_err_set(err, OSB_E_UNSUPPORTED,
+                           "gvisor: runsc needs cgroup v2 mounted at /sys/fs/cgroup "
+                           "(found `%s`)",
+                           m.v2);
+    snprintf(rt->cg_path, sizeof rt->cg_path, "%s", base + n);
+    return 0;
+}
+
+void osb_gv_cg_close(struct osb_gv *rt)
+{
+    /* Empty parents go; those with live sandboxes stay (rmdir fails). */
+    for (size_t i = 0; i < rt->plan.n; i++)
+        if (rmdir(rt->plan.bases[i].base) < 0 && errno != ENOENT && errno != EBUSY)
+            osb_debug("gvisor: rmdir %s: %s", rt->plan.bases[i].base, strerror(errno));
+}
+
+void osb_gv_add_limits(const struct osb_gv *rt, const struct osb_sandbox_spec *s, json_t *lnx)
+{
+    json_t *res = json_object();
+    if (s->memory_bytes > 0) /* swap = limit: no swap on top */
+        json_object_set_new(res, "memory",
+                            json_pack("{s:I, s:I}", "limit", (json_int_t)s->memory_bytes, "swap",
+                                      (json_int_t)s->memory_bytes));
+    if (s->cpu_millicores > 0)
+        json_object_set_new(
+            res, "cpu",
+            json_pack("{s:I, s:I}", "quota",
+                      (json_int_t)(s->cpu_millicores * CPU_PERIOD_US / 1000), "period",
+                      (json_int_t)CPU_PERIOD_US));
+    json_object_set_new(res, "pids",
+                        json_pack("{s:I}", "limit",
+                                  (json_int_t)(s->pids_max ? s->pids_max : OSB_LIMIT_DEFAULT_PIDS)));
+    json_object_set_new(lnx, "resources", res);
+    char path[PATH_MAX + OSB_RT_ID_MAX + 2];
+    snprintf(path, sizeof path, "%s/%s", rt->cg_path, s->id);
+    json_object_set_new(lnx, "cgroupsPath", json_string(path));
+}
+
+/* The directories runsc made for id that the stats read: the plan's
+ * hierarchies, less the v2 one a hybrid host adds for the native
+ * backend's freeze and kill (runsc uses v1 only there). */
+static void set_of(const struct osb_gv *rt, const char *id, struct osb_cg_set *s)
+{
+    struct osb_cg_set all;
+    osb_cg_set_for(&rt->plan, id, &all);
+    memset(s, 0, sizeof *s);
+    for (size_t i = 0; i < all.n; i++)
+        if (all.role[i] != OSB_CG_UNIFIED) {
+            s->role[s->n] = all.role[i];
+            snprintf(s->dir[s->n], sizeof s->dir[0], "%s", all.dir[i]);
+            s->n++;
+        }
+}
+
+int osb_gv_cg_stats(const struct osb_gv *rt, const char *id, struct osb_rt_stats *out,
+                    struct osb_err *err)
+{
+    struct osb_cg_set s;
+    set_of(rt, id, &s);
+    struct osb_cg_stats st;
+    if (osb_cg_stats(&s, &st, err) < 0)
+        return osb_err_set(err, OSB_E_NOTFOUND, "gvisor sandbox `%s` has no cgroup", id);
+    out->memory_bytes = st.memory_bytes;
+    out->cpu_usage_ns = st.cpu_usage_ns;
+    out->pids = st.pids;
+    return 0;
+}
+
+bool osb_gv_cg_exists(const struct osb_gv *rt, const char *id)
+{
+    struct osb_cg_set s;
+    set_of(rt, id, &s);
+    return osb_cg_exists(&s);
+}
