@@ -20,8 +20,13 @@
 #include "common/log.h"
 #include "runtime/gvisor/state.h"
 
-/* No CPU quota asked: runsc writes none. */
 #define CPU_PERIOD_US 100000
+/* The host tasks of a sandbox that are not the application's: the
+ * Sentry's and the gofer's threads (about 50 when idle here). pids_max
+ * counts the application's on top, as close to native's meaning as the
+ * host's view allows: with ptrace each application thread is one more
+ * host task. */
+#define PIDS_HEADROOM 64
 
 int osb_gv_cg_open(struct osb_gv *rt, const char *state_dir, struct osb_err *err)
 {
@@ -66,14 +71,15 @@ void osb_gv_add_limits(const struct osb_gv *rt, const struct osb_sandbox_spec *s
                             json_pack("{s:I, s:I}", "limit", (json_int_t)s->memory_bytes, "swap",
                                       (json_int_t)s->memory_bytes));
     if (s->cpu_millicores > 0)
-        json_object_set_new(
-            res, "cpu",
-            json_pack("{s:I, s:I}", "quota",
-                      (json_int_t)(s->cpu_millicores * CPU_PERIOD_US / 1000), "period",
-                      (json_int_t)CPU_PERIOD_US));
-    json_object_set_new(res, "pids",
-                        json_pack("{s:I}", "limit",
-                                  (json_int_t)(s->pids_max ? s->pids_max : OSB_LIMIT_DEFAULT_PIDS)));
+        json_object_set_new(res, "cpu",
+                            json_pack("{s:I, s:I}", "quota",
+                                      (json_int_t)(s->cpu_millicores * CPU_PERIOD_US / 1000),
+                                      "period", (json_int_t)CPU_PERIOD_US));
+    json_object_set_new(
+        res, "pids",
+        json_pack(
+            "{s:I}", "limit",
+            (json_int_t)((s->pids_max ? s->pids_max : OSB_LIMIT_DEFAULT_PIDS) + PIDS_HEADROOM)));
     json_object_set_new(lnx, "resources", res);
     char path[PATH_MAX + OSB_RT_ID_MAX + 2];
     snprintf(path, sizeof path, "%s/%s", rt->cg_path, s->id);

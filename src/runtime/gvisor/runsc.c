@@ -51,11 +51,8 @@ int osb_gv_runsc(const struct osb_gv *rt, bool network, const char *const *args,
     char root[PATH_MAX + 8], platform[64];
     snprintf(root, sizeof root, "--root=%s", rt->root_dir);
     snprintf(platform, sizeof platform, "--platform=%s", rt->platform);
-    const char *argv[32] = {rt->runsc,
-                            root,
-                            platform,
-                            network ? "--network=host" : "--network=none",
-                            "--host-uds=create"};
+    const char *argv[32] = {rt->runsc, root, platform,
+                            network ? "--network=host" : "--network=none", "--host-uds=create"};
     size_t j = 5;
     for (size_t i = 0; args[i] && j < sizeof argv / sizeof argv[0] - 1; i++)
         argv[j++] = args[i];
@@ -210,7 +207,10 @@ int osb_gv_probe(struct osb_gv *rt, const char *runsc, struct osb_err *err)
     }
     bool known = has_line(out.data, rt->platform);
     if (!known) {
-        for (size_t i = 0; i + 1 < out.len; i++)
+        size_t n = strlen(out.data);
+        while (n && out.data[n - 1] == '\n')
+            out.data[--n] = '\0';
+        for (size_t i = 0; i < n; i++)
             if (out.data[i] == '\n')
                 out.data[i] = ' ';
         osb_err_set(err, OSB_E_INVALID,
@@ -224,8 +224,8 @@ int osb_gv_probe(struct osb_gv *rt, const char *runsc, struct osb_err *err)
     int rc = run_plain(rt->runsc, ver, &out, err);
     const char *v = rc == 0 ? strstr(out.data, "version ") : NULL;
     size_t vn = v ? strcspn(v + 8, "\n") : 0;
-    snprintf(rt->describe, sizeof rt->describe, "gvisor (%s %.*s, platform %s)", rt->runsc,
-             (int)vn, v ? v + 8 : "", rt->platform);
+    snprintf(rt->describe, sizeof rt->describe, "gvisor (%s %.*s, platform %s)", rt->runsc, (int)vn,
+             v ? v + 8 : "", rt->platform);
     osb_buf_free(&out);
     return rc;
 }
