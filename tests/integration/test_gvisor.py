@@ -11,6 +11,7 @@ checked at start-up. Skips only when runsc is missing."""
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import sqlite3
@@ -165,6 +166,7 @@ def main():
         test_fork_bomb(s)
         test_memory_hog(s)
         test_restart(s)
+        test_end_report(s)
     test_config_checks()
 
 
@@ -176,7 +178,8 @@ def test_limits(s):
     read them back, the disk limit holds, and the output reaches the bounded log."""
     t.current = "limits"
     r = s.create(image={"uri": "busybox"}, resourceLimits=LIMITS,
-                 entrypoint=["sh", "-c", "echo entry-out; echo entry-err >&2; sleep 100000"])
+                 entrypoint=["sh", "-c", "echo entry-out; echo entry-err >&2; "
+                             "echo stdin=$(readlink /proc/self/fd/0); sleep 100000"])
     t.eq(r.status, 202, "create with limits -> 202", r.body[:300])
     sid = r.json()["id"]
     t.eq(running(s, sid)["state"], "Running", "runs")
@@ -212,6 +215,8 @@ def test_limits(s):
                   timeout=60),
          "the entrypoint's stdout and stderr are in the log", log_text(s, sid)[-500:])
     t.ok("execd info: listening" in log_text(s, sid), "so is execd's own output")
+    t.ok("stdin=/dev/null" in log_text(s, sid),
+         "the entrypoint's stdin is /dev/null, not the report FIFO", log_text(s, sid)[-300:])
     log = os.path.join(s.state_dir, "gvisor", "sandboxes", sid, "log")
     fifo = os.path.join(s.state_dir, "gvisor", "sandboxes", sid, "logpipe")
     t.ok(os.path.isfile(log) and os.path.exists(fifo) and
@@ -339,6 +344,44 @@ def test_restart(s):
     t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete after the restart")
     t.ok(wait_for(lambda: not runsc_list(s.state_dir) and not leaked_processes(sid) and
                   not gv_cgroups(s, sid), timeout=60),
+         "nothing of it is left")
+    t.current = None
+
+
+def test_end_report(s):
+    """The entrypoint's end is reported like native (execd --report-to-fd 0, a FIFO as
+    runsc create's stdin), also when it ends while no server runs."""
+    t.current = "end report"
+    cases = [(["sh", "-c", "echo bye; exit 7"], "Failed", "ENTRYPOINT_FAILED",
+              "entrypoint exited with code 7"),
+             (["true"], "Terminated", "ENTRYPOINT_EXITED", "entrypoint exited with code 0"),
+             (["sh", "-c", "kill -TERM $$"], "Failed", "ENTRYPOINT_FAILED", "signal 15"),
+             (["/no/such/program"], "Failed", "ENTRYPOINT_FAILED", "could not be executed")]
+    for ep, state, reason, msg in cases:
+        r = s.create(image={"uri": "busybox"}, entrypoint=ep)
+        t.eq(r.status, 202, "create %s" % ep, r.body[:300])
+        st = ended(s, r.json()["id"])
+        t.ok(st["state"] == state and st["reason"] == reason and msg in st["message"],
+             "%s -> %s %s (%s)" % (ep, state, reason, msg), st)
+        s.delete("/v1/sandboxes/" + r.json()["id"])
+    # The entrypoint ends while the server is down: the line waits in the FIFO.
+    r = s.create(image={"uri": "busybox"}, entrypoint=[
+        "sh", "-c", "while [ ! -e /run/opensandbox/go ]; do sleep 0.05; done; exit 5"])
+    sid = r.json()["id"]
+    t.eq(running(s, sid)["state"], "Running", "a waiting entrypoint runs")
+    d = os.path.join(s.state_dir, "gvisor", "sandboxes", sid)
+    s.kill(signal.SIGKILL)
+    open(os.path.join(d, "sock", "go"), "w").close()
+    fd = os.open(os.path.join(d, "report"), os.O_RDONLY | os.O_NONBLOCK)
+    t.ok(wait_for(lambda: select.select([fd], [], [], 0)[0], timeout=60),
+         "with no server running, the report is in the FIFO")
+    os.close(fd)  # without reading it
+    s.start()
+    st = ended(s, sid)
+    t.ok(st["state"] == "Failed" and "exited with code 5" in st["message"],
+         "the restarted server reads it: Failed, exited with code 5", st)
+    t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete")
+    t.ok(wait_for(lambda: not leaked_processes(sid) and not gv_cgroups(s, sid), timeout=60),
          "nothing of it is left")
     t.current = None
 

@@ -25,6 +25,10 @@ static json_t *process_args(const struct osb_sandbox_spec *s)
         json_array_append_new(a, json_string("--user"));
         json_array_append_new(a, json_string(s->user));
     }
+    if (!s->keep_running) { /* the end report: runsc create's stdin (watch.c) */
+        json_array_append_new(a, json_string("--report-to-fd"));
+        json_array_append_new(a, json_string("0"));
+    }
     json_array_append_new(a, json_string("--"));
     for (size_t i = 0; s->entrypoint[i]; i++)
         json_array_append_new(a, json_string(s->entrypoint[i]));

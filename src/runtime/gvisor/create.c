@@ -32,6 +32,8 @@ struct osb_gv_create {
     char *lower; /* overlay lowerdir= value */
     int64_t disk;
     bool network;
+    bool report;   /* not keep_running: execd reports the entrypoint's end */
+    int report_fd; /* during build: the report FIFO, runsc create's stdin */
     osb_rt_create_cb cb;
     void *ud;
     struct osb_rt_handle h;
@@ -62,7 +64,7 @@ static int copy_file(const char *src, const char *dst, struct osb_err *err)
 /* The forked child: only system calls until exec (the parent has
  * threads). */
 static void child_exec(const char *dir, const char *tmpfs_opts, const char *ovl_opts,
-                       char *const *argv, int log_fd)
+                       char *const *argv, int log_fd, int in_fd)
 {
     char rw[PATH_MAX + 8], upper[PATH_MAX + 16], work[PATH_MAX + 16], root[PATH_MAX + 8];
     snprintf(rw, sizeof rw, "%s/rw", dir);
@@ -80,9 +82,9 @@ static void child_exec(const char *dir, const char *tmpfs_opts, const char *ovl_
         dprintf(2, "gvisor: preparing the root (%s): %s\n", step, strerror(errno));
         _exit(126);
     }
-    int null = open("/dev/null", O_RDONLY);
-    if (null >= 0)
-        dup2(null, 0);
+    int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
+    if (in >= 0)
+        dup2(in, 0);
     execv(argv[0], argv);
     dprintf(2, "gvisor: exec %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -114,7 +116,7 @@ static int run_create(struct osb_gv_create *c, int log_fd, struct osb_err *err)
     if (pid < 0)
         return osb_err_sys(err, "fork");
     if (pid == 0)
-        child_exec(c->dir, tmpfs_opts, ovl_opts, argv, log_fd);
+        child_exec(c->dir, tmpfs_opts, ovl_opts, argv, log_fd, c->report_fd);
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
@@ -178,11 +180,14 @@ static int build(struct osb_gv_create *c, struct osb_err *err)
 {
     char status[32];
     snprintf(c->h.log_path, sizeof c->h.log_path, "%s/log", c->dir);
-    int log_fd = osb_gv_log_fifo(c->dir, err);
+    int log_fd = osb_gv_fifo(c->dir, OSB_GV_LOG_FIFO, err);
     if (log_fd < 0)
         return -1;
-    int rc = run_create(c, log_fd, err);
+    c->report_fd = c->report ? osb_gv_fifo(c->dir, OSB_GV_REPORT_FIFO, err) : -1;
+    int rc = c->report && c->report_fd < 0 ? -1 : run_create(c, log_fd, err);
     close(log_fd);
+    if (c->report_fd >= 0)
+        close(c->report_fd);
     const char *start[] = {"start", c->id, NULL};
     struct osb_buf out;
     osb_buf_init(&out, 64u << 10);
@@ -312,6 +317,7 @@ int osb_gv_create(struct osb_rt *base, const struct osb_sandbox_spec *s, osb_rt_
     c->lower = join_layers(s->layers);
     c->disk = s->disk_bytes ? s->disk_bytes : OSB_LIMIT_DEFAULT_DISK;
     c->network = s->netns != NULL;
+    c->report = !s->keep_running;
     c->cb = cb;
     c->ud = ud;
     c->work.data = c;

@@ -25,10 +25,10 @@ struct osb_gv_log {
     struct osb_logdrain *drain;
 };
 
-int osb_gv_log_fifo(const char *dir, struct osb_err *err)
+int osb_gv_fifo(const char *dir, const char *name, struct osb_err *err)
 {
     char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/" OSB_GV_LOG_FIFO, dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     if (mkfifo(path, 0600) < 0)
         return osb_err_sys(err, "mkfifo %s", path);
     int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);

@@ -26,6 +26,19 @@ int osb_gv_check_id(const char *id, struct osb_err *err)
     return 0;
 }
 
+/* Once closed and no handle of the backend is open any more. */
+void osb_gv_maybe_free(struct osb_gv *rt)
+{
+    if (!rt->closing || rt->open_handles)
+        return;
+    free(rt->runsc);
+    free(rt->platform);
+    free(rt->root_dir);
+    free(rt->sandboxes_dir);
+    free(rt->execd_path);
+    free(rt);
+}
+
 void osb_gv_dir(const struct osb_gv *rt, const char *id, char *out, size_t n)
 {
     snprintf(out, n, "%s/%s", rt->sandboxes_dir, id);
@@ -248,8 +261,8 @@ void osb_gv_teardown(const struct osb_gv *rt, const char *id, bool keep_log)
         osb_fs_discard_tree(dir);
         return;
     }
-    static const char *const parts[] = {"config.json", "rootfs", "rw",
-                                        "sock",        "bin",    OSB_GV_LOG_FIFO};
+    static const char *const parts[] = {"config.json",   "rootfs",          "rw", "sock", "bin",
+                                        OSB_GV_LOG_FIFO, OSB_GV_REPORT_FIFO};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char p[PATH_MAX + 32];
         snprintf(p, sizeof p, "%s/%s", dir, parts[i]);

@@ -1,15 +1,17 @@
 /* What the gVisor backend's files share. One file per job, each calling
  * only those above it:
- *   runsc.c   the flag list and running one runsc command; ids and dirs;
- *             the binary and platform checks at open
+ *   runsc.c   the flag list and running one runsc command; ids, dirs,
+ *             freeing; the binary and platform checks at open
  *   cgroup.c  the cgroupsPath and limits in config.json; stats
- *   log.c     the output FIFO drained into the bounded log; adopt
+ *   log.c     the output FIFO drained into the bounded log
+ *   watch.c   pidfd + report FIFO watches; liveness
  *   bundle.c  config.json from a spec
  *   create.c  bundle, rootfs and runsc create/start on the thread pool
  *   gvisor.c  open/close, destroy, pause/resume, watch, the ops
  * Layout under <state>/gvisor/: runsc/ (runsc's --root) and
  * sandboxes/<id>/ (the bundle: config.json, rootfs/, rw/, sock/, bin/,
- * logpipe (a FIFO: execd's stdout and stderr), log). */
+ * logpipe (a FIFO: execd's stdout and stderr), report (a FIFO: execd's
+ * end report, runsc create's stdin; not with keep_running), log). */
 #ifndef OSB_RT_GVISOR_STATE_H
 #define OSB_RT_GVISOR_STATE_H
 #include <limits.h>
@@ -28,6 +30,8 @@
 #define OSB_GV_BIN_DIR "/run/opensandbox-bin"
 /* In the sandbox's host-only dir: the FIFO runsc create's stdio is. */
 #define OSB_GV_LOG_FIFO "logpipe"
+/* ... and the one its stdin is (execd --report-to-fd 0). */
+#define OSB_GV_REPORT_FIFO "report"
 
 struct osb_gv_create;
 struct osb_gv_watch;
@@ -59,6 +63,7 @@ static inline struct osb_gv *osb_gv_of(struct osb_rt *rt)
 /* runsc.c */
 int osb_gv_check_id(const char *id, struct osb_err *err) OSB_MUST_CHECK;
 void osb_gv_dir(const struct osb_gv *rt, const char *id, char *out, size_t n);
+void osb_gv_maybe_free(struct osb_gv *rt);
 /* Run runsc with the backend's flags, network (true: the sandbox's
  * --network=host in the namespace config.json joins, the slot's: this
  * runsc's netstack refuses to start on kernels >= 6.11, see
@@ -92,10 +97,10 @@ int osb_gv_cg_stats(const struct osb_gv *rt, const char *id, struct osb_rt_stats
 bool osb_gv_cg_exists(const struct osb_gv *rt, const char *id);
 
 /* log.c */
-/* mkfifo <dir>/logpipe and open it read-write (so the sandbox's writes
+/* mkfifo <dir>/<name> and open it read-write (so the sandbox's writes
  * never fail while no server reads: they block once it is full); the fd
- * becomes runsc create's stdout and stderr. */
-int osb_gv_log_fifo(const char *dir, struct osb_err *err) OSB_MUST_CHECK;
+ * becomes runsc create's stdout and stderr (logpipe) or stdin (report). */
+int osb_gv_fifo(const char *dir, const char *name, struct osb_err *err) OSB_MUST_CHECK;
 /* What fd (the FIFO) holds now, at most n - 1 bytes, NUL-terminated: a
  * failed create's message. */
 void osb_gv_log_tail(int fd, char *out, size_t n);
@@ -107,7 +112,13 @@ int osb_gv_attach_log(struct osb_gv *rt, const char *id, const struct osb_rt_han
  * written first. */
 void osb_gv_close_log(struct osb_gv *rt, const char *id, bool flush);
 void osb_gv_close_logs(struct osb_gv *rt);
-void osb_gv_maybe_free(struct osb_gv *rt);
+
+/* watch.c */
+int osb_gv_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
+                 osb_rt_exit_cb cb, void *ud, struct osb_err *err) OSB_MUST_CHECK;
+/* id NULL: all. */
+void osb_gv_cancel_watches(struct osb_gv *rt, const char *id);
+bool osb_gv_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
 
 /* bundle.c: <dir>/config.json for spec. */
 int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *spec,
