@@ -82,6 +82,18 @@ def gv_cgroups(s, sid):
     return found
 
 
+def gv_parents(s):
+    """Every directory of the gvisor backend's parent name, in any hierarchy."""
+    base = cg_base_name(os.path.join(s.state_dir, "gvisor"))
+    found = []
+    for root, dirs, _ in os.walk("/sys/fs/cgroup"):
+        if root.count("/") > 8:
+            dirs[:] = []
+            continue
+        found += [os.path.join(root, d) for d in dirs if d == base]
+    return found
+
+
 def cg_file(s, sid, name):
     """The content of the first of sid's cgroup directories that has file name."""
     for d in gv_cgroups(s, sid):
@@ -167,6 +179,7 @@ def main():
         test_memory_hog(s)
         test_restart(s)
         test_end_report(s)
+    t.eq(gv_parents(s), [], "a server that stops removes the empty gvisor parent cgroups")
     test_config_checks()
 
 

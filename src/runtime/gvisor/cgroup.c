@@ -55,12 +55,64 @@ int osb_gv_cg_open(struct osb_gv *rt, const char *state_dir, struct osb_err *err
     return 0;
 }
 
+static void remove_parent(const char *dir)
+{
+    if (rmdir(dir) < 0 && errno != ENOENT && errno != EBUSY)
+        osb_debug("gvisor: rmdir %s: %s", dir, strerror(errno));
+}
+
+/* Whether every controller of list ("cpu,cpuacct", "name=systemd") is
+ * among a mount's super options. */
+static bool all_in(const char *list, const char *opts)
+{
+    char copy[256], *save = NULL;
+    snprintf(copy, sizeof copy, "%s", list);
+    for (char *c = strtok_r(copy, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+        size_t n = strlen(c);
+        const char *p = opts;
+        while ((p = strstr(p, c)) && !((p == opts || p[-1] == ',') && (!p[n] || p[n] == ',')))
+            p += n;
+        if (!p)
+            return false;
+    }
+    return true;
+}
+
+/* v1: runsc made the parent in every hierarchy, not only the plan's
+ * (blkio, devices, cpuset, name=systemd...): each mount of type cgroup
+ * whose controllers a line of /proc/self/cgroup names. */
+static void remove_v1_parents(const struct osb_gv *rt)
+{
+    static char mi[1 << 16], cg[1 << 14];
+    if (osb_fs_read("/proc/self/mountinfo", mi, sizeof mi) < 0 ||
+        osb_fs_read("/proc/self/cgroup", cg, sizeof cg) < 0)
+        return;
+    for (char *save = NULL, *l = strtok_r(mi, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        char root[PATH_MAX], mnt[PATH_MAX], type[32], opts[256];
+        const char *sep = strstr(l, " - ");
+        if (!sep || sscanf(l, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
+            sscanf(sep + 3, "%31s %*s %255s", type, opts) != 2 || strcmp(type, "cgroup") != 0)
+            continue;
+        for (const char *c = cg; c && *c; c = strchr(c, '\n') ? strchr(c, '\n') + 1 : NULL) {
+            char ctl[256], own[PATH_MAX], dir[PATH_MAX * 2];
+            if (sscanf(c, "%*[^:]:%255[^:]:%4095[^\n]", ctl, own) != 2 || !all_in(ctl, opts))
+                continue;
+            osb_cg_join_path(mnt, root, own, dir, PATH_MAX);
+            size_t k = strlen(dir);
+            snprintf(dir + k, sizeof dir - k, "/%s", rt->plan.base_name);
+            remove_parent(dir);
+            break;
+        }
+    }
+}
+
 void osb_gv_cg_close(struct osb_gv *rt)
 {
     /* Empty parents go; those with live sandboxes stay (rmdir fails). */
     for (size_t i = 0; i < rt->plan.n; i++)
-        if (rmdir(rt->plan.bases[i].base) < 0 && errno != ENOENT && errno != EBUSY)
-            osb_debug("gvisor: rmdir %s: %s", rt->plan.bases[i].base, strerror(errno));
+        remove_parent(rt->plan.bases[i].base);
+    if (rt->plan.version == 1)
+        remove_v1_parents(rt);
 }
 
 void osb_gv_add_limits(const struct osb_gv *rt, const struct osb_sandbox_spec *s, json_t *lnx)
