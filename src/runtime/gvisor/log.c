@@ -85,6 +85,8 @@ int osb_gv_attach_log(struct osb_gv *rt, const char *id, const struct osb_rt_han
     osb_gv_dir(rt, id, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/" OSB_GV_LOG_FIFO, dir);
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ENOENT)
+        return 0; /* started before the bounded log: it writes the file itself */
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
         osb_err_sys(err, "open the output FIFO %s", path);
