@@ -198,6 +198,17 @@ void osb_logdrain_flush(struct osb_logdrain *d)
     }
 }
 
+void osb_logdrain_note(struct osb_logdrain *d, const char *text)
+{
+    if (d->working)
+        return;
+    osb_logdrain_flush(d);
+    size_t n = strlen(text);
+    if (d->size + n > d->max)
+        d->size = trim_file(d->file_fd, d->size, d->keep);
+    append(d, text, n);
+}
+
 bool osb_logdrain_done(const struct osb_logdrain *d)
 {
     return d->eof && !d->working;

@@ -288,6 +288,8 @@ def test_fork_bomb(s):
     t.ok(0 < seen.get("peak", 0) <= pmax, "never more host tasks than pids.max", (seen, pmax))
     t.ok(st["state"] == "Failed" and st["reason"] == "SANDBOX_EXITED",
          "the sandbox ends (the Sentry aborts at the limit)", st)
+    t.ok("reached its pids limit" in log_text(s, sid), "its log says why",
+         log_text(s, sid)[-300:])
     t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete")
     t.ok(wait_for(lambda: not gv_cgroups(s, sid) and not leaked_processes(sid), timeout=60),
          "nothing of it is left")
@@ -308,6 +310,8 @@ def test_memory_hog(s):
     have = [int(n) for n in re.findall(r"^have (\d+)$", log_text(s, sid), re.M)]
     t.ok(have and max(have) < 64 << 20 and max(have) >= 1 << 20,
          "the hog got some memory but never 64 MiB", have[-3:])
+    t.ok("reached its memory limit" in log_text(s, sid), "its log says why",
+         log_text(s, sid)[-300:])
     t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete")
     t.current = None
 

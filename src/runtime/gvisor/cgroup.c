@@ -13,6 +13,7 @@
  * would land beneath it. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -168,9 +169,33 @@ int osb_gv_cg_stats(const struct osb_gv *rt, const char *id, struct osb_rt_stats
     return 0;
 }
 
-bool osb_gv_cg_exists(const struct osb_gv *rt, const char *id)
+/* The count after key ("oom_kill", "max") in dir/file, 0 if none. */
+static unsigned long long counter(const char *dir, const char *file, const char *key)
+{
+    char path[PATH_MAX + 32], buf[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    ssize_t n = osb_fs_read(path, buf, sizeof buf);
+    size_t k = strlen(key);
+    for (char *l = n > 0 ? buf : NULL; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (strncmp(l, key, k) == 0 && l[k] == ' ')
+            return strtoull(l + k + 1, NULL, 10);
+    return 0;
+}
+
+const char *osb_gv_cg_why(const struct osb_gv *rt, const char *id)
 {
     struct osb_cg_set s;
     set_of(rt, id, &s);
-    return osb_cg_exists(&s);
+    for (size_t i = 0; i < s.n; i++) {
+        const char *d = s.dir[i];
+        bool v2 = s.role[i] == OSB_CG_V2;
+        if ((s.role[i] == OSB_CG_MEMORY && counter(d, "memory.oom_control", "oom_kill")) ||
+            (v2 && counter(d, "memory.events", "oom_kill")))
+            return "gvisor: the sandbox reached its memory limit and the host's OOM killer "
+                   "ended it (all of its memory is the Sentry's: docs/internals/gvisor.md)\n";
+        if ((s.role[i] == OSB_CG_PIDS || v2) && counter(d, "pids.events", "max"))
+            return "gvisor: the sandbox reached its pids limit and the Sentry, which needs a "
+                   "host thread per task, aborted (docs/internals/gvisor.md)\n";
+    }
+    return NULL;
 }

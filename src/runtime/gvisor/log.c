@@ -129,6 +129,13 @@ void osb_gv_close_log(struct osb_gv *rt, const char *id, bool flush)
     }
 }
 
+void osb_gv_log_note(struct osb_gv *rt, const char *id, const char *text)
+{
+    struct osb_gv_log *l = find_log(rt, id);
+    if (l)
+        osb_logdrain_note(l->drain, text);
+}
+
 void osb_gv_close_logs(struct osb_gv *rt)
 {
     while (rt->logs)

@@ -94,7 +94,9 @@ void osb_gv_cg_close(struct osb_gv *rt);
 void osb_gv_add_limits(const struct osb_gv *rt, const struct osb_sandbox_spec *s, json_t *lnx);
 int osb_gv_cg_stats(const struct osb_gv *rt, const char *id, struct osb_rt_stats *out,
                     struct osb_err *err) OSB_MUST_CHECK;
-bool osb_gv_cg_exists(const struct osb_gv *rt, const char *id);
+/* Why a sandbox that ended on its own did, if its cgroups tell (a limit
+ * reached): one line for its log, or NULL. */
+const char *osb_gv_cg_why(const struct osb_gv *rt, const char *id);
 
 /* log.c */
 /* mkfifo <dir>/<name> and open it read-write (so the sandbox's writes
@@ -112,6 +114,8 @@ int osb_gv_attach_log(struct osb_gv *rt, const char *id, const struct osb_rt_han
  * written first. */
 void osb_gv_close_log(struct osb_gv *rt, const char *id, bool flush);
 void osb_gv_close_logs(struct osb_gv *rt);
+/* Append the backend's own line to id's log (after its output so far). */
+void osb_gv_log_note(struct osb_gv *rt, const char *id, const char *text);
 
 /* watch.c */
 int osb_gv_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
