@@ -12,6 +12,7 @@
 #include "common/fstree.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/xalloc.h"
 #include "runtime/gvisor/state.h"
 
 extern char **environ;
@@ -196,7 +197,7 @@ static char *find_on_path(void)
         size_t n = end ? (size_t)(end - p) : strlen(p);
         snprintf(buf, sizeof buf, "%.*s/runsc", (int)n, p);
         if (access(buf, X_OK) == 0)
-            return strdup(buf);
+            return osb_xstrdup(buf);
         p = end ? end + 1 : NULL;
     }
     return NULL;
@@ -206,7 +207,7 @@ int osb_gv_probe(struct osb_gv *rt, const char *runsc, struct osb_err *err)
 {
     if (runsc && access(runsc, X_OK) < 0)
         return osb_err_sys(err, "[gvisor] runsc `%s` is not an executable file", runsc);
-    rt->runsc = runsc ? strdup(runsc) : find_on_path();
+    rt->runsc = runsc ? osb_xstrdup(runsc) : find_on_path();
     if (!rt->runsc)
         return osb_err_set(err, OSB_E_UNSUPPORTED,
                            "the gvisor runtime needs runsc on PATH or [gvisor] runsc "
