@@ -28,7 +28,9 @@ int osb_backends_open(struct osb_server *srv, struct osb_err *err)
                                .execd_path = cfg->runtime.execd_path,
                                .init_path = cfg->runtime.init_path,
                                .user_namespaces = cfg->native.user_namespaces,
-                               .userns_range = cfg->native.userns_range};
+                               .userns_range = cfg->native.userns_range,
+                               .gvisor_platform = cfg->gvisor.platform,
+                               .gvisor_runsc = cfg->gvisor.runsc};
     log_ignored(cfg);
     /* allowed[0] is the default ([runtime] type after [secure_runtime] type) */
     for (char *const *name = cfg->secure_runtime.allowed; *name; name++) {

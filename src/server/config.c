@@ -118,6 +118,11 @@ static const struct option options[] = {
     {"native", "userns_range", K_STR, OFF(native.userns_range), 0, 0, "\"100000:6553600\"", false,
      "\"start:count\" host uids and gids the sandboxes' user namespaces map to;\n"
      "count a multiple of 65536 (that many ids each, so count / 65536 sandboxes)."},
+    {"gvisor", "platform", K_STR, OFF(gvisor.platform), 0, 0, "\"ptrace\"", false,
+     "runsc --platform of the gvisor runtime: one this runsc lists in\n"
+     "`runsc help platforms` (docs/internals/gvisor.md says which work here)."},
+    {"gvisor", "runsc", K_PATH, OFF(gvisor.runsc), 0, 0, "\"/usr/bin/runsc\"", true,
+     "The runsc binary of the gvisor runtime. Default: runsc on PATH."},
     {"image", "insecure_registries", K_STRLIST, OFF(image.insecure_registries), 0, 0,
      "[\"127.0.0.1:5000\"]", true,
      "Registries (host or host:port, as written in image references) reached over\n"
@@ -184,8 +189,8 @@ static const struct option options[] = {
      NULL, false, NULL},
 };
 
-static const char *const our_tables[] = {"server",  "runtime", "native", "image",
-                                         "storage", "network", "egress", "secure_runtime"};
+static const char *const our_tables[] = {"server",  "runtime", "native",         "image", "storage",
+                                         "network", "egress",  "secure_runtime", "gvisor"};
 
 /* ---- small helpers ---- */
 
@@ -264,6 +269,7 @@ static void set_defaults(struct osb_config *cfg)
     cfg->native.default_pids_max = 4096;
     cfg->native.log_max_bytes = MiB;
     cfg->native.userns_range = osb_xstrdup("100000:6553600");
+    cfg->gvisor.platform = osb_xstrdup("ptrace");
     cfg->storage.allowed_host_paths = osb_xcalloc(1, sizeof(char *));
     cfg->storage.volume_default_bytes = GiB;
     cfg->storage.volume_max_bytes = 1024 * GiB;

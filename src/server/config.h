@@ -37,6 +37,10 @@ struct osb_config {
         char *userns_range;         /* "start:count", default "100000:6553600" */
     } native;
     struct {
+        char *platform; /* runsc --platform, default "ptrace" */
+        char *runsc;    /* NULL: runsc on PATH */
+    } gvisor;
+    struct {
         char **insecure_registries; /* NULL-terminated; NULL = none */
         char **mirrors;             /* docker.io mirrors (base URLs); NULL = none */
         char *pull_policy;          /* "missing" (default) | "never" */
