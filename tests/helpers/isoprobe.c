@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,19 @@
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x80
 #endif
+
+/* A decimal argument; anything else is a usage error (exit 2), never 0. */
+static long number(const char *s)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < 0) {
+        fprintf(stderr, "isoprobe: '%s' is not a number\n", s);
+        exit(2);
+    }
+    return v;
+}
 
 /* Every call gets zeroed argument buffers: the question is only whether the
  * kernel (or the Sentry) lets the call through at all. */
@@ -115,7 +129,7 @@ static int do_sys(const char *name)
 
 static int do_connect(const char *ip, const char *port, const char *ms)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(port))};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)number(port))};
     if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
         fprintf(stderr, "isoprobe: bad address %s\n", ip);
         return 2;
@@ -134,7 +148,7 @@ static int do_connect(const char *ip, const char *port, const char *ms)
         return 0;
     }
     struct pollfd p = {.fd = fd, .events = POLLOUT};
-    if (poll(&p, 1, atoi(ms)) == 0) {
+    if (poll(&p, 1, (int)number(ms)) == 0) {
         printf("timeout\n");
         return 0;
     }
@@ -277,11 +291,11 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "mknod") == 0 && argc == 3)
         return do_mknod(argv[2]);
     if (strcmp(cmd, "fork") == 0 && argc == 3)
-        return do_fork(atoi(argv[2]));
+        return do_fork((int)number(argv[2]));
     if (strcmp(cmd, "alloc") == 0 && argc == 3)
-        return do_alloc(atol(argv[2]));
+        return do_alloc(number(argv[2]));
     if (strcmp(cmd, "fill") == 0 && argc == 4)
-        return do_fill(argv[2], atol(argv[3]));
+        return do_fill(argv[2], number(argv[3]));
     if (strcmp(cmd, "ids") == 0 && argc == 2) {
         print_ids();
         return 0;
