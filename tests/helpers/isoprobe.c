@@ -7,6 +7,8 @@
  *   isoprobe sys NAME            one privileged system call (see calls[])
  *   isoprobe connect IP PORT MS  TCP connect: "connected", "errno=N" or "timeout"
  *   isoprobe read PATH           "bytes=N" or "errno=N"
+ *   isoprobe mem PID             reads PID's memory (/proc/PID/mem at its first
+ *                                writable mapping): "bytes=N" or "errno=N"
  *   isoprobe write PATH TEXT     "errno=N"
  *   isoprobe mknod PATH          a block device 8:0: "mknod=N open=N"
  *   isoprobe fork N              forks up to N sleeping children: "forked=K"
@@ -181,6 +183,41 @@ static int do_read(const char *path)
     return 0;
 }
 
+static int do_mem(const char *pid)
+{
+    char path[64], line[512];
+    unsigned long lo = 0, hi = 0;
+    char perms[8] = "";
+    snprintf(path, sizeof path, "/proc/%s/maps", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        printf("errno=%d\n", errno);
+        return 0;
+    }
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && perms[1] == 'w')
+            break;
+    fclose(f);
+    if (perms[1] != 'w') {
+        printf("no writable mapping\n");
+        return 0;
+    }
+    snprintf(path, sizeof path, "/proc/%s/mem", pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        printf("errno=%d\n", errno);
+        return 0;
+    }
+    char buf[4096];
+    ssize_t n = pread(fd, buf, sizeof buf, (off_t)lo);
+    if (n < 0)
+        printf("errno=%d\n", errno);
+    else
+        printf("bytes=%zd\n", n);
+    close(fd);
+    return 0;
+}
+
 static int do_write(const char *path, const char *text)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -286,6 +323,8 @@ int main(int argc, char **argv)
         return do_connect(argv[2], argv[3], argv[4]);
     if (strcmp(cmd, "read") == 0 && argc == 3)
         return do_read(argv[2]);
+    if (strcmp(cmd, "mem") == 0 && argc == 3)
+        return do_mem(argv[2]);
     if (strcmp(cmd, "write") == 0 && argc == 4)
         return do_write(argv[2], argv[3]);
     if (strcmp(cmd, "mknod") == 0 && argc == 3)
@@ -305,6 +344,7 @@ int main(int argc, char **argv)
         for (;;)
             pause();
     }
-    fprintf(stderr, "usage: isoprobe sys|connect|read|write|mknod|fork|alloc|fill|ids|hold ...\n");
+    fprintf(stderr,
+            "usage: isoprobe sys|connect|read|mem|write|mknod|fork|alloc|fill|ids|hold ...\n");
     return 2;
 }

@@ -153,8 +153,22 @@ def check_syscalls(mode, a):
 def check_token(mode, a):
     tok = a.token
     t.ok(tok and len(tok) >= 16, "the sandbox has an execd token to protect", tok)
+    t.eq(a.probe("mem", 1), "errno=%d" % EACCES, "execd's memory (/proc/1/mem) is not readable")
+    if mode == "gvisor":
+        # gVisor: this Sentry does not gate /proc/1/environ and /proc/1/maps on
+        # dumpability; they stay readable, and execd wipes the token's bytes
+        # from its environment block (checked below).
+        for f in ("environ", "maps"):
+            out = a.probe("read", "/proc/1/" + f)
+            t.ok(re.match(r"bytes=\d+$", out), "/proc/1/%s is readable (gVisor)" % f, out)
+        return check_token_places(a, tok)
     t.eq(a.probe("read", "/proc/1/environ"), "errno=%d" % EACCES,
          "/proc/1/environ (execd's) is not readable")
+    t.eq(a.probe("read", "/proc/1/maps"), "errno=%d" % EACCES, "nor its /proc/1/maps")
+    check_token_places(a, tok)
+
+
+def check_token_places(a, tok):
     # Everything readable that could carry it; the commands name no token, so
     # finding it in their output means the sandbox can read it.
     places = [
