@@ -6,6 +6,7 @@
  *
  *   isoprobe sys NAME            one privileged system call (see calls[])
  *   isoprobe connect IP PORT MS  TCP connect: "connected", "errno=N" or "timeout"
+ *   isoprobe kill PID            kill(PID, 0): "errno=N"
  *   isoprobe read PATH           "bytes=N" or "errno=N"
  *   isoprobe mem PID             reads PID's memory (/proc/PID/mem at its first
  *                                writable mapping): "bytes=N" or "errno=N"
@@ -34,6 +35,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -93,6 +95,18 @@ static long call(const char *name)
         return socket(AF_PACKET, SOCK_RAW, htons(3)); /* ETH_P_ALL */
     if (strcmp(name, "init_module") == 0)
         return syscall(SYS_init_module, buf, 16, "");
+    if (strcmp(name, "clock_settime") == 0) {
+        struct timespec ts = {.tv_sec = 946684800}; /* 2000-01-01 */
+        return clock_settime(CLOCK_REALTIME, &ts);
+    }
+    if (strcmp(name, "reboot") == 0) /* LINUX_REBOOT_CMD_CAD_OFF: harmless if it worked */
+        return syscall(SYS_reboot, 0xfee1dead, 672274793, 0, 0);
+    if (strcmp(name, "swapon") == 0)
+        return syscall(SYS_swapon, "/tmp", 0);
+    if (strcmp(name, "setns-net") == 0) { /* re-join its own: needs CAP_SYS_ADMIN */
+        int fd = open("/proc/self/ns/net", O_RDONLY);
+        return fd < 0 ? fd : setns(fd, CLONE_NEWNET);
+    }
     if (strcmp(name, "sethostname") == 0)
         return sethostname("isoprobe-evil", 13);
     errno = ENOSYS;
@@ -323,6 +337,10 @@ int main(int argc, char **argv)
         return do_connect(argv[2], argv[3], argv[4]);
     if (strcmp(cmd, "read") == 0 && argc == 3)
         return do_read(argv[2]);
+    if (strcmp(cmd, "kill") == 0 && argc == 3) {
+        printf("errno=%d\n", kill((pid_t)number(argv[2]), 0) < 0 ? errno : 0);
+        return 0;
+    }
     if (strcmp(cmd, "mem") == 0 && argc == 3)
         return do_mem(argv[2]);
     if (strcmp(cmd, "write") == 0 && argc == 4)
@@ -345,6 +363,6 @@ int main(int argc, char **argv)
             pause();
     }
     fprintf(stderr,
-            "usage: isoprobe sys|connect|read|mem|write|mknod|fork|alloc|fill|ids|hold ...\n");
+            "usage: isoprobe sys|connect|kill|read|mem|write|mknod|fork|alloc|fill|ids|hold ...\n");
     return 2;
 }

@@ -39,7 +39,7 @@ PROBE = "/tmp/isoprobe"
 USERNS_FIRST, USERNS_SLOTS = 20000000, 4
 PIDS, MEMORY_MIB, DISK_MIB = 64, 64, 32
 
-EPERM, ENOENT, ENXIO, EACCES, ENODEV, ENOSPC, EROFS, ENOSYS = 1, 2, 6, 13, 19, 28, 30, 38
+EPERM, ENOENT, ESRCH, ENXIO, EACCES, ENODEV, ENOSPC, EROFS, ENOSYS = 1, 2, 3, 6, 13, 19, 28, 30, 38
 EAFNOSUPPORT, EOPNOTSUPP, ECONNREFUSED, EHOSTUNREACH = 97, 95, 111, 113
 
 MODES = {
@@ -118,7 +118,7 @@ def host_pids_with(marker):
 # answers come from the Sentry, which implements these calls itself and never
 # passes them to the host kernel: its own errno for what it refuses or lacks
 # (EACCES for keyrings, ENODEV for perf, ENOSYS for userfaultfd, EOPNOTSUPP
-# for file handles); io_uring and unshare of the user, mount, cgroup and time
+# for file handles and setns); io_uring and unshare of the user, mount, cgroup and time
 # namespaces work there on the Sentry's own implementation, with nothing of
 # the host behind them.
 SYSCALLS = [
@@ -134,6 +134,10 @@ SYSCALLS = [
     ("open_by_handle_at", "open_by_handle_at", {"*": EPERM, "gvisor": EOPNOTSUPP}),
     ("init_module", "init_module", {"*": EPERM}),
     ("sethostname", "sethostname", {"*": EPERM}),
+    ("clock_settime", "clock_settime", {"*": EPERM}),
+    ("reboot", "reboot", {"*": EPERM}),
+    ("swapon", "swapon", {"*": EPERM}),
+    ("setns into a network namespace", "setns-net", {"*": EPERM, "gvisor": EOPNOTSUPP}),
 ] + [("unshare(CLONE_NEW%s)" % ns.upper(), "unshare-" + ns,
       {"*": EPERM, "gvisor": 0 if ns in ("user", "mnt", "cgroup", "time") else EPERM})
      for ns in ("user", "mnt", "net", "pid", "ipc", "uts", "cgroup", "time")]
@@ -149,6 +153,8 @@ def check_syscalls(mode, a):
         want = want_for(mode, table)
         t.eq(a.probe("sys", call), "errno=%d" % want, "%s is refused (errno %d)" % (name, want))
     t.eq(a.sh("hostname")[1], hostname, "the hostname did not change")
+    t.eq(a.probe("kill", os.getpid()), "errno=%d" % ESRCH,
+         "the test's own host pid %d is no process in the sandbox (kill: ESRCH)" % os.getpid())
 
 
 def check_token(mode, a):
