@@ -11,7 +11,9 @@ Every TAP line starts with the mode. The checks run tests/helpers/isoprobe
 image and every backend) and compare its one-line answers exactly: an errno,
 "connected", "timeout". Where gVisor answers differently from Linux for a
 call it refuses or does not implement, the expected value is gVisor's
-(marked "gVisor:" below) -- that answer is the secure outcome there.
+(marked "gVisor:" below) -- that answer is the secure outcome there. A check
+that fails because a backend lacks the feature yet (gVisor's limits, its host
+image) still asserts the right outcome: it fails until the feature is there.
 
 Sandboxes are shared within a mode: A (busybox, with pids, memory and disk
 limits) takes every check in an order where none disturbs the next (the
@@ -118,9 +120,9 @@ def host_pids_with(marker):
 # answers come from the Sentry, which implements these calls itself and never
 # passes them to the host kernel: its own errno for what it refuses or lacks
 # (EACCES for keyrings, ENODEV for perf, ENOSYS for userfaultfd, EOPNOTSUPP
-# for file handles and setns); io_uring and unshare of the user, mount, cgroup and time
-# namespaces work there on the Sentry's own implementation, with nothing of
-# the host behind them.
+# for file handles and setns); io_uring and unshare of the user, mount,
+# cgroup and time namespaces work there on the Sentry's own implementation,
+# with nothing of the host behind them.
 SYSCALLS = [
     ("mount a tmpfs", "mount", {"*": EPERM}),
     ("detach the root mount", "umount-root", {"*": EPERM}),
