@@ -313,6 +313,72 @@ def check_apart(mode, a, b):
          "A sees neither B's files nor its processes", out)
 
 
+class HostUnixSocket:
+    """A unix socket on the host that counts connections (bait for the server)."""
+
+    def __init__(self):
+        import tempfile
+        self.dir = tempfile.mkdtemp(prefix="osb-iso-bait-")
+        self.path = os.path.join(self.dir, "execd.sock")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(self.path)
+        self.sock.listen(16)
+        self.hits = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.hits += 1
+            c.close()
+
+    def close(self):
+        self.sock.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def check_socket_symlink(mode, a):
+    """Root inside points /run/opensandbox (gVisor: the bind of execd's host
+    socket dir) at a host socket: the server still reaches the real execd."""
+    bait = HostUnixSocket()
+    try:
+        a.sh("rm -f /run/opensandbox/execd.sock; mkdir -p /run/opensandbox; "
+             "ln -s %s /run/opensandbox/execd.sock" % bait.path)
+        t.eq(a.x.get("/ping").status, 200, "after a socket symlink, /ping reaches execd")
+        t.eq(a.sh("echo real-execd"), (0, "real-execd"), "and a command runs in the sandbox")
+        a.sh("rm -rf /run/opensandbox; ln -s %s /run/opensandbox" % bait.dir)
+        t.eq(a.sh("echo real-execd"), (0, "real-execd"), "after a directory symlink too")
+        t.eq(bait.hits, 0, "the host socket the symlinks name got no connection")
+        if mode == "gvisor":
+            # There /run/opensandbox is a bind of a host directory
+            # (docs/internals/gvisor.md): nothing but execd's socket may land in it.
+            host = os.path.join(a.s.state_dir, "gvisor", "sandboxes", a.sid, "sock")
+            t.eq(sorted(os.listdir(host)), ["execd.sock"],
+                 "the host side of /run/opensandbox holds only execd's socket")
+    finally:
+        bait.close()
+
+
+def check_delete_canary(mode, a):
+    """Symlinks root plants to a host directory survive as links: deleting the
+    sandbox removes them, never what they name."""
+    import tempfile
+    canary = tempfile.mkdtemp(prefix="osb-iso-canary-")
+    try:
+        with open(os.path.join(canary, "keep"), "w") as f:
+            f.write("canary\n")
+        a.sh("mkdir -p /run/opensandbox; for d in /run/opensandbox /root /tmp; do "
+             "ln -s %s $d/canary-dir; ln -s %s/keep $d/canary-file; done" % (canary, canary))
+        t.eq(a.s.delete("/v1/sandboxes/" + a.sid).status, 204, "delete the sandbox")
+        t.ok(wait_for(lambda: a.s.get_sbx(a.sid).status == 404, 60), "it is gone")
+        t.eq(sorted(os.listdir(canary)), ["keep"], "the host directory its links named is intact")
+    finally:
+        shutil.rmtree(canary, ignore_errors=True)
+
+
 def ranges_base(s, sid):
     with open(os.path.join(s.state_dir, "sandboxes", sid, "userns")) as f:
         return int(f.read().split()[0])
@@ -404,8 +470,9 @@ def check_memory(mode, a):
 
 def check_disk(mode, a):
     # /tmp first (where programs write), then /root (the writable layer on
-    # every backend).
-    for d in ("/tmp", "/root"):
+    # every backend) and /run/opensandbox (execd's socket directory; on
+    # gVisor a bind of a host directory). /dev/shm is memory, not disk.
+    for d in ("/tmp", "/root", "/run/opensandbox"):
         out = a.probe("fill", d + "/big", DISK_MIB * 2, timeout=120)
         m = re.match(r"errno=(\d+) after=(\d+)$", out)
         t.ok(m and int(m.group(1)) == ENOSPC and int(m.group(2)) <= DISK_MIB,
@@ -437,7 +504,9 @@ def run_checks(mode, s, probe):
     runs = [(check_syscalls, a), (check_token, a), (check_proc_sys, a), (check_mknod, a),
             (check_raw_sockets, a), (check_network, a, b), (check_apart, a, b),
             (check_setuid, a, PROBE), (check_root_file, a),
-            (check_fork_bomb, a), (check_memory, a), (check_disk, a)]
+            (check_fork_bomb, a), (check_memory, a), (check_disk, a),
+            (check_socket_symlink, a),  # late: it leaves /run/opensandbox a dangling link
+            (check_delete_canary, a)]  # deletes A
     for fn, *args in runs:
         started = time.monotonic()
         t.run(fn, mode, *args, name="%s %s" % (mode, fn.__name__[6:]), timeout=240)
