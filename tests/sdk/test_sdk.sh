@@ -95,12 +95,6 @@ dns_upstreams = ["127.0.0.1:9"]
 mode = "dns+nft"
 EOF
 
-if [ "${OSB_SDK_IMAGE:-host}" = busybox ]; then
-    "$ROOT/scripts/make-image-busybox.sh" "$tmp/busybox.tar" &&
-        "$SERVER" --config "$tmp/sandbox.toml" image import busybox "$tmp/busybox.tar" >"$tmp/import.log" 2>&1 ||
-        fail "could not import the busybox image" "$(tail -5 "$tmp/import.log")"
-fi
-
 server_pid=
 stop_server() {
     [ -n "$server_pid" ] || return 0
@@ -169,6 +163,12 @@ import sys
 h = 2166136261
 for c in sys.argv[1].encode(): h = ((h ^ c) * 16777619) & 0xffffffff
 print("opensandbox-%08x" % h)' "$state")
+if [ "${OSB_SDK_IMAGE:-host}" = busybox ]; then
+    "$ROOT/scripts/make-image-busybox.sh" "$tmp/busybox.tar" &&
+        "$SERVER" --config "$tmp/sandbox.toml" image import busybox "$tmp/busybox.tar" >"$tmp/import.log" 2>&1 ||
+        fail "could not import the busybox image" "$(tail -5 "$tmp/import.log")"
+fi
+
 env -u OPENSANDBOX_SERVER_API_KEY -u OPENSANDBOX_INSECURE_SERVER \
     "$SERVER" --config "$tmp/sandbox.toml" >"$tmp/server.log" 2>&1 &
 server_pid=$!
