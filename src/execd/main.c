@@ -265,6 +265,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
      * not inherit it. getenv's pointer dies with unsetenv: keep a copy. */
     if (o->token)
         o->token = osb_xstrdup(o->token);
+    /* unsetenv only unlinks the string: its bytes stay in the environment
+     * block /proc/1/environ shows (gVisor lets root inside read it). */
+    char *v = getenv("EXECD_ACCESS_TOKEN");
+    if (v)
+        memset(v, 0, strlen(v));
     unsetenv("EXECD_ACCESS_TOKEN");
     o->entry = optind < argc ? argv + optind : NULL;
     return 0;
