@@ -1,9 +1,9 @@
 /* Host address-space census over rtnetlink (hostnet.h). */
 #include "net/hostnet.h"
 
-#include <errno.h>
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
