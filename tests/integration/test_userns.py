@@ -80,11 +80,74 @@ def test_ranges(s):
     s.delete("/v1/sandboxes/" + e)
 
 
-def test_volumes_refused(s):
-    r = s.create(volumes=[{"name": "v", "mountPath": "/data", "host": {"path": s.tmp}}])
-    t.ok(r.status >= 400 and "user_namespaces" in r.text,
-         "a volume is refused with a message naming user_namespaces (not yet idmapped)",
-         (r.status, r.text[:300]))
+def host_dir(s, name, mode=0o755):
+    d = os.path.join(s.tmp, name)
+    os.makedirs(d)
+    os.chmod(d, mode)
+    return d
+
+
+def test_volume_ids(s):
+    d = host_dir(s, "vol", 0o777)
+    with open(os.path.join(d, "hostfile"), "w") as f:
+        f.write("from the host\n")
+    os.chown(os.path.join(d, "hostfile"), 1000, 1000)
+    sid = s.new(volumes=[{"name": "v", "mountPath": "/data", "host": {"path": d}}])["id"]
+    first = range_of(s, sid)
+    t.eq(sh(s, sid, "stat -c %u:%g /data/hostfile; cat /data/hostfile"),
+         "1000:1000\nfrom the host", "a host file owned by 1000 shows as 1000 inside")
+    sh(s, sid, "echo r > /data/byroot; setpriv --reuid 1000 --regid 1000 --clear-groups "
+       "sh -c 'echo u > /data/byuser'; mkdir /data/dir")
+    ids = [(os.stat(os.path.join(d, n)).st_uid, os.stat(os.path.join(d, n)).st_gid)
+           for n in ("byroot", "byuser", "dir")]
+    t.eq(ids, [(0, 0), (1000, 1000), (0, 0)],
+         "root inside writes root-owned files on the host volume, uid 1000 writes 1000's "
+         "(idmapped with the sandbox's namespace, not its range %d)" % first)
+    mnt = sh(s, sid, "grep ' /data ' /proc/self/mountinfo")
+    t.ok("nosuid" in mnt and "nodev" in mnt and "idmapped" in mnt,
+         "the volume is an idmapped nosuid,nodev mount", mnt)
+    s.delete("/v1/sandboxes/" + sid)
+
+
+def test_volume_setuid_inert(s):
+    d = host_dir(s, "suid", 0o777)
+    sid = s.new(volumes=[{"name": "v", "mountPath": "/data", "host": {"path": d}}])["id"]
+    out = sh(s, sid, "cp /usr/bin/id /data/myid && chmod 4755 /data/myid && "
+             "setpriv --reuid 1000 --regid 1000 --clear-groups /data/myid -u")
+    st = os.stat(os.path.join(d, "myid"))
+    t.eq((st.st_uid, oct(st.st_mode & 0o7777)), (0, "0o4755"),
+         "a setuid-root binary made inside lands root-owned and setuid on the host")
+    t.eq(out, "1000", "but nosuid: run inside it gains nothing (euid stays 1000)")
+    s.delete("/v1/sandboxes/" + sid)
+
+
+def test_volume_ro_and_pvc(s):
+    d = host_dir(s, "rovol")
+    with open(os.path.join(d, "keep"), "w") as f:
+        f.write("keep\n")
+    pvc = {"name": "p", "mountPath": "/p", "pvc": {"claimName": "userns-claim"}}
+    sid = s.new(volumes=[{"name": "r", "mountPath": "/ro", "readOnly": True,
+                          "host": {"path": d}}, pvc])["id"]
+    t.eq(sh(s, sid, "cat /ro/keep; echo x > /ro/new 2>/dev/null && echo wrote || echo refused"),
+         "keep\nrefused", "a readOnly volume is read-only in a user namespace too")
+    t.eq(sh(s, sid, "stat -c %u /p; echo c > /p/f; setpriv --reuid 1000 --regid 1000 "
+            "--clear-groups sh -c 'echo x > /p/u' 2>/dev/null && echo wrote || echo refused"),
+         "0\nrefused", "a pvc claim's root dir is root's inside: uid 1000 may not write there")
+    again = s.new(volumes=[pvc])["id"]
+    t.ok(range_of(s, again) != range_of(s, sid), "a second sandbox on the claim has another range")
+    t.eq(sh(s, again, "stat -c %u:%g /p/f; cat /p/f"), "0:0\nc",
+         "and sees the first one's root file as root's")
+    s.delete("/v1/sandboxes/" + sid)
+    s.delete("/v1/sandboxes/" + again)
+
+
+def test_volume_escape(s):
+    d = host_dir(s, "esc")
+    os.symlink("/etc", os.path.join(d, "link"))
+    r = s.create(volumes=[{"name": "v", "mountPath": "/data", "host": {"path": d},
+                           "subPath": "link"}])
+    t.ok(r.status == 400, "a subPath through a symlink out of the volume is still refused "
+         "(re-resolved beneath its root)", (r.status, r.text[:300]))
     t.eq(s.list_all(), [], "and no sandbox is left behind")
 
 
@@ -97,5 +160,8 @@ with Server(native=NATIVE, extra="[storage]\nallowed_host_paths = [\"/tmp\"]\n")
     t.run(test_startup, s)
     t.run(test_inside, s)
     t.run(test_ranges, s)
-    t.run(test_volumes_refused, s)
+    t.run(test_volume_ids, s)
+    t.run(test_volume_setuid_inert, s)
+    t.run(test_volume_ro_and_pvc, s)
+    t.run(test_volume_escape, s)
 t.done()
