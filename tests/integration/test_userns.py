@@ -5,7 +5,9 @@ from [native] userns_range; image layers, the host image's binds and execd
 are idmapped mounts, so ownership looks normal inside. Real sandboxes via
 the real server; what the host sees is read from /proc of PID 1."""
 import os
+import shutil
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serverlib import *  # noqa: E402,F403
@@ -151,6 +153,71 @@ def test_volume_escape(s):
     t.eq(s.list_all(), [], "and no sandbox is left behind")
 
 
+# Files made as root and as 1000, a setuid bit, a whiteout and an opaque dir
+# (a lower dir removed and made again).
+MAKE = ("mkdir -p /srv/snap && echo r > /srv/snap/root && echo u > /srv/snap/user && "
+        "chown 1000:1001 /srv/snap/user && cp /usr/bin/id /srv/snap/suid && "
+        "chmod 4755 /srv/snap/suid && mkdir /srv/snap/udir && chown 1000:1000 /srv/snap/udir && "
+        "chmod 2770 /srv/snap/udir && rm /etc/debian_version && rm -rf /etc/default && "
+        "mkdir /etc/default && echo n > /etc/default/new")
+CHECK = ("stat -c '%n %u:%g %a' /srv/snap/root /srv/snap/user /srv/snap/suid /srv/snap/udir; "
+         "ls /etc/default; test -e /etc/debian_version && echo back || echo gone")
+WANT = ("/srv/snap/root 0:0 644\n/srv/snap/user 1000:1001 644\n/srv/snap/suid 0:0 4755\n"
+        "/srv/snap/udir 1000:1000 2770\nnew\ngone")
+
+
+def snapshot_of(s, sid):
+    r = s.post("/v1/sandboxes/%s/snapshots" % sid, json={})
+    if r.status != 202:
+        return None
+    snap = r.json()["id"]
+    wait_for(lambda: s.get("/v1/snapshots/" + snap).json()["status"]["state"] != "Creating",
+             timeout=120, interval=0.1)
+    return snap if s.get("/v1/snapshots/" + snap).json()["status"]["state"] == "Ready" else None
+
+
+def restored(s, snap):
+    r = s.post("/v1/sandboxes", json={"snapshotId": snap, "timeout": 600,
+                                       "resourceLimits": {"cpu": "500m", "memory": "512Mi"}},
+               timeout=120)
+    return r.json()["id"] if r.status == 202 else None
+
+
+def snapshot_round(state, take_userns):
+    """Snapshot in one mode; restore in the same mode, then in the other."""
+    modes = {True: NATIVE, False: "user_namespaces = false"}
+    name = "userns" if take_userns else "no userns"
+    with Server(native=modes[take_userns], state_dir=state) as a:
+        src = a.new()["id"]
+        sh(a, src, MAKE)
+        t.eq(sh(a, src, CHECK), WANT, "%s: the files as made" % name)
+        snap = snapshot_of(a, src)
+        t.ok(snap, "%s: snapshot Ready" % name)
+        again = restored(a, snap) if snap else None
+        t.eq(again and sh(a, again, CHECK), WANT,
+             "%s: restored in the same mode: owners, modes, whiteout, opaque dir" % name)
+        if take_userns and again:
+            t.ok(range_of(a, again) != range_of(a, src),
+                 "userns: the restored sandbox has another range than its source")
+        a.delete_all()
+    other = "no userns" if take_userns else "userns"
+    with Server(native=modes[not take_userns], state_dir=state) as b:
+        sid = restored(b, snap) if snap else None
+        t.eq(sid and sh(b, sid, CHECK), WANT,
+             "%s snapshot restored with %s: the same owners and modes" % (name, other))
+        if sid:
+            b.delete("/v1/sandboxes/" + sid)
+
+
+def test_snapshots():
+    state = tempfile.mkdtemp(prefix="osb-userns-snap-")
+    try:
+        snapshot_round(state, True)
+        snapshot_round(state, False)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
 def test_startup(s):
     t.ok("user namespaces: %d ranges" % SLOTS in s.log_text(),
          "the server says at start-up it runs sandboxes in user namespaces")
@@ -164,4 +231,5 @@ with Server(native=NATIVE, extra="[storage]\nallowed_host_paths = [\"/tmp\"]\n")
     t.run(test_volume_setuid_inert, s)
     t.run(test_volume_ro_and_pvc, s)
     t.run(test_volume_escape, s)
+t.run(test_snapshots, timeout=600)
 t.done()

@@ -1,5 +1,6 @@
 /* Snapshots: freeze the sandbox, hand the caller's copy function a
- * descriptor of its writable layer on the thread pool, thaw. The layer is
+ * descriptor of its writable layer on the thread pool, rewrite the copy
+ * into the form every mode restores from (idshift.h), thaw. The layer is
  * reached through a descriptor execd keeps for it (OSB_SANDBOX_LAYER_FD),
  * taken with pidfd_getfd: no path reaches it once the old root is gone. */
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "runtime/init/spec.h"
+#include "runtime/native/idshift.h"
 #include "runtime/native/state.h"
 
 struct nat_snap {
@@ -22,6 +24,7 @@ struct nat_snap {
     struct osb_nat *rt;
     char id[OSB_RT_ID_MAX + 1];
     int upper;
+    uint32_t userns; /* the sandbox's range, or 0 */
     char *dst;
     osb_rt_copy_fn copy;
     int rc;
@@ -61,6 +64,8 @@ static void snap_work(uv_work_t *w)
 {
     struct nat_snap *sn = w->data;
     sn->rc = sn->copy(sn->upper, sn->dst, &sn->err);
+    if (sn->rc == 0)
+        sn->rc = osb_idshift_layer(sn->dst, sn->userns, &sn->err);
 }
 
 static void snap_done(uv_work_t *w, int status)
@@ -99,6 +104,7 @@ int osb_nat_snapshot(struct osb_rt *base, const char *id, const struct osb_rt_ha
     sn->rt = rt;
     snprintf(sn->id, sizeof sn->id, "%s", id);
     sn->upper = upper;
+    sn->userns = rt->userns ? osb_idr_first(&rt->idr, id) : 0;
     sn->dst = osb_xstrdup(dst_dir);
     sn->copy = copy;
     sn->cb = cb;

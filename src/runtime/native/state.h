@@ -2,11 +2,12 @@
  * the small helpers each of them needs. One file per job, each calling
  * only those above it in this list (no call circles):
  *   idrange.c   the pool of user namespace id ranges (pure bookkeeping)
+ *   idshift.c   a snapshot layer's ids and overlay marks made mode-free
  *   base.c      lifetime, children, ids and dirs, freeze, liveness, the
  *               creates in flight
  *   watch.c     pidfd + report-pipe watches
  *   log.c       the drain of each sandbox's output pipe; adopt
- *   snapshot.c  freeze, copy the writable layer on the pool, thaw
+ *   snapshot.c  freeze, copy the writable layer on the pool (idshift), thaw
  *   destroy.c   destroy, stop, orphans
  *   validate.c  the spec's checks
  *   create.c    encode the helper's spec, spawn and read the helper
