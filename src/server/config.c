@@ -4,6 +4,7 @@
  * the example writer prints it, so the two cannot drift apart. */
 #include "server/config.h"
 
+#include "runtime/native/idrange.h"
 #include "runtime/runtime.h"
 
 #include <errno.h>
@@ -44,6 +45,7 @@ enum kind {
     K_NETMODE,  /* nat | none | bridge */
     K_EGRESS,   /* dns | dns+nft */
     K_PATHS,    /* array of absolute paths, normalized, into a NULL-terminated char ** */
+    K_IDRANGE,  /* "start:count" of host ids (runtime/native/idrange.h) */
     K_IGNORED,  /* an upstream key with no meaning here: accepted, ignored */
 };
 
@@ -113,7 +115,8 @@ static const struct option options[] = {
     {"native", "user_namespaces", K_BOOL, OFF(native.user_namespaces), 0, 0, "false", false,
      "true: every sandbox runs in its own user namespace, root inside an\n"
      "unprivileged uid outside (a range of 65536 from userns_range)."},
-    {"native", "userns_range", K_STR, OFF(native.userns_range), 0, 0, "\"100000:6553600\"", false,
+    {"native", "userns_range", K_IDRANGE, OFF(native.userns_range), 0, 0, "\"100000:6553600\"",
+     false,
      "\"start:count\" host uids and gids the sandboxes' user namespaces map to;\n"
      "count a multiple of 65536 (that many ids each, so count / 65536 sandboxes)."},
     {"image", "insecure_registries", K_STRLIST, OFF(image.insecure_registries), 0, 0,
@@ -398,6 +401,17 @@ static int check_runtime(struct ctx *c, const struct option *o, const char *s)
     return bad(c, o->table, o->key, "unknown runtime type '%s' (there is: %s)", s, names);
 }
 
+/* The native runtime's own parser, so a bad range stops the load with
+ * the file and line instead of the runtime's open. */
+static int check_idrange(struct ctx *c, const struct option *o, const char *s)
+{
+    uint32_t first, count;
+    struct osb_err e = {0};
+    if (osb_idr_parse(s, &first, &count, &e) < 0)
+        return bad(c, o->table, o->key, "%s", e.msg);
+    return 0;
+}
+
 /* An absolute path without "..", "." or empty components and without a
  * trailing slash ("/" stays "/"); NULL when it needs "..". Caller frees. */
 static char *normal_abs(const char *p)
@@ -474,7 +488,8 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
     case K_RUNTIME:
     case K_PULL:
     case K_NETMODE:
-    case K_EGRESS: break;
+    case K_EGRESS:
+    case K_IDRANGE: break;
     }
     if (check_string(c, o, v, &s) < 0)
         return -1;
@@ -489,6 +504,8 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
                    "unknown network mode '%s' (expected \"nat\", \"bridge\" "
                    "or \"none\")",
                    s);
+    } else if (o->kind == K_IDRANGE && check_idrange(c, o, s) < 0) {
+        return -1;
     } else if (o->kind == K_EGRESS && strcmp(s, "dns") && strcmp(s, "dns+nft")) {
         return bad(c, o->table, o->key,
                    "unknown egress mode '%s' (expected \"dns\" or "

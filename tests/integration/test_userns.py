@@ -6,6 +6,7 @@ are idmapped mounts, so ownership looks normal inside. Real sandboxes via
 the real server; what the host sees is read from /proc of PID 1."""
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -73,8 +74,10 @@ def test_ranges(s):
     t.ok(rd not in (rb, range_of(s, c)), "after a restart no live sandbox's range is reused",
          (rd, rb, range_of(s, c)))
     r = s.create()
-    t.eq(r.status >= 400, True, "a full pool refuses a create (%d slots)" % SLOTS)
-    t.ok("userns_range" in r.text, "and says the pool is full", r.text[:300])
+    t.is_error(r, 503, "SANDBOX::USERNS_EXHAUSTED",
+               "a full pool (%d slots) refuses a create: 503 USERNS_EXHAUSTED" % SLOTS)
+    t.ok("[native] userns_range" in r.text, "naming [native] userns_range", r.text[:300])
+    t.eq(len(s.list_all()), 3, "and leaves no sandbox behind")
     for sid in (b, c, d["id"]):
         s.delete("/v1/sandboxes/" + sid)
     e = s.new()["id"]
@@ -141,6 +144,20 @@ def test_volume_ro_and_pvc(s):
          "and sees the first one's root file as root's")
     s.delete("/v1/sandboxes/" + sid)
     s.delete("/v1/sandboxes/" + again)
+
+
+def test_volume_not_idmappable(s):
+    d = host_dir(s, "ramfs")
+    subprocess.check_call(["mount", "-t", "ramfs", "ramfs", d])
+    try:
+        r = s.create(volumes=[{"name": "v", "mountPath": "/data", "host": {"path": d}}])
+        t.eq(r.status, 400, "a volume on a filesystem without idmapped mounts (ramfs) -> 400",
+             r.text[:300])
+        t.ok("idmapped" in r.text and "user_namespaces" in r.text,
+             "naming idmapped mounts and [native] user_namespaces", r.text[:300])
+        t.eq(s.list_all(), [], "and no sandbox is left behind")
+    finally:
+        subprocess.call(["umount", d])
 
 
 def test_volume_escape(s):
@@ -230,6 +247,7 @@ with Server(native=NATIVE, extra="[storage]\nallowed_host_paths = [\"/tmp\"]\n")
     t.run(test_volume_ids, s)
     t.run(test_volume_setuid_inert, s)
     t.run(test_volume_ro_and_pvc, s)
+    t.run(test_volume_not_idmappable, s)
     t.run(test_volume_escape, s)
 t.run(test_snapshots, timeout=600)
 t.done()

@@ -46,10 +46,10 @@ __attribute__((noreturn)) void osb_init_child(const struct osb_init_spec *s,
 struct osb_init_trees {
     int *lower; /* one per layer of s->lower, idmapped */
     size_t n_lower;
-    int *bind; /* s->n_binds, idmapped, read-only */
-    int execd; /* idmapped, read-only */
+    int *bind;   /* s->n_binds, idmapped, read-only */
+    int execd;   /* idmapped, read-only */
     int *volume; /* s->n_volumes, idmapped (volumes.c) */
-    int sysfs; /* of the network slot, or -1 */
+    int sysfs;   /* of the network slot, or -1 */
 };
 
 /* userns.c, parent: write the child's uid/gid maps, then send its mounts

@@ -81,11 +81,14 @@ int osb_init_volume_clone(const struct osb_init_volume *v, int usernsfd, struct 
         a.userns_fd = (uint64_t)usernsfd;
     }
     if (mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0) {
-        if (usernsfd >= 0)
-            return osb_err_sys(err,
-                               "volume `%s`: idmap its mount for the user namespace (its "
-                               "filesystem must support idmapped mounts)",
-                               v->name);
+        /* A filesystem without idmapped mounts (or one already idmapped):
+         * the request picked it, so a 400 that says so. */
+        if (usernsfd >= 0 && (errno == EINVAL || errno == EPERM || errno == EOPNOTSUPP))
+            return osb_err_set(err, OSB_E_INVALID,
+                               "volume `%s`: its filesystem cannot be idmapped for the sandbox's "
+                               "user namespace (%s); use a volume on another filesystem, or "
+                               "[native] user_namespaces = false",
+                               v->name, strerror(errno));
         return osb_err_sys(err, "volume `%s`: set its mount attributes", v->name);
     }
     return osb_steal_fd(&t);
