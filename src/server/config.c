@@ -112,9 +112,11 @@ static const struct option options[] = {
      "Most processes and threads a sandbox may run at once."},
     {"native", "log_max_bytes", K_SIZE, OFF(native.log_max_bytes), 4 * KiB, GiB, "\"1Mi\"", false,
      "Output of the entrypoint and execd kept per sandbox (oldest dropped first)."},
-    {"native", "user_namespaces", K_BOOL, OFF(native.user_namespaces), 0, 0, "false", false,
+    {"native", "user_namespaces", K_BOOL, OFF(native.user_namespaces), 0, 0, "true", false,
      "true: every sandbox runs in its own user namespace, root inside an\n"
-     "unprivileged uid outside (a range of 65536 from userns_range)."},
+     "unprivileged uid outside (a range of 65536 from userns_range). Unset: on\n"
+     "if the host can (else off, with a warning); true: a host that cannot is\n"
+     "an error at start-up; false: root inside is root outside."},
     {"native", "userns_range", K_IDRANGE, OFF(native.userns_range), 0, 0, "\"100000:6553600\"",
      false,
      "\"start:count\" host uids and gids the sandboxes' user namespaces map to;\n"
@@ -252,6 +254,7 @@ static void set_defaults(struct osb_config *cfg)
     cfg->egress.mode = osb_xstrdup("dns+nft");
     cfg->native.default_pids_max = 4096;
     cfg->native.log_max_bytes = MiB;
+    cfg->native.user_namespaces = true;
     cfg->native.userns_range = osb_xstrdup("100000:6553600");
     cfg->storage.allowed_host_paths = osb_xcalloc(1, sizeof(char *));
     cfg->storage.volume_default_bytes = GiB;
@@ -616,6 +619,8 @@ static int apply_doc(struct ctx *c, struct osb_config *cfg, json_t *doc)
     }
     if (upstream_log_level(c, cfg, doc) < 0)
         return -1;
+    if (json_object_get(json_object_get(doc, "native"), "user_namespaces"))
+        cfg->native.user_namespaces_set = true;
     return cross_checks(c, cfg);
 }
 

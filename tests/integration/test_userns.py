@@ -236,8 +236,73 @@ def test_snapshots():
 
 
 def test_startup(s):
+    t.ok("native: user namespaces on (range %d:%d, %d sandboxes" % (FIRST, SLOTS * 65536, SLOTS)
+         in s.log_text(), "the server says at start-up it runs sandboxes in user namespaces")
     t.ok("user namespaces: %d ranges" % SLOTS in s.log_text(),
-         "the server says at start-up it runs sandboxes in user namespaces")
+         "and its runtime's description says so")
+
+
+def test_default_on():
+    with Server() as s:
+        t.ok("native: user namespaces on (range 100000:6553600, 100 sandboxes" in s.log_text(),
+             "unset, user namespaces are on (the default range)", s.log_text()[-600:])
+        sid = s.new()["id"]
+        t.ok(host_ids(s.pid_of(sid))[0] >= 100000, "and a sandbox runs as an unprivileged uid")
+        s.delete("/v1/sandboxes/" + sid)
+
+
+def test_off():
+    with Server(native="user_namespaces = false") as s:
+        t.ok("native: user namespaces off ([native] user_namespaces = false)" in s.log_text(),
+             "user_namespaces = false: the server says they are off and why")
+        sid = s.new()["id"]
+        t.eq(host_ids(s.pid_of(sid)), (0, 0), "and root inside is root outside")
+        t.eq(sh(s, sid, "stat -c %u /usr/bin; cat /proc/self/uid_map").split(),
+             ["0", "0", "0", "4294967295"], "with the host's own uid map")
+        s.delete("/v1/sandboxes/" + sid)
+
+
+def ramfs_state():
+    d = tempfile.mkdtemp(prefix="osb-userns-ramfs-")
+    subprocess.check_call(["mount", "-t", "ramfs", "-o", "mode=700", "ramfs", d])
+    return d
+
+
+def drop_ramfs(d):
+    subprocess.call(["umount", "-l", d])
+    os.rmdir(d)
+
+
+def test_probe_fails_explicit():
+    """A state dir on ramfs (no idmapped mounts): the probe fails."""
+    d = ramfs_state()
+    s = Server(native="user_namespaces = true", state_dir=os.path.join(d, "state"))
+    try:
+        s.start()
+        t.ok(False, "user_namespaces = true on a host that cannot: the server must not start")
+    except RuntimeError as e:
+        t.ok("user_namespaces = true, but this host cannot" in str(e) and "idmapped" in str(e),
+             "user_namespaces = true on a host that cannot: a start-up error naming why",
+             str(e)[-600:])
+    finally:
+        s._expected_exit = True
+        s.stop()
+        drop_ramfs(d)
+
+
+def test_probe_fails_default():
+    d = ramfs_state()
+    try:
+        with Server(state_dir=os.path.join(d, "state")) as s:
+            log = s.log_text()
+            t.ok("warn: native: user namespaces off (the probe failed:" in log and
+                 "idmapped" in log, "unset on a host that cannot: off, with a warning naming why",
+                 log[-800:])
+            sid = s.new()["id"]
+            t.eq(host_ids(s.pid_of(sid)), (0, 0), "and sandboxes still run (without them)")
+            s.delete("/v1/sandboxes/" + sid)
+    finally:
+        drop_ramfs(d)
 
 
 with Server(native=NATIVE, extra="[storage]\nallowed_host_paths = [\"/tmp\"]\n") as s:
@@ -250,4 +315,8 @@ with Server(native=NATIVE, extra="[storage]\nallowed_host_paths = [\"/tmp\"]\n")
     t.run(test_volume_not_idmappable, s)
     t.run(test_volume_escape, s)
 t.run(test_snapshots, timeout=600)
+t.run(test_default_on, timeout=120)
+t.run(test_off, timeout=120)
+t.run(test_probe_fails_explicit, timeout=120)
+t.run(test_probe_fails_default, timeout=120)
 t.done()

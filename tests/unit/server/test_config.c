@@ -120,7 +120,8 @@ static void test_defaults(void)
     IS_INT(c.native.default_disk_bytes, 1LL << 30, "default disk 1 GiB");
     IS_INT(c.native.default_pids_max, 4096, "default pids 4096");
     IS_INT(c.native.log_max_bytes, 1 << 20, "default log 1 MiB");
-    OK(!c.native.user_namespaces, "user namespaces off by default");
+    OK(c.native.user_namespaces, "user namespaces on by default");
+    OK(!c.native.user_namespaces_set, "and not explicitly (a failed probe turns them off)");
     IS_STR(c.native.userns_range, "100000:6553600", "default userns_range");
     OK(!c.insecure, "secure by default");
     osb_config_free(&c);
@@ -408,8 +409,15 @@ static void test_errors(void)
             load_ok("[native]\nuser_namespaces = true\nuserns_range = \"65536:131072\"\n",
                     "user namespaces on");
         OK(u.native.user_namespaces, "user_namespaces = true read");
+        OK(u.native.user_namespaces_set, "and marked explicit");
         IS_STR(u.native.userns_range, "65536:131072", "userns_range read");
         osb_config_free(&u);
+    }
+    {
+        struct osb_config off = load_ok("[native]\nuser_namespaces = false\n", "userns off");
+        OK(!off.native.user_namespaces && off.native.user_namespaces_set,
+           "user_namespaces = false read, explicit");
+        osb_config_free(&off);
     }
     load_fails("[native]\nuserns_range = \"100000\"\n",
                "FILE:2: [native] userns_range: `100000` is not \"start:count\" (two decimal "
