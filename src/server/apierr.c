@@ -61,6 +61,7 @@ static const struct code_row codes[] = {
     ROW("SANDBOX::DELETED", 409),
     /* sandboxes: failures */
     ROW("SANDBOX::START_FAILED", 500),
+    /* a capacity limit, not a fault; create lists no 503, so 500 on the wire */
     ROW("SANDBOX::USERNS_EXHAUSTED", 503),
     ROW("SANDBOX::NETWORK_FAILED", 500),
     ROW("SANDBOX::STORE_FAILED", 500),
@@ -168,9 +169,7 @@ void osb_apierr_respond(struct osb_http_req *req, const struct osb_apierr *e)
  * keep their statuses. */
 static const struct osb_status_rule lifecycle_rules[] = {
     {"GET", "/sandboxes", "400 401 500"},
-    /* + 503: the native runtime's uid ranges are all in use (a capacity
-     * limit a client may retry after; the spec lists no such status). */
-    {"POST", "/sandboxes", "400 401 409 500 503"},
+    {"POST", "/sandboxes", "400 401 409 500"},
     {"GET", "/sandboxes/:id", "401 403 404 500"},
     {"DELETE", "/sandboxes/:id", "401 403 404 409 500"},
     {"PATCH", "/sandboxes/:id/metadata", "400 401 403 404 409 500"},
