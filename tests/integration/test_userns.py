@@ -6,9 +6,11 @@ are idmapped mounts, so ownership looks normal inside. Real sandboxes via
 the real server; what the host sees is read from /proc of PID 1."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serverlib import *  # noqa: E402,F403
@@ -59,6 +61,24 @@ def test_inside(s):
     s.delete("/v1/sandboxes/" + sid)
 
 
+def test_reopen_stdout(s):
+    ep = ["/bin/sh", "-c", "echo via-dev-stdout > /dev/stdout && echo via-fd2 > /proc/self/fd/2 "
+          "|| echo REOPEN-FAILED; exec sleep infinity"]
+    sid = s.new(entrypoint=ep)["id"]
+    log = os.path.join(s.state_dir, "sandboxes", sid, "log")
+
+    def logged():
+        with open(log) as f:
+            text = f.read()
+        return "via-fd2" in text or "REOPEN-FAILED" in text
+    t.ok(wait_for(logged, timeout=30), "the entrypoint's output reaches the log")
+    with open(log) as f:
+        text = f.read()
+    t.ok("via-dev-stdout" in text and "via-fd2" in text and "REOPEN-FAILED" not in text,
+         "the entrypoint (root inside) may reopen its stdout and stderr (/dev/stdout)", text)
+    s.delete("/v1/sandboxes/" + sid)
+
+
 def test_ranges(s):
     a, b = s.new()["id"], s.new()["id"]
     ra, rb = range_of(s, a), range_of(s, b)
@@ -85,6 +105,31 @@ def test_ranges(s):
     e = s.new()["id"]
     t.eq(range_of(s, e), FIRST, "after deletes the first slot is free again")
     s.delete("/v1/sandboxes/" + e)
+
+
+def test_crash_reclaims(s):
+    """SIGKILL with creates in flight: a re-adopted sandbox keeps its range,
+    those of half-made ones come back (the pool fills exactly to its size)."""
+    keep = s.new()["id"]
+    mine = range_of(s, keep)
+    threads = [threading.Thread(target=lambda: s.create(timeout=600)) for _ in range(3)]
+    for th in threads:
+        th.start()
+    s.kill(signal.SIGKILL)
+    for th in threads:
+        th.join(60)
+    s.start()
+    running = [i["id"] for i in s.list_all() if i["status"]["state"] == "Running"]
+    t.ok(keep in running, "the sandbox made before the crash is re-adopted")
+    t.eq(range_of(s, keep), mine, "and keeps its range")
+    t.eq(sh(s, keep, "cat /proc/self/uid_map").split()[1], str(mine), "which it still runs in")
+    ranges = [range_of(s, sid) for sid in running]
+    t.eq(len(set(ranges)), len(ranges), "live sandboxes' ranges are distinct", ranges)
+    made = [s.new().get("status", {}).get("state") for _ in range(SLOTS - len(running))]
+    t.eq(made, ["Running"] * (SLOTS - len(running)),
+         "every range not held by a live sandbox is free again (%d live)" % len(running))
+    t.is_error(s.create(), 500, "SANDBOX::USERNS_EXHAUSTED", "and then the pool is full")
+    s.delete_all()
 
 
 def host_dir(s, name, mode=0o755):
@@ -310,7 +355,9 @@ def test_probe_fails_default():
 with Server(native=NATIVE, extra="[storage]\nallowed_host_paths = [\"/tmp\"]\n") as s:
     t.run(test_startup, s)
     t.run(test_inside, s)
+    t.run(test_reopen_stdout, s)
     t.run(test_ranges, s)
+    t.run(test_crash_reclaims, s, timeout=180)
     t.run(test_volume_ids, s)
     t.run(test_volume_setuid_inert, s)
     t.run(test_volume_ro_and_pvc, s)
