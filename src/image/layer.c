@@ -500,10 +500,11 @@ static int copy_xattrs(int sdir, int ddir, const char *name, struct osb_err *err
 static int copy_meta(int sdir, int ddir, const char *name, const struct stat *st,
                      struct osb_err *err)
 {
-    if (copy_xattrs(sdir, ddir, name, err) < 0)
-        return -1;
+    /* chown first: it drops file capabilities (security.capability). */
     if (fchownat(ddir, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
         return osb_err_sys(err, "chown `%s`", name);
+    if (copy_xattrs(sdir, ddir, name, err) < 0)
+        return -1;
     /* After chown, which clears setuid bits. */
     if (!S_ISLNK(st->st_mode) && fchmodat(ddir, name, st->st_mode & 07777, 0) < 0)
         return osb_err_sys(err, "chmod `%s`", name);

@@ -1,9 +1,12 @@
 #!/usr/bin/python3
-"""User namespaces in the native runtime ([native] user_namespaces = true):
+"""User namespaces in the native runtime (the default; [native] user_namespaces):
 each sandbox runs in its own user namespace mapped to its own 65536 host ids
-from [native] userns_range; image layers, the host image's binds and execd
-are idmapped mounts, so ownership looks normal inside. Real sandboxes via
-the real server; what the host sees is read from /proc of PID 1."""
+from [native] userns_range; image layers, the host image's binds, execd and
+volumes are idmapped mounts, so ownership looks normal inside and a volume's
+files keep their ids on the host. Snapshots restore in either mode; the pool
+survives restarts and crashes; the start-up probe picks the mode and says
+why. A few core checks run with user_namespaces = false too. Real sandboxes
+via the real server; what the host sees is read from /proc of PID 1."""
 import os
 import shutil
 import signal
@@ -223,11 +226,13 @@ MAKE = ("mkdir -p /srv/snap && echo r > /srv/snap/root && echo u > /srv/snap/use
         "chown 1000:1001 /srv/snap/user && cp /usr/bin/id /srv/snap/suid && "
         "chmod 4755 /srv/snap/suid && mkdir /srv/snap/udir && chown 1000:1000 /srv/snap/udir && "
         "chmod 2770 /srv/snap/udir && rm /etc/debian_version && rm -rf /etc/default && "
-        "mkdir /etc/default && echo n > /etc/default/new")
+        "mkdir /etc/default && echo n > /etc/default/new && cp /usr/bin/id /srv/snap/capped && "
+        "setcap cap_net_raw+ep /srv/snap/capped")
 CHECK = ("stat -c '%n %u:%g %a' /srv/snap/root /srv/snap/user /srv/snap/suid /srv/snap/udir; "
-         "ls /etc/default; test -e /etc/debian_version && echo back || echo gone")
+         "ls /etc/default; test -e /etc/debian_version && echo back || echo gone; "
+         "getcap /srv/snap/capped")
 WANT = ("/srv/snap/root 0:0 644\n/srv/snap/user 1000:1001 644\n/srv/snap/suid 0:0 4755\n"
-        "/srv/snap/udir 1000:1000 2770\nnew\ngone")
+        "/srv/snap/udir 1000:1000 2770\nnew\ngone\n/srv/snap/capped cap_net_raw=ep")
 
 
 def snapshot_of(s, sid):
@@ -299,13 +304,20 @@ def test_default_on():
 
 
 def test_off():
-    with Server(native="user_namespaces = false") as s:
+    with Server(native="user_namespaces = false", extra=ALLOW) as s:
         t.ok("native: user namespaces off ([native] user_namespaces = false)" in s.log_text(),
              "user_namespaces = false: the server says they are off and why")
-        sid = s.new()["id"]
+        d = host_dir(s, "offvol", 0o777)
+        sid = s.new(volumes=[{"name": "v", "mountPath": "/data", "host": {"path": d}}])["id"]
         t.eq(host_ids(s.pid_of(sid)), (0, 0), "and root inside is root outside")
         t.eq(sh(s, sid, "stat -c %u /usr/bin; cat /proc/self/uid_map").split(),
              ["0", "0", "0", "4294967295"], "with the host's own uid map")
+        sh(s, sid, "echo r > /data/byroot; setpriv --reuid 1000 --regid 1000 --clear-groups "
+           "sh -c 'echo u > /data/byuser'")
+        t.eq([os.stat(os.path.join(d, n)).st_uid for n in ("byroot", "byuser")], [0, 1000],
+             "a volume's files get the same host owners as with user namespaces")
+        t.ok("idmapped" not in sh(s, sid, "grep ' /data ' /proc/self/mountinfo"),
+             "through a plain (not idmapped) mount")
         s.delete("/v1/sandboxes/" + sid)
 
 
@@ -352,7 +364,8 @@ def test_probe_fails_default():
         drop_ramfs(d)
 
 
-with Server(native=NATIVE, extra="[storage]\nallowed_host_paths = [\"/tmp\"]\n") as s:
+ALLOW = "[storage]\nallowed_host_paths = [\"/tmp\"]\n"
+with Server(native=NATIVE, extra=ALLOW) as s:
     t.run(test_startup, s)
     t.run(test_inside, s)
     t.run(test_reopen_stdout, s)
