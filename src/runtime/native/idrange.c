@@ -107,12 +107,6 @@ int osb_idr_mark(struct osb_idr *r, const char *id, uint32_t first, struct osb_e
     return 0;
 }
 
-uint32_t osb_idr_first(const struct osb_idr *r, const char *id)
-{
-    size_t i = id[0] ? slot_of(r, id) : r->n;
-    return i < r->n ? first_of(r, i) : 0;
-}
-
 void osb_idr_release(struct osb_idr *r, const char *id)
 {
     size_t i = slot_of(r, id);

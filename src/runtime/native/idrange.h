@@ -39,8 +39,6 @@ int osb_idr_alloc(struct osb_idr *r, const char *id, uint32_t *first,
 /* A recorded range (at open): must be a slot of this pool, not another's. */
 int osb_idr_mark(struct osb_idr *r, const char *id, uint32_t first,
                  struct osb_err *err) OSB_MUST_CHECK;
-/* The first host id of id's slot: 0 if it has none. */
-uint32_t osb_idr_first(const struct osb_idr *r, const char *id);
 /* Free id's slot, if it has one. */
 void osb_idr_release(struct osb_idr *r, const char *id);
 /* Slots in use. */
