@@ -77,6 +77,7 @@ static void child_exec(const char *dir, const char *tmpfs_opts, const char *ovl_
         (step = "private mounts", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) < 0 ||
         (step = "tmpfs", mount("tmpfs", rw, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)) < 0 ||
         (step = "upper dir", mkdir(upper, 0755)) < 0 ||
+        (step = "tmp dir", osb_gv_harden_rw(dir)) < 0 ||
         (step = "work dir", mkdir(work, 0700)) < 0 ||
         (step = "overlay", mount("overlay", root, "overlay", MS_NODEV, ovl_opts)) < 0) {
         dprintf(2, "gvisor: preparing the root (%s): %s\n", step, strerror(errno));

@@ -5,6 +5,8 @@
  *   cgroup.c  the cgroupsPath and limits in config.json; stats
  *   log.c     the output FIFO drained into the bounded log
  *   watch.c   pidfd + report FIFO watches; liveness
+ *   harden.c  capabilities, no_new_privs, rlimits, bounded /tmp and
+ *             socket dir: what makes the sandbox as tight as a native one
  *   bundle.c  config.json from a spec
  *   create.c  bundle, rootfs and runsc create/start on the thread pool
  *   gvisor.c  open/close, destroy, pause/resume, watch, the ops
@@ -123,6 +125,16 @@ int osb_gv_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *
 /* id NULL: all. */
 void osb_gv_cancel_watches(struct osb_gv *rt, const char *id);
 bool osb_gv_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
+
+/* harden.c */
+/* process.capabilities (native's set), noNewPrivileges and rlimits. */
+void osb_gv_harden_process(json_t *process);
+/* The mounts that keep /tmp and /dev/shm on the writable layer's tmpfs
+ * (<dir>/rw/tmp, <dir>/rw/shm). */
+void osb_gv_harden_mounts(const char *dir, json_t *mounts);
+/* In create's forked child (system calls only), once <dir>/rw is
+ * mounted: the directories those mounts bind. -1 with errno set. */
+int osb_gv_harden_rw(const char *dir);
 
 /* bundle.c: <dir>/config.json for spec. */
 int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *spec,
