@@ -3,7 +3,10 @@
  * the bounding, effective, permitted and inheritable sets (the Sentry
  * enforces them; without a set execd could not switch a command to
  * another uid), no_new_privs (a setuid binary gains nothing), native's
- * open-files limit, and the mounts that keep every writable place under
+ * open-files limit, pids_max as RLIMIT_NPROC (the Sentry enforces it, per
+ * uid as Linux does: a fork past it fails with EAGAIN inside, where the
+ * host's pids.max would abort the whole Sentry; see cgroup.c), and the
+ * mounts that keep every writable place under
  * the disk limit (gVisor's own /tmp would be the Sentry's memory). */
 #include <stdio.h>
 #include <sys/stat.h>
@@ -33,13 +36,15 @@ static json_t *rlimit(const char *type, json_int_t n)
     return json_pack("{s:s, s:I, s:I}", "type", type, "hard", n, "soft", n);
 }
 
-void osb_gv_harden_process(json_t *process)
+void osb_gv_harden_process(const struct osb_sandbox_spec *s, json_t *process)
 {
+    json_int_t pids = s->pids_max ? s->pids_max : OSB_LIMIT_DEFAULT_PIDS;
     json_object_set_new(process, "capabilities",
                         json_pack("{s:o, s:o, s:o, s:o}", "bounding", cap_list(), "effective",
                                   cap_list(), "permitted", cap_list(), "inheritable", cap_list()));
     json_object_set_new(process, "noNewPrivileges", json_true());
-    json_object_set_new(process, "rlimits", json_pack("[o]", rlimit("RLIMIT_NOFILE", GV_NOFILE)));
+    json_object_set_new(process, "rlimits", json_pack("[o,o]", rlimit("RLIMIT_NOFILE", GV_NOFILE),
+                                                   rlimit("RLIMIT_NPROC", pids)));
 }
 
 /* /tmp and /dev/shm: directories on the writable layer's tmpfs

@@ -97,8 +97,8 @@ void osb_gv_add_limits(const struct osb_gv *rt, const struct osb_sandbox_spec *s
 int osb_gv_cg_stats(const struct osb_gv *rt, const char *id, struct osb_rt_stats *out,
                     struct osb_err *err) OSB_MUST_CHECK;
 /* Why a sandbox that ended on its own did, if its cgroups tell (a limit
- * reached): one line for its log, or NULL. */
-const char *osb_gv_cg_why(const struct osb_gv *rt, const char *id);
+ * reached): one line for its log and *limit, or NULL. */
+const char *osb_gv_cg_why(const struct osb_gv *rt, const char *id, enum osb_rt_limit *limit);
 
 /* log.c */
 /* mkfifo <dir>/<name> and open it read-write (so the sandbox's writes
@@ -128,7 +128,7 @@ bool osb_gv_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle 
 
 /* harden.c */
 /* process.capabilities (native's set), noNewPrivileges and rlimits. */
-void osb_gv_harden_process(json_t *process);
+void osb_gv_harden_process(const struct osb_sandbox_spec *s, json_t *process);
 /* The mounts that keep /tmp and /dev/shm on the writable layer's tmpfs
  * (<dir>/rw/tmp, <dir>/rw/shm). */
 void osb_gv_harden_mounts(const char *dir, json_t *mounts);
