@@ -199,7 +199,7 @@ static int build(struct osb_gv_create *c, struct osb_err *err)
         rc = osb_gv_state(c->rt, c->id, &c->h.pid, status, sizeof status, err);
     if (rc == 0)
         c->h.start_time = start_time_of(c->h.pid);
-    return rc == 0 ? wait_socket(c, err) : -1;
+    return rc == 0 && wait_socket(c, err) == 0 ? osb_gv_lock_sock_dir(c->dir, err) : -1;
 }
 
 static void work_cb(uv_work_t *w)

@@ -135,6 +135,13 @@ void osb_gv_harden_mounts(const char *dir, json_t *mounts);
 /* In create's forked child (system calls only), once <dir>/rw is
  * mounted: the directories those mounts bind. -1 with errno set. */
 int osb_gv_harden_rw(const char *dir);
+/* Once execd listens: <dir>/sock immutable, then checked to hold only
+ * execd.sock (a socket). */
+int osb_gv_lock_sock_dir(const char *dir, struct osb_err *err) OSB_MUST_CHECK;
+/* Before <dir> is removed; errors are logged. */
+void osb_gv_unlock_sock_dir(const char *dir);
+/* At open: the state dir's file system takes the immutable flag. */
+int osb_gv_harden_probe(const char *sandboxes_dir, struct osb_err *err) OSB_MUST_CHECK;
 
 /* bundle.c: <dir>/config.json for spec. */
 int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *spec,
