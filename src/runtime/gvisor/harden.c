@@ -6,8 +6,8 @@
  * open-files limit, pids_max as RLIMIT_NPROC (the Sentry enforces it, per
  * uid as Linux does: a fork past it fails with EAGAIN inside, where the
  * host's pids.max would abort the whole Sentry; see cgroup.c), and the
- * mounts that keep every writable place under
- * the disk limit (gVisor's own /tmp would be the Sentry's memory).
+ * mounts that keep every writable place under the disk limit (gVisor's
+ * own /tmp would be the Sentry's memory).
  *
  * execd's socket directory is a bind of the host directory <dir>/sock, in
  * which the gofer (--host-uds=create) makes the real host socket execd
@@ -29,14 +29,13 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
-
 #include "runtime/gvisor/state.h"
 
 static const char *const caps[] = {
-    "CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
-    "CAP_MKNOD",  "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
-    "CAP_SETFCAP", "CAP_SETPCAP",     "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
-    "CAP_KILL",   "CAP_AUDIT_WRITE",
+    "CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
+    "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
+    "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
+    "CAP_KILL",    "CAP_AUDIT_WRITE",
 };
 
 /* Native's (secure.c): execd serves many connections. */
@@ -45,7 +44,7 @@ static const char *const caps[] = {
 static json_t *cap_list(void)
 {
     json_t *a = json_array();
-    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
+    for (size_t i = 0; i < OSB_ARRAY_LEN(caps); i++)
         json_array_append_new(a, json_string(caps[i]));
     return a;
 }
@@ -62,8 +61,9 @@ void osb_gv_harden_process(const struct osb_sandbox_spec *s, json_t *process)
                         json_pack("{s:o, s:o, s:o, s:o}", "bounding", cap_list(), "effective",
                                   cap_list(), "permitted", cap_list(), "inheritable", cap_list()));
     json_object_set_new(process, "noNewPrivileges", json_true());
-    json_object_set_new(process, "rlimits", json_pack("[o,o]", rlimit("RLIMIT_NOFILE", GV_NOFILE),
-                                                   rlimit("RLIMIT_NPROC", pids)));
+    json_object_set_new(
+        process, "rlimits",
+        json_pack("[o,o]", rlimit("RLIMIT_NOFILE", GV_NOFILE), rlimit("RLIMIT_NPROC", pids)));
 }
 
 /* /tmp and /dev/shm: directories on the writable layer's tmpfs
@@ -75,7 +75,7 @@ static const char *const rw_dirs[][2] = {{"/tmp", "tmp"}, {"/dev/shm", "shm"}};
 
 void osb_gv_harden_mounts(const char *dir, json_t *mounts)
 {
-    for (size_t i = 0; i < sizeof rw_dirs / sizeof rw_dirs[0]; i++) {
+    for (size_t i = 0; i < OSB_ARRAY_LEN(rw_dirs); i++) {
         char src[PATH_MAX + 16];
         snprintf(src, sizeof src, "%s/rw/%s", dir, rw_dirs[i][1]);
         json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:[s,s,s,s]}", "destination",
@@ -86,7 +86,7 @@ void osb_gv_harden_mounts(const char *dir, json_t *mounts)
 
 int osb_gv_harden_rw(const char *dir)
 {
-    for (size_t i = 0; i < sizeof rw_dirs / sizeof rw_dirs[0]; i++) {
+    for (size_t i = 0; i < OSB_ARRAY_LEN(rw_dirs); i++) {
         char p[PATH_MAX + 16];
         snprintf(p, sizeof p, "%s/rw/%s", dir, rw_dirs[i][1]);
         if (mkdir(p, 0700) < 0 || chmod(p, 01777) < 0)
