@@ -398,12 +398,15 @@ def test_end_report(s):
         s.delete("/v1/sandboxes/" + r.json()["id"])
     # The entrypoint ends while the server is down: the line waits in the FIFO.
     r = s.create(image={"uri": "busybox"}, entrypoint=[
-        "sh", "-c", "while [ ! -e /run/opensandbox/go ]; do sleep 0.05; done; exit 5"])
+        "sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.05; done; exit 5"])
     sid = r.json()["id"]
     t.eq(running(s, sid)["state"], "Running", "a waiting entrypoint runs")
     d = os.path.join(s.state_dir, "gvisor", "sandboxes", sid)
+    # /tmp is on the writable layer's tmpfs, which only the gofer's mount
+    # namespace has (its root is the sandbox's).
+    gofer = [pid for pid, cmd in leaked_processes(sid) if "runsc-gofer" in cmd]
     s.kill(signal.SIGKILL)
-    open(os.path.join(d, "sock", "go"), "w").close()
+    open("/proc/%d/root/tmp/go" % gofer[0], "w").close()
     fd = os.open(os.path.join(d, "report"), os.O_RDONLY | os.O_NONBLOCK)
     t.ok(wait_for(lambda: select.select([fd], [], [], 0)[0], timeout=60),
          "with no server running, the report is in the FIFO")

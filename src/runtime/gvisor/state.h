@@ -11,7 +11,8 @@
  *   create.c  bundle, rootfs and runsc create/start on the thread pool
  *   gvisor.c  open/close, destroy, pause/resume, watch, the ops
  * Layout under <state>/gvisor/: runsc/ (runsc's --root) and
- * sandboxes/<id>/ (the bundle: config.json, rootfs/, rw/, sock/, bin/,
+ * sandboxes/<id>/ (the bundle: config.json, rootfs/, rw/ (with tmp/ and
+ * shm/ on its tmpfs), sock/ (immutable once execd listens), bin/,
  * logpipe (a FIFO: execd's stdout and stderr), report (a FIFO: execd's
  * end report, runsc create's stdin; not with keep_running), log). */
 #ifndef OSB_RT_GVISOR_STATE_H
