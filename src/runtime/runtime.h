@@ -159,8 +159,11 @@ struct osb_rt_end {
         OSB_RT_END_REPORTED,    /* report: how the entrypoint ended */
         OSB_RT_END_PID1_EXITED, /* PID 1 (execd) exited without a report */
         OSB_RT_END_BAD_REPORT,  /* the report pipe held something else */
+        OSB_RT_END_LIMIT,       /* the host ended the whole sandbox at a limit
+                                   (gvisor: its kernel is one host process) */
     } how;
     struct osb_endreport report;
+    enum osb_rt_limit { OSB_RT_LIMIT_MEMORY = 1, OSB_RT_LIMIT_PIDS } limit; /* LIMIT only */
 };
 typedef void (*osb_rt_exit_cb)(void *ud, const char *id, const struct osb_rt_end *end);
 struct osb_rt_stats {

@@ -58,6 +58,16 @@ void osb_ending_describe(json_t *spec, const struct osb_rt_end *end, struct osb_
                  "The sandbox's init process (execd) sent an unreadable report; the sandbox "
                  "was stopped.");
         return;
+    case OSB_RT_END_LIMIT:
+        out->state = OSB_ST_FAILED;
+        out->reason = end->limit == OSB_RT_LIMIT_MEMORY ? "OOM_KILLED" : "PIDS_LIMIT";
+        snprintf(out->message, sizeof out->message,
+                 end->limit == OSB_RT_LIMIT_MEMORY
+                     ? "The sandbox reached its memory limit (resourceLimits.memory) and the "
+                       "host's OOM killer ended it."
+                     : "The sandbox reached its pids limit (resourceLimits.pids) on the host and "
+                       "ended.");
+        return;
     case OSB_RT_END_PID1_EXITED:
     default:
         out->state = OSB_ST_FAILED;

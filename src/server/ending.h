@@ -12,7 +12,8 @@
 
 struct osb_ending {
     enum osb_sbx_state state; /* OSB_ST_TERMINATED or OSB_ST_FAILED */
-    const char *reason;       /* static: ENTRYPOINT_EXITED, ENTRYPOINT_FAILED, SANDBOX_EXITED */
+    const char *reason;       /* static: ENTRYPOINT_EXITED, ENTRYPOINT_FAILED, SANDBOX_EXITED,
+                                 OOM_KILLED, PIDS_LIMIT */
     char message[512];
 };
 

@@ -198,10 +198,10 @@ def test_limits(s):
     t.eq(running(s, sid)["state"], "Running", "runs")
     t.ok(gv_cgroups(s, sid), "runsc made cgroups for it under the gvisor parent")
     mem = cg_file(s, sid, "memory.limit_in_bytes") or cg_file(s, sid, "memory.max")
-    t.eq(mem, str(64 << 20), "memory limit = 64Mi")
+    t.eq(mem, str((64 + 32) << 20), "memory limit = 64Mi + the Sentry's own 32Mi")
     swap = cg_file(s, sid, "memory.memsw.limit_in_bytes")
     if swap is not None:
-        t.eq(swap, str(64 << 20), "v1: memory+swap = memory (no swap)")
+        t.eq(swap, str((64 + 32) << 20), "v1: memory+swap = memory (no swap)")
     else:
         t.eq(cg_file(s, sid, "memory.swap.max"), "0", "v2: no swap")
     quota = cg_file(s, sid, "cpu.cfs_quota_us")
@@ -210,12 +210,13 @@ def test_limits(s):
              "v1: CPU quota 500m = 50000/100000 us")
     else:
         t.eq(cg_file(s, sid, "cpu.max"), "50000 100000", "v2: CPU quota 500m")
-    t.eq(cg_file(s, sid, "pids.max"), str(100 + 64),
-         "pids.max = pids + the Sentry's and gofer's headroom (64)")
+    t.eq(cg_file(s, sid, "pids.max"), str(100 * 16 + 256),
+         "host pids.max = pids x 16 + 256: a backstop above the Sentry's RLIMIT_NPROC")
+    t.eq(sh(s.execd(sid), "ulimit -u"), "100", "inside, pids is RLIMIT_NPROC")
     u = usage(s, sid)
     t.ok(u["memory"] and u["memory"] > 0 and u["memory"] <= 64 << 20,
          "stats: memory in use, under the limit", u)
-    t.ok(u["pids"] and 0 < u["pids"] <= 164, "stats: pids counted (host tasks)", u)
+    t.ok(u["pids"] and 0 < u["pids"] <= 100 * 16 + 256, "stats: pids counted (host tasks)", u)
     x = s.execd(sid)
     t.ok(sh(x, "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo done") == "done",
          "a busy loop runs")
@@ -263,11 +264,14 @@ def watch_pids(d, seen, stop):
 
 
 def test_fork_bomb(s):
-    """pids: the host never gives the sandbox more tasks than pids.max. On this runsc the
-    Sentry cannot refuse a fork for that (it needs a host thread first) and aborts, so the
-    sandbox ends rather than runs on (docs/internals/gvisor.md)."""
+    """pids: the Sentry's RLIMIT_NPROC stops a fork bomb inside (fork fails, the sandbox
+    runs on); the host's pids.max, a backstop above it, is never reached. Processes of
+    many uids (each within its own RLIMIT_NPROC) do reach it: the Sentry aborts and the
+    end names the limit (docs/internals/gvisor.md)."""
     t.current = "fork bomb"
-    r = s.create(image={"uri": "busybox"}, resourceLimits=LIMITS,
+    # Memory to spare: on ptrace every process costs the Sentry host memory too
+    # (about 100 sleeping processes reach 64Mi and end the sandbox as OOM_KILLED).
+    r = s.create(image={"uri": "busybox"}, resourceLimits=dict(LIMITS, memory="1Gi"),
                  entrypoint=["sh", "-c", "sleep 100000"])
     sid = r.json()["id"]
     t.eq(running(s, sid)["state"], "Running", "runs")
@@ -277,18 +281,28 @@ def test_fork_bomb(s):
     seen, stop = {}, threading.Event()
     th = threading.Thread(target=watch_pids, args=(pdir, seen, stop))
     th.start()
-    try:
-        sh(x, "for i in $(seq 1000); do sleep 1000 & done; echo spawned")
-    except (OSError, EOFError):
-        pass  # the sandbox ends under the command
+    out = sh(x, "for i in $(seq 1000); do sleep 1000 >/dev/null 2>&1 & done 2>&1 | tail -1; "
+             "echo spawned")
+    t.ok(out.endswith("spawned") and "fork" in out, "the bomb's forks fail inside", out)
+    t.eq(sh(x, "pkill -f 'sleep 1000$'; echo alive"), "alive", "the sandbox answers after the bomb")
+    t.eq(s.get_sbx(sid).json()["status"]["state"], "Running", "and runs on")
+    t.eq(seen.get("max_events", 0), 0, "the host's pids.max was never hit", (seen, pmax))
+    # Commands may run as any uid, each with its own RLIMIT_NPROC: the backstop.
+    many = "for i in $(seq 100); do sleep 1000 >/dev/null 2>&1 & done; echo ok"
+    for uid in range(1000, 1100):
+        try:
+            x.sse("/command", json={"command": many, "uid": uid, "gid": uid}, timeout=120)
+        except (OSError, EOFError):
+            break  # the sandbox ends under the command
+        if s.get_sbx(sid).json()["status"]["state"] != "Running":
+            break
     st = ended(s, sid)
     stop.set()
     th.join()
-    t.ok(seen.get("max_events", 0) > 0, "the pids limit was hit", seen)
     t.ok(0 < seen.get("peak", 0) <= pmax, "never more host tasks than pids.max", (seen, pmax))
-    t.ok(st["state"] == "Failed" and st["reason"] == "SANDBOX_EXITED",
-         "the sandbox ends (the Sentry aborts at the limit)", st)
-    t.ok("reached its pids limit" in log_text(s, sid), "its log says why",
+    t.ok(st["state"] == "Failed" and st["reason"] == "PIDS_LIMIT" and
+         "pids limit" in st["message"], "past the backstop the sandbox ends: PIDS_LIMIT", st)
+    t.ok("reached its host pids limit" in log_text(s, sid), "its log says why",
          log_text(s, sid)[-300:])
     t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete")
     t.ok(wait_for(lambda: not gv_cgroups(s, sid) and not leaked_processes(sid), timeout=60),
@@ -306,7 +320,8 @@ def test_memory_hog(s):
                  entrypoint=["sh", "-c", hog])
     sid = r.json()["id"]
     st = ended(s, sid)
-    t.ok(st["state"] == "Failed", "the sandbox ends at the memory limit", st)
+    t.ok(st["state"] == "Failed" and st["reason"] == "OOM_KILLED" and
+         "memory limit" in st["message"], "the sandbox ends at the memory limit: OOM_KILLED", st)
     have = [int(n) for n in re.findall(r"^have (\d+)$", log_text(s, sid), re.M)]
     t.ok(have and max(have) < 64 << 20 and max(have) >= 1 << 20,
          "the hog got some memory but never 64 MiB", have[-3:])
@@ -383,12 +398,15 @@ def test_end_report(s):
         s.delete("/v1/sandboxes/" + r.json()["id"])
     # The entrypoint ends while the server is down: the line waits in the FIFO.
     r = s.create(image={"uri": "busybox"}, entrypoint=[
-        "sh", "-c", "while [ ! -e /run/opensandbox/go ]; do sleep 0.05; done; exit 5"])
+        "sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.05; done; exit 5"])
     sid = r.json()["id"]
     t.eq(running(s, sid)["state"], "Running", "a waiting entrypoint runs")
     d = os.path.join(s.state_dir, "gvisor", "sandboxes", sid)
+    # /tmp is on the writable layer's tmpfs, which only the gofer's mount
+    # namespace has (its root is the sandbox's).
+    gofer = [pid for pid, cmd in leaked_processes(sid) if "runsc-gofer" in cmd]
     s.kill(signal.SIGKILL)
-    open(os.path.join(d, "sock", "go"), "w").close()
+    open("/proc/%d/root/tmp/go" % gofer[0], "w").close()
     fd = os.open(os.path.join(d, "report"), os.O_RDONLY | os.O_NONBLOCK)
     t.ok(wait_for(lambda: select.select([fd], [], [], 0)[0], timeout=60),
          "with no server running, the report is in the FIFO")

@@ -94,6 +94,8 @@ int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *
     if (!cfg)
         return osb_err_set(err, OSB_E_INTERNAL, "cannot build config.json for `%s`", s->id);
     osb_gv_add_limits(rt, s, json_object_get(cfg, "linux"));
+    osb_gv_harden_process(s, json_object_get(cfg, "process"));
+    osb_gv_harden_mounts(dir, mounts);
     size_t len;
     char *text = osb_json_dump(cfg, &len);
     json_decref(cfg);

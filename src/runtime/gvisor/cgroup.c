@@ -22,12 +22,23 @@
 #include "runtime/gvisor/state.h"
 
 #define CPU_PERIOD_US 100000
-/* The host tasks of a sandbox that are not the application's: the
- * Sentry's and the gofer's threads (about 50 when idle here). pids_max
- * counts the application's on top, as close to native's meaning as the
- * host's view allows: with ptrace each application thread is one more
- * host task. */
-#define PIDS_HEADROOM 64
+/* pids_max itself is the Sentry's RLIMIT_NPROC (harden.c): a fork past it
+ * fails inside, as on native. The host's pids.max is only a backstop, and
+ * must never bite before the Sentry's limit: on ptrace one application
+ * process costs about ten host tasks (stub threads the Sentry traces; 50
+ * sleeping processes: 551 host tasks, idle: 52), so it is pids_max times
+ * PIDS_HOST_FACTOR plus the Sentry's and the gofer's own threads. Reached
+ * anyway (tasks of many uids, each within its own RLIMIT_NPROC), the
+ * Sentry aborts and the end names the limit (osb_gv_cg_why). */
+#define PIDS_HOST_FACTOR 16
+/* Memory of the Sentry and the gofer themselves (about 13 MiB idle here),
+ * not the application's: on top of the limit, so that a small sandbox's
+ * processes get about what native gives them. gVisor spends more per
+ * process than Linux (50 sleeping busybox processes: 45 MiB more), so
+ * without it a 64 MiB sandbox would end at fewer processes than its pids
+ * limit allows. */
+#define MEMORY_HEADROOM (32LL << 20)
+#define PIDS_HEADROOM 256
 
 int osb_gv_cg_open(struct osb_gv *rt, const char *state_dir, struct osb_err *err)
 {
@@ -121,8 +132,9 @@ void osb_gv_add_limits(const struct osb_gv *rt, const struct osb_sandbox_spec *s
     json_t *res = json_object();
     if (s->memory_bytes > 0) /* swap = limit: no swap on top */
         json_object_set_new(res, "memory",
-                            json_pack("{s:I, s:I}", "limit", (json_int_t)s->memory_bytes, "swap",
-                                      (json_int_t)s->memory_bytes));
+                            json_pack("{s:I, s:I}", "limit",
+                                      (json_int_t)(s->memory_bytes + MEMORY_HEADROOM), "swap",
+                                      (json_int_t)(s->memory_bytes + MEMORY_HEADROOM)));
     if (s->cpu_millicores > 0)
         json_object_set_new(res, "cpu",
                             json_pack("{s:I, s:I}", "quota",
@@ -132,7 +144,8 @@ void osb_gv_add_limits(const struct osb_gv *rt, const struct osb_sandbox_spec *s
         res, "pids",
         json_pack(
             "{s:I}", "limit",
-            (json_int_t)((s->pids_max ? s->pids_max : OSB_LIMIT_DEFAULT_PIDS) + PIDS_HEADROOM)));
+            (json_int_t)((s->pids_max ? s->pids_max : OSB_LIMIT_DEFAULT_PIDS) * PIDS_HOST_FACTOR +
+                         PIDS_HEADROOM)));
     json_object_set_new(lnx, "resources", res);
     char path[PATH_MAX + OSB_RT_ID_MAX + 2];
     snprintf(path, sizeof path, "%s/%s", rt->cg_path, s->id);
@@ -182,7 +195,7 @@ static unsigned long long counter(const char *dir, const char *file, const char 
     return 0;
 }
 
-const char *osb_gv_cg_why(const struct osb_gv *rt, const char *id)
+const char *osb_gv_cg_why(const struct osb_gv *rt, const char *id, enum osb_rt_limit *limit)
 {
     struct osb_cg_set s;
     set_of(rt, id, &s);
@@ -190,12 +203,16 @@ const char *osb_gv_cg_why(const struct osb_gv *rt, const char *id)
         const char *d = s.dir[i];
         bool v2 = s.role[i] == OSB_CG_V2;
         if ((s.role[i] == OSB_CG_MEMORY && counter(d, "memory.oom_control", "oom_kill")) ||
-            (v2 && counter(d, "memory.events", "oom_kill")))
+            (v2 && counter(d, "memory.events", "oom_kill"))) {
+            *limit = OSB_RT_LIMIT_MEMORY;
             return "gvisor: the sandbox reached its memory limit and the host's OOM killer "
                    "ended it (all of its memory is the Sentry's: docs/internals/gvisor.md)\n";
-        if ((s.role[i] == OSB_CG_PIDS || v2) && counter(d, "pids.events", "max"))
-            return "gvisor: the sandbox reached its pids limit and the Sentry, which needs a "
-                   "host thread per task, aborted (docs/internals/gvisor.md)\n";
+        }
+        if ((s.role[i] == OSB_CG_PIDS || v2) && counter(d, "pids.events", "max")) {
+            *limit = OSB_RT_LIMIT_PIDS;
+            return "gvisor: the sandbox reached its host pids limit and the Sentry, which "
+                   "needs host threads for its tasks, aborted (docs/internals/gvisor.md)\n";
+        }
     }
     return NULL;
 }

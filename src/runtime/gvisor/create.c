@@ -77,6 +77,7 @@ static void child_exec(const char *dir, const char *tmpfs_opts, const char *ovl_
         (step = "private mounts", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) < 0 ||
         (step = "tmpfs", mount("tmpfs", rw, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)) < 0 ||
         (step = "upper dir", mkdir(upper, 0755)) < 0 ||
+        (step = "tmp dir", osb_gv_harden_rw(dir)) < 0 ||
         (step = "work dir", mkdir(work, 0700)) < 0 ||
         (step = "overlay", mount("overlay", root, "overlay", MS_NODEV, ovl_opts)) < 0) {
         dprintf(2, "gvisor: preparing the root (%s): %s\n", step, strerror(errno));
@@ -198,7 +199,7 @@ static int build(struct osb_gv_create *c, struct osb_err *err)
         rc = osb_gv_state(c->rt, c->id, &c->h.pid, status, sizeof status, err);
     if (rc == 0)
         c->h.start_time = start_time_of(c->h.pid);
-    return rc == 0 ? wait_socket(c, err) : -1;
+    return rc == 0 && wait_socket(c, err) == 0 ? osb_gv_lock_sock_dir(c->dir, err) : -1;
 }
 
 static void work_cb(uv_work_t *w)

@@ -39,6 +39,7 @@ static int gv_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_
     rt->execd_path = cfg->execd_path ? osb_xstrdup(cfg->execd_path) : default_execd();
     if (osb_gv_probe(rt, cfg->gvisor_runsc, err) < 0 || osb_mkdir_p(rt->root_dir, 0700, err) < 0 ||
         osb_mkdir_p(rt->sandboxes_dir, 0700, err) < 0 ||
+        osb_gv_harden_probe(rt->sandboxes_dir, err) < 0 ||
         (access(rt->execd_path, X_OK) < 0 && osb_err_sys(err, "execd binary %s", rt->execd_path)) ||
         osb_gv_cg_open(rt, cfg->state_dir, err) < 0) {
         osb_gv_maybe_free(rt);

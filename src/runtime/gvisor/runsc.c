@@ -258,6 +258,7 @@ void osb_gv_teardown(const struct osb_gv *rt, const char *id, bool keep_log)
     osb_buf_free(&out);
     char dir[PATH_MAX];
     osb_gv_dir(rt, id, dir, sizeof dir);
+    osb_gv_unlock_sock_dir(dir);
     if (!keep_log) {
         osb_fs_discard_tree(dir);
         return;

@@ -5,11 +5,14 @@
  *   cgroup.c  the cgroupsPath and limits in config.json; stats
  *   log.c     the output FIFO drained into the bounded log
  *   watch.c   pidfd + report FIFO watches; liveness
+ *   harden.c  capabilities, no_new_privs, rlimits, bounded /tmp and
+ *             socket dir: what makes the sandbox as tight as a native one
  *   bundle.c  config.json from a spec
  *   create.c  bundle, rootfs and runsc create/start on the thread pool
  *   gvisor.c  open/close, destroy, pause/resume, watch, the ops
  * Layout under <state>/gvisor/: runsc/ (runsc's --root) and
- * sandboxes/<id>/ (the bundle: config.json, rootfs/, rw/, sock/, bin/,
+ * sandboxes/<id>/ (the bundle: config.json, rootfs/, rw/ (with tmp/ and
+ * shm/ on its tmpfs), sock/ (immutable once execd listens), bin/,
  * logpipe (a FIFO: execd's stdout and stderr), report (a FIFO: execd's
  * end report, runsc create's stdin; not with keep_running), log). */
 #ifndef OSB_RT_GVISOR_STATE_H
@@ -95,8 +98,8 @@ void osb_gv_add_limits(const struct osb_gv *rt, const struct osb_sandbox_spec *s
 int osb_gv_cg_stats(const struct osb_gv *rt, const char *id, struct osb_rt_stats *out,
                     struct osb_err *err) OSB_MUST_CHECK;
 /* Why a sandbox that ended on its own did, if its cgroups tell (a limit
- * reached): one line for its log, or NULL. */
-const char *osb_gv_cg_why(const struct osb_gv *rt, const char *id);
+ * reached): one line for its log and *limit, or NULL. */
+const char *osb_gv_cg_why(const struct osb_gv *rt, const char *id, enum osb_rt_limit *limit);
 
 /* log.c */
 /* mkfifo <dir>/<name> and open it read-write (so the sandbox's writes
@@ -123,6 +126,23 @@ int osb_gv_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *
 /* id NULL: all. */
 void osb_gv_cancel_watches(struct osb_gv *rt, const char *id);
 bool osb_gv_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
+
+/* harden.c */
+/* process.capabilities (native's set), noNewPrivileges and rlimits. */
+void osb_gv_harden_process(const struct osb_sandbox_spec *s, json_t *process);
+/* The mounts that keep /tmp and /dev/shm on the writable layer's tmpfs
+ * (<dir>/rw/tmp, <dir>/rw/shm). */
+void osb_gv_harden_mounts(const char *dir, json_t *mounts);
+/* In create's forked child (system calls only), once <dir>/rw is
+ * mounted: the directories those mounts bind. -1 with errno set. */
+int osb_gv_harden_rw(const char *dir);
+/* Once execd listens: <dir>/sock immutable, then checked to hold only
+ * execd.sock (a socket). */
+int osb_gv_lock_sock_dir(const char *dir, struct osb_err *err) OSB_MUST_CHECK;
+/* Before <dir> is removed; errors are logged. */
+void osb_gv_unlock_sock_dir(const char *dir);
+/* At open: the state dir's file system takes the immutable flag. */
+int osb_gv_harden_probe(const char *sandboxes_dir, struct osb_err *err) OSB_MUST_CHECK;
 
 /* bundle.c: <dir>/config.json for spec. */
 int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *spec,

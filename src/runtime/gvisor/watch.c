@@ -104,9 +104,14 @@ static void on_exit_readable(uv_poll_t *p, int status, int events)
     struct osb_rt_end end;
     if (read_report(w, &end) > 0)
         end.how = OSB_RT_END_PID1_EXITED;
-    const char *why = end.how == OSB_RT_END_PID1_EXITED ? osb_gv_cg_why(w->rt, w->id) : NULL;
-    if (why) /* the cgroups are still there: runsc delete removes them */
+    enum osb_rt_limit limit;
+    const char *why =
+        end.how == OSB_RT_END_PID1_EXITED ? osb_gv_cg_why(w->rt, w->id, &limit) : NULL;
+    if (why) { /* the cgroups are still there: runsc delete removes them */
         osb_gv_log_note(w->rt, w->id, why);
+        end.how = OSB_RT_END_LIMIT;
+        end.limit = limit;
+    }
     finish(w, &end);
 }
 

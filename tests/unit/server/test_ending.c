@@ -53,6 +53,18 @@ int main(void)
     IS_STR(e.reason, "SANDBOX_EXITED", "execd exit reason");
     e = describe(spec, OSB_RT_END_BAD_REPORT, 0, 0);
     IS_STR(e.reason, "SANDBOX_EXITED", "bad report reason");
+
+    struct osb_rt_end lim = {.how = OSB_RT_END_LIMIT, .limit = OSB_RT_LIMIT_MEMORY};
+    osb_ending_describe(spec, &lim, &e);
+    OK(e.state == OSB_ST_FAILED, "memory limit -> Failed");
+    IS_STR(e.reason, "OOM_KILLED", "memory limit reason");
+    OK(strstr(e.message, "memory limit (resourceLimits.memory)") != NULL,
+       "the message names the memory limit");
+    lim.limit = OSB_RT_LIMIT_PIDS;
+    osb_ending_describe(spec, &lim, &e);
+    IS_STR(e.reason, "PIDS_LIMIT", "pids limit reason");
+    OK(strstr(e.message, "pids limit (resourceLimits.pids)") != NULL,
+       "the message names the pids limit");
     json_decref(spec);
     json_decref(ctl);
     return tap_done();
