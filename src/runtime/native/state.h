@@ -22,7 +22,7 @@
 #include "common/buf.h"
 #include "runtime/native/cgroup.h"
 #include "runtime/native/idrange.h"
-#include "runtime/native/image.h"
+#include "runtime/hostimage.h"
 #include "runtime/runtime.h"
 
 /* A helper building one sandbox. */
