@@ -7,6 +7,7 @@
         extra: TOML text appended to the config (e.g. an [image] table)
         native: TOML lines added to its [native] table (e.g. user_namespaces = true);
                 OSB_TEST_USERNS=1 in the environment adds user_namespaces = true to all
+                OSB_TEST_RUNTIME=gvisor makes [runtime] type = "gvisor" the default of all
         tmp_dir: where the temp dir (config, log, state) is made; default $TMPDIR
         s.url, s.port, s.state_dir, s.proc, s.log_text()
         s.req(method, path, ...)          osbtest.Client.req plus OPEN-SANDBOX-API-KEY
@@ -259,6 +260,10 @@ class Server(Client):
             self.subnet = free_subnet()
             lines += ["[network]", 'dns_upstreams = ["127.0.0.1:9"]', "pool_size = 2",
                       'subnet = "%s"' % self.subnet]
+        if os.environ.get("OSB_TEST_RUNTIME") and not any(l.startswith("type = ") for l in lines):
+            # Run a whole suite against another backend (OSB_TEST_RUNTIME=gvisor).
+            lines.insert(lines.index("[runtime]") + 1,
+                         "type = %s" % _json.dumps(os.environ["OSB_TEST_RUNTIME"]))
         lines += [extra, ""]
         with open(self.config, "w") as f:
             f.write("\n".join(lines))

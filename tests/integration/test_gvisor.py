@@ -54,11 +54,6 @@ def main():
                         "image", "import", "busybox", tar], capture_output=True, text=True)
     t.eq(p.returncode, 0, "busybox image imported", p.stderr)
     with s:
-        r = s.create()
-        t.ok(r.status >= 400 and "host" in r.text, "the host image is refused with a clear error",
-             (r.status, r.body[:300]))
-        t.eq(os.listdir(os.path.join(s.state_dir, "gvisor", "sandboxes")), [],
-             "a refused create leaves no directory")
         r = s.create(image={"uri": "busybox"}, entrypoint=["sleep", "100000"])
         t.eq(r.status, 202, "create on gvisor -> 202", r.body[:400])
         sid = r.json()["id"]

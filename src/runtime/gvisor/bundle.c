@@ -1,6 +1,8 @@
 /* The OCI bundle's config.json: execd as the process, the overlay root
  * the create step mounts, execd's socket directory and binary as binds,
- * the network slot's namespace when given. */
+ * the root's /tmp and the volumes as binds of their staging entries
+ * (mounts.c), the network
+ * slot's namespace when given. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,10 +55,49 @@ static json_t *process_env(const struct osb_sandbox_spec *s)
     return e;
 }
 
+/* The capabilities the native helper keeps (init/secure.c): without a
+ * list runsc gives the process none, and root inside could not chown,
+ * setuid or bind a low port. */
+static json_t *capabilities(void)
+{
+    static const char *const keep[] = {
+        "CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
+        "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
+        "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
+        "CAP_KILL",    "CAP_AUDIT_WRITE",
+    };
+    json_t *set = json_array();
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+        json_array_append_new(set, json_string(keep[i]));
+    return json_pack("{s:O, s:O, s:o}", "bounding", set, "effective", set, "permitted", set);
+}
+
 static json_t *bind_mount(const char *src, const char *dst, bool ro)
 {
     return json_pack("{s:s, s:s, s:s, s:[s,s,s,s]}", "destination", dst, "type", "bind", "source",
                      src, "options", "rbind", ro ? "ro" : "rw", "nosuid", "nodev");
+}
+
+/* Volumes, parents before children: each from <dir>/vol/<i>, where the
+ * create's child attaches the source it resolved. */
+static void add_volumes(json_t *mounts, const struct osb_sandbox_spec *s, const char *dir)
+{
+    size_t n = s->n_volumes, order[n ? n : 1];
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(s->volumes[order[j - 1]].dst,
+                                           s->volumes[order[j]].dst) > 0; j--) {
+            size_t x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    for (size_t k = 0; k < n; k++) {
+        const struct osb_rt_volume *v = &s->volumes[order[k]];
+        char src[PATH_MAX + 32];
+        snprintf(src, sizeof src, "%s/vol/%zu", dir, order[k]);
+        json_array_append_new(mounts, bind_mount(src, v->dst, v->read_only));
+    }
 }
 
 static json_t *namespaces(const struct osb_sandbox_spec *s)
@@ -83,10 +124,14 @@ int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *
         json_pack("[{s:s,s:s,s:s}, {s:s,s:s,s:s}, o, o]", "destination", "/proc", "type", "proc",
                   "source", "proc", "destination", "/sys", "type", "sysfs", "source", "sysfs",
                   bind_mount(sock, OSB_GV_SOCK_DIR, false), bind_mount(bin, OSB_GV_BIN_DIR, true));
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s/tmp", dir);
+    json_array_append_new(mounts, bind_mount(tmp, "/tmp", false));
+    add_volumes(mounts, s, dir);
     json_t *cfg = json_pack(
-        "{s:s, s:{s:b, s:{s:i,s:i}, s:o, s:o, s:s}, s:{s:s, s:b}, s:s, s:o, s:{s:o}}", "ociVersion",
-        "1.0.2", "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", process_args(s),
-        "env", process_env(s), "cwd", "/", "root", "path", "rootfs", "readonly", 0, "hostname",
+        "{s:s, s:{s:b, s:{s:i,s:i}, s:o, s:o, s:s, s:o}, s:{s:s, s:b}, s:s, s:o, s:{s:o}}",
+        "ociVersion", "1.0.2", "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args",
+        process_args(s), "env", process_env(s), "cwd", "/", "capabilities", capabilities(), "root", "path", "rootfs", "readonly", 0, "hostname",
         s->hostname ? s->hostname : host, "mounts", mounts, "linux", "namespaces", namespaces(s));
     if (!cfg)
         return osb_err_set(err, OSB_E_INTERNAL, "cannot build config.json for `%s`", s->id);

@@ -36,6 +36,7 @@ static void maybe_free(struct osb_gv *rt)
     free(rt->root_dir);
     free(rt->sandboxes_dir);
     free(rt->execd_path);
+    free(rt->host_root);
     free(rt);
 }
 
@@ -82,7 +83,7 @@ static int gv_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_
     }
     snprintf(rt->describe, sizeof rt->describe, "gvisor (%s, platform %s)", runsc, rt->platform);
     if (osb_mkdir_p(rt->root_dir, 0700, err) < 0 || osb_mkdir_p(rt->sandboxes_dir, 0700, err) < 0 ||
-        access(rt->execd_path, X_OK) < 0) {
+        access(rt->execd_path, X_OK) < 0 || osb_gv_host_open(rt, cfg->state_dir, err) < 0) {
         if (err->code == OSB_E_OK)
             osb_err_sys(err, "execd binary %s", rt->execd_path);
         rt->closing = true;
@@ -177,14 +178,6 @@ static int gv_pause(struct osb_rt *rt, const char *id, struct osb_err *err)
 static int gv_resume(struct osb_rt *rt, const char *id, struct osb_err *err)
 {
     return pause_resume(rt, id, "resume", err);
-}
-
-static int gv_snapshot(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
-                       const char *dst, osb_rt_copy_fn copy, osb_rt_snapshot_cb cb, void *ud,
-                       struct osb_err *err)
-{
-    (void)rt, (void)id, (void)h, (void)dst, (void)copy, (void)cb, (void)ud;
-    return osb_err_set(err, OSB_E_UNSUPPORTED, "the gvisor runtime cannot snapshot yet");
 }
 
 static void on_exit_readable(uv_poll_t *p, int status, int events)
@@ -299,7 +292,7 @@ const struct osb_runtime_ops osb_gvisor_ops = {
     .stop = gv_stop,
     .pause = gv_pause,
     .resume = gv_resume,
-    .snapshot = gv_snapshot,
+    .snapshot = osb_gv_snapshot,
     .watch = gv_watch,
     .alive = gv_alive,
     .adopt = gv_adopt,
