@@ -86,8 +86,8 @@ static void add_volumes(json_t *mounts, const struct osb_sandbox_spec *s, const 
     for (size_t i = 0; i < n; i++)
         order[i] = i;
     for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(s->volumes[order[j - 1]].dst,
-                                           s->volumes[order[j]].dst) > 0; j--) {
+        for (size_t j = i;
+             j > 0 && strcmp(s->volumes[order[j - 1]].dst, s->volumes[order[j]].dst) > 0; j--) {
             size_t x = order[j];
             order[j] = order[j - 1];
             order[j - 1] = x;
@@ -131,8 +131,9 @@ int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *
     json_t *cfg = json_pack(
         "{s:s, s:{s:b, s:{s:i,s:i}, s:o, s:o, s:s, s:o}, s:{s:s, s:b}, s:s, s:o, s:{s:o}}",
         "ociVersion", "1.0.2", "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args",
-        process_args(s), "env", process_env(s), "cwd", "/", "capabilities", capabilities(), "root", "path", "rootfs", "readonly", 0, "hostname",
-        s->hostname ? s->hostname : host, "mounts", mounts, "linux", "namespaces", namespaces(s));
+        process_args(s), "env", process_env(s), "cwd", "/", "capabilities", capabilities(), "root",
+        "path", "rootfs", "readonly", 0, "hostname", s->hostname ? s->hostname : host, "mounts",
+        mounts, "linux", "namespaces", namespaces(s));
     if (!cfg)
         return osb_err_set(err, OSB_E_INTERNAL, "cannot build config.json for `%s`", s->id);
     size_t len;

@@ -315,7 +315,8 @@ int osb_gv_create(struct osb_rt *base, const struct osb_sandbox_spec *s, osb_rt_
         free(c);
         return osb_err_set(err, OSB_E_INVALID, "state dir too long for execd's socket path");
     }
-    if (prepare_dir(rt, s, c->dir, err) < 0 || osb_gv_trees_open(rt, s, c->dir, &c->trees, err) < 0) {
+    if (prepare_dir(rt, s, c->dir, err) < 0 ||
+        osb_gv_trees_open(rt, s, c->dir, &c->trees, err) < 0) {
         osb_gv_trees_close(&c->trees);
         if (err->code != OSB_E_EXISTS)
             osb_fs_discard_tree(c->dir);

@@ -75,8 +75,7 @@ static int gofer_ns(const struct osb_gv *rt, const char *id, int *root, struct o
         ours = strstr(cmd, want) != NULL;
     }
     if (!ours)
-        return osb_err_set(err, OSB_E_INTERNAL, "sandbox `%s`: its runsc gofer is not running",
-                           id);
+        return osb_err_set(err, OSB_E_INTERNAL, "sandbox `%s`: its runsc gofer is not running", id);
     snprintf(p, sizeof p, "/proc/%d/ns/mnt", (int)pid);
     int ns = open(p, O_RDONLY | O_CLOEXEC);
     if (ns < 0)
@@ -96,8 +95,8 @@ static int send_fd(int sock, int fd)
 {
     char c = 0, ctl[CMSG_SPACE(sizeof(int))] = {0};
     struct iovec iov = {&c, 1};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-                       .msg_controllen = sizeof ctl};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
     struct cmsghdr *h = CMSG_FIRSTHDR(&m);
     h->cmsg_level = SOL_SOCKET;
     h->cmsg_type = SCM_RIGHTS;
@@ -110,8 +109,8 @@ static int recv_fd(int sock)
 {
     char c, ctl[CMSG_SPACE(sizeof(int))];
     struct iovec iov = {&c, 1};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-                       .msg_controllen = sizeof ctl};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
     if (OSB_RETRY(recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) != 1)
         return -1;
     struct cmsghdr *h = CMSG_FIRSTHDR(&m);
@@ -127,12 +126,11 @@ static int recv_fd(int sock)
 static void child_take(int ns, int root, int sock)
 {
     if (setns(ns, CLONE_NEWNS) < 0 || fchdir(root) < 0 || chroot(".") < 0 ||
-        unshare(CLONE_NEWNS) < 0 ||
-        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         _exit(1);
     struct stat st;
-    for (int i = 0; i < 8 && fstatat(AT_FDCWD, OSB_GV_BIN_DIR "/execd", &st, AT_SYMLINK_NOFOLLOW) == 0;
-         i++)
+    for (int i = 0;
+         i < 8 && fstatat(AT_FDCWD, OSB_GV_BIN_DIR "/execd", &st, AT_SYMLINK_NOFOLLOW) == 0; i++)
         if (umount2(OSB_GV_BIN_DIR, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
             _exit(2);
     struct statfs sf;
@@ -165,7 +163,10 @@ static int take_upper(const struct osb_gv *rt, const char *id, struct osb_err *e
         return osb_err_set(err, OSB_E_INTERNAL,
                            "sandbox `%s`: cannot reach its writable layer in the gofer's "
                            "namespace (step %d)",
-                           id, pid < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128);
+                           id,
+                           pid < 0         ? -1
+                           : WIFEXITED(st) ? WEXITSTATUS(st)
+                                           : 128);
     return fd;
 }
 

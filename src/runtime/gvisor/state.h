@@ -85,8 +85,8 @@ struct osb_gv_trees {
 };
 /* On the pool thread: resolve and clone every source, make the volumes'
  * staging entries. On failure t still needs osb_gv_trees_close. */
-int osb_gv_trees_open(const struct osb_gv *rt, const struct osb_sandbox_spec *spec,
-                      const char *dir, struct osb_gv_trees *t, struct osb_err *err) OSB_MUST_CHECK;
+int osb_gv_trees_open(const struct osb_gv *rt, const struct osb_sandbox_spec *spec, const char *dir,
+                      struct osb_gv_trees *t, struct osb_err *err) OSB_MUST_CHECK;
 void osb_gv_trees_close(struct osb_gv_trees *t);
 /* In the forked child, once the overlay is mounted at <dir>/rootfs: NULL,
  * or the step that failed (errno set). */
