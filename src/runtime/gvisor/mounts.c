@@ -90,11 +90,12 @@ static int open_volume(const struct osb_rt_volume *v, const char *stage, struct 
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
         return osb_err_set(err, OSB_E_INVALID,
                            "volume `%s`: the source is neither a directory nor a file", v->name);
-    int made = S_ISDIR(st.st_mode)
-                   ? mkdir(stage, 0700)
-                   : close(open(stage, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    int made = S_ISDIR(st.st_mode) ? mkdir(stage, 0700)
+                                   : open(stage, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (made < 0)
         return osb_err_sys(err, "volume `%s`: create `%s`", v->name, stage);
+    if (!S_ISDIR(st.st_mode))
+        close(made);
     int t = clone_tree(src, v->read_only);
     return t >= 0 ? t : osb_err_sys(err, "volume `%s`: clone its source", v->name);
 }
