@@ -18,3 +18,6 @@ export EXECD_BIN=$PWD/$BUILD/bin/execd
 /usr/bin/python3 bench/log_bench.py
 # pvc claims: the cost of making one (mkfs, loop, mount) and of create/delete with one.
 /usr/bin/python3 bench/volume_bench.py
+# Secure runtimes (issue #11): create-to-ready for native, native+userns and gVisor beside a bare
+# `runsc run`, and the memory of one idle sandbox of each kind.
+/usr/bin/python3 bench/secure_bench.py

@@ -155,13 +155,16 @@ static void usage(FILE *f)
                "  --report-fd N       put the read end of a new pipe at fd N (must be free) and\n"
                "                      write one line there when the entrypoint ends (see\n"
                "                      docs/execd.md)\n"
+               "  --report-to-fd N    write that line on fd N instead, an open write end whose\n"
+               "                      reader is the runtime (gVisor: a host FIFO as stdin); fd N\n"
+               "                      becomes /dev/null, so no child inherits it\n"
                "  --version           print the version and exit\n");
 }
 
 #define MAX_KEEP_FDS 4
 
 struct opts {
-    int port, ready_fd, listen_fd, n_keep, report_fd;
+    int port, ready_fd, listen_fd, n_keep, report_fd, report_to_fd;
     const char *host, *unix_path, *token, *workdir, *user;
     char **entry;
 };
@@ -191,6 +194,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"keep-fd", required_argument, NULL, 'k'},
         {"listen-fd", required_argument, NULL, 'L'},
         {"report-fd", required_argument, NULL, 'R'},
+        {"report-to-fd", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -200,6 +204,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                        .ready_fd = -1,
                        .listen_fd = -1,
                        .report_fd = -1,
+                       .report_to_fd = -1,
                        .token = getenv("EXECD_ACCESS_TOKEN")};
     int ch;
     char *end;
@@ -242,6 +247,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 return -1;
             }
             break;
+        case 'T':
+            o->report_to_fd = (int)strtol(optarg, &end, 10);
+            if (*end || o->report_to_fd < 0 || fcntl(o->report_to_fd, F_GETFD) < 0) {
+                fprintf(stderr, "execd: invalid --report-to-fd '%s' (an open fd)\n", optarg);
+                return -1;
+            }
+            break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("execd %s\n", osb_version()); exit(0);
         default: usage(stderr); return -1;
@@ -253,6 +265,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
      * not inherit it. getenv's pointer dies with unsetenv: keep a copy. */
     if (o->token)
         o->token = osb_xstrdup(o->token);
+    /* unsetenv only unlinks the string: its bytes stay in the environment
+     * block /proc/1/environ shows (gVisor lets root inside read it). */
+    char *v = getenv("EXECD_ACCESS_TOKEN");
+    if (v)
+        memset(v, 0, strlen(v));
     unsetenv("EXECD_ACCESS_TOKEN");
     o->entry = optind < argc ? argv + optind : NULL;
     return 0;
@@ -288,6 +305,26 @@ static int open_report(int n, struct pid1 *p)
     }
     close(fds[0]);
     p->report_fd = fds[1];
+    prctl(PR_SET_DUMPABLE, 0);
+    return 0;
+}
+
+/* The runtime's write end at fd n: moved out of every child's reach
+ * (close-on-exec, n itself /dev/null); execd is made non-dumpable as with
+ * open_report. A second copy stays open for execd's life: a FIFO's
+ * content lives only while someone holds it, and the line must outlast a
+ * moment with no reader (the server restarting). */
+static int take_report(int n, struct pid1 *p)
+{
+    int fd = fcntl(n, F_DUPFD_CLOEXEC, 3);
+    int hold = fd < 0 ? -1 : fcntl(n, F_DUPFD_CLOEXEC, 3);
+    int null = hold < 0 ? -1 : open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null < 0 || dup2(null, n) < 0) {
+        osb_err_log("report fd %d: %s", n, strerror(errno));
+        return -1;
+    }
+    close(null);
+    p->report_fd = fd;
     prctl(PR_SET_DUMPABLE, 0);
     return 0;
 }
@@ -414,7 +451,8 @@ int main(int argc, char **argv)
 
     struct pid1 p1 = {.x = &execd, .report_fd = -1};
     if (apply_image_defaults(&execd, &o) < 0 || listen_all(&execd, &o) < 0 ||
-        (o.report_fd >= 0 && open_report(o.report_fd, &p1) < 0))
+        (o.report_fd >= 0 && open_report(o.report_fd, &p1) < 0) ||
+        (o.report_to_fd >= 0 && take_report(o.report_to_fd, &p1) < 0))
         return 1;
     if (o.ready_fd >= 0) {
         ssize_t w = write(o.ready_fd, "1", 1);

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -176,7 +177,7 @@ static void on_route(const struct osb_nl_route4 *r, void *arg)
     osb_hostnet_add(s->out, r->dst, r->dst_len, what, ifname);
 }
 
-int osb_hostnet_scan(const char *own_prefix, struct osb_hostnet *out, struct osb_err *err)
+static int scan_once(const char *own_prefix, struct osb_hostnet *out, struct osb_err *err)
 {
     struct osb_nl nl = {0};
     struct scan s = {.own = own_prefix, .out = out};
@@ -195,6 +196,22 @@ int osb_hostnet_scan(const char *own_prefix, struct osb_hostnet *out, struct osb
         return osb_err_wrap(err, "read the host's addresses and routes");
     }
     return 0;
+}
+
+int osb_hostnet_scan(const char *own_prefix, struct osb_hostnet *out, struct osb_err *err)
+{
+    /* A dump that raced a change of the host's links or routes ends with
+     * NLM_F_DUMP_INTR, which libmnl reports as EINTR: the answer is
+     * inconsistent, so read it all again. Only a host whose interfaces
+     * change without pause fails this way for good. */
+    struct osb_err local;
+    struct osb_err *e = err ? err : &local;
+    for (int tries = 0;; tries++) {
+        osb_err_clear(e);
+        int r = scan_once(own_prefix, out, e);
+        if (r == 0 || e->sys_errno != EINTR || tries == 16)
+            return r;
+    }
 }
 
 int osb_hostnet_check(const char *subnet, const char *own_prefix, struct osb_err *err)

@@ -68,6 +68,11 @@ struct osb_rt_config {
                                 running program */
     bool user_namespaces;     /* native: each sandbox in its own user namespace */
     const char *userns_range; /* native: "start:count" host ids they map to */
+
+    /* gvisor: runsc --platform (NULL: "ptrace") and the runsc binary (NULL:
+     * runsc on PATH) */
+    const char *gvisor_platform;
+    const char *gvisor_runsc;
 };
 
 /* A volume bind-mounted into the sandbox. The caller (the server) decides

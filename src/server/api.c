@@ -77,6 +77,10 @@ json_t *osb_api_sandbox_json(const struct osb_sbx *s, bool full)
         json_object_set_new(j, "expiresAt", json_string(exp));
     }
     json_object_set_new(j, "createdAt", json_string(created));
+    /* Ours, outside metadata (which belongs to the client): the backend it
+     * runs on. Every official SDK ignores top-level fields it does not
+     * know (docs/server.md, "Create request"). */
+    json_object_set_new(j, "runtime", json_string(s->runtime));
     return j;
 }
 

@@ -86,7 +86,7 @@ static void create_with_claims(struct osb_server *srv, struct osb_http_req *req,
 static void create_from_image(struct osb_server *srv, struct osb_http_req *req,
                               struct osb_create_spec *spec)
 {
-    osb_spec_complete(spec, osb_rt_name(srv->rt));
+    osb_spec_complete(spec, spec->runtime);
     create_with_claims(srv, req, spec);
 }
 
@@ -140,6 +140,14 @@ static void h_create(struct osb_http_req *req, void *ud)
         return;
     }
     memcpy(spec.id, id, sizeof spec.id);
+    /* The backend first: a refused one must not cost a pull or a lookup. */
+    struct osb_rt *rt = osb_backend_choose(srv, spec.runtime_req, &e);
+    if (!rt) {
+        create_error(req, id, "request", &e);
+        osb_spec_release(&spec);
+        return;
+    }
+    spec.runtime = osb_rt_name(rt);
     if (spec.snapshot_id) {
         char image[256];
         if (osb_snaps_image_for(srv, spec.snapshot_id, image, sizeof image, &e) < 0) {

@@ -37,6 +37,7 @@ static const struct code_row codes[] = {
     ROW("SANDBOX::INVALID_PORT", 400),
     ROW("SANDBOX::API_NOT_SUPPORTED", 400),
     ROW("SANDBOX::UNSUPPORTED_POOL_REF", 400),
+    ROW("SANDBOX::RUNTIME_NOT_ALLOWED", 400),
     ROW("SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED", 400),
     /* a bad value (in the past, over the cap) ... */
     ROW("SANDBOX::INVALID_EXPIRATION", 400),

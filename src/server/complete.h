@@ -17,7 +17,8 @@ int osb_spec_resolve(struct osb_istore *images, struct osb_create_spec *spec,
  * stored name; its Env below the request's env, its WorkingDir and User;
  * its Entrypoint + Cmd when the request's entrypoint is the SDKs' default
  * `tail -f /dev/null` (not for a restore, whose snapshot keeps its own);
- * pids and disk defaults from runtime.h; the backend name. */
+ * pids and disk defaults from runtime.h; the backend name (the one the
+ * request chose, osb_backend_choose, else the server's default). */
 void osb_spec_complete(struct osb_create_spec *spec, const char *runtime);
 
 /* Free a spec and its resolved image (osb_spec_free knows only what the

@@ -45,6 +45,8 @@ enum kind {
     K_EGRESS,   /* dns | dns+nft */
     K_PATHS,    /* array of absolute paths, normalized, into a NULL-terminated char ** */
     K_IGNORED,  /* an upstream key with no meaning here: accepted, ignored */
+    K_SECURE,   /* [secure_runtime] type: "" | gvisor (kata, firecracker: not yet) */
+    K_BACKENDS, /* array of backend names (runtime.h's table) */
 };
 
 struct option {
@@ -116,6 +118,11 @@ static const struct option options[] = {
     {"native", "userns_range", K_STR, OFF(native.userns_range), 0, 0, "\"100000:6553600\"", false,
      "\"start:count\" host uids and gids the sandboxes' user namespaces map to;\n"
      "count a multiple of 65536 (that many ids each, so count / 65536 sandboxes)."},
+    {"gvisor", "platform", K_STR, OFF(gvisor.platform), 0, 0, "\"ptrace\"", false,
+     "runsc --platform of the gvisor runtime: one this runsc lists in\n"
+     "`runsc help platforms` (docs/internals/gvisor.md says which work here)."},
+    {"gvisor", "runsc", K_PATH, OFF(gvisor.runsc), 0, 0, "\"/usr/bin/runsc\"", true,
+     "The runsc binary of the gvisor runtime. Default: runsc on PATH."},
     {"image", "insecure_registries", K_STRLIST, OFF(image.insecure_registries), 0, 0,
      "[\"127.0.0.1:5000\"]", true,
      "Registries (host or host:port, as written in image references) reached over\n"
@@ -168,10 +175,22 @@ static const struct option options[] = {
     {"egress", "disable_ipv6", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"egress", "readiness_timeout_seconds", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"storage", "ossfs_mount_root", K_IGNORED, 0, 0, 0, NULL, false, NULL},
+    {"secure_runtime", "type", K_SECURE, OFF(secure_runtime.type), 0, 0, "\"gvisor\"", true,
+     "Upstream's key: \"gvisor\" makes gVisor (runsc) the default runtime of new\n"
+     "sandboxes; \"\" or unset: [runtime] type (native by default)."},
+    {"secure_runtime", "allowed", K_BACKENDS, OFF(secure_runtime.allowed), 0, 0,
+     "[\"native\", \"gvisor\"]", true,
+     "Runtimes a create request may choose with extensions.runtime (each is\n"
+     "opened at start-up). Unset: only the default runtime."},
+    /* upstream's Docker / Kubernetes plumbing: kept to log that it is unused */
+    {"secure_runtime", "docker_runtime", K_STR, OFF(secure_runtime.docker_runtime), 0, 0, NULL,
+     false, NULL},
+    {"secure_runtime", "k8s_runtime_class", K_STR, OFF(secure_runtime.k8s_runtime_class), 0, 0,
+     NULL, false, NULL},
 };
 
-static const char *const our_tables[] = {"server",  "runtime", "native", "image",
-                                         "storage", "network", "egress"};
+static const char *const our_tables[] = {"server",  "runtime", "native",         "image", "storage",
+                                         "network", "egress",  "secure_runtime", "gvisor"};
 
 /* ---- small helpers ---- */
 
@@ -250,6 +269,7 @@ static void set_defaults(struct osb_config *cfg)
     cfg->native.default_pids_max = 4096;
     cfg->native.log_max_bytes = MiB;
     cfg->native.userns_range = osb_xstrdup("100000:6553600");
+    cfg->gvisor.platform = osb_xstrdup("ptrace");
     cfg->storage.allowed_host_paths = osb_xcalloc(1, sizeof(char *));
     cfg->storage.volume_default_bytes = GiB;
     cfg->storage.volume_max_bytes = 1024 * GiB;
@@ -341,7 +361,7 @@ static int check_string(struct ctx *c, const struct option *o, json_t *v, const 
     if (!json_is_string(v))
         return bad(c, o->table, o->key, "must be a string");
     *out = json_string_value(v);
-    if (o->kind != K_STR && !**out)
+    if (o->kind != K_STR && o->kind != K_SECURE && !**out)
         return bad(c, o->table, o->key, "must not be empty");
     return 0;
 }
@@ -396,6 +416,42 @@ static int check_runtime(struct ctx *c, const struct option *o, const char *s)
     char names[128];
     osb_rt_backend_names(names, sizeof names);
     return bad(c, o->table, o->key, "unknown runtime type '%s' (there is: %s)", s, names);
+}
+
+/* Kata and Firecracker are upstream's other secure runtimes. */
+static bool is_future_backend(const char *s)
+{
+    return !strcmp(s, "kata") || !strcmp(s, "firecracker");
+}
+
+static int check_secure(struct ctx *c, const struct option *o, const char *s)
+{
+    char names[128];
+    osb_rt_backend_names(names, sizeof names);
+    if (!*s || !strcmp(s, "gvisor"))
+        return 0;
+    if (is_future_backend(s))
+        return bad(c, o->table, o->key,
+                   "secure runtime '%s' does not exist in this server yet; the runtimes are: "
+                   "%s (use \"gvisor\", or \"\" for [runtime] type)",
+                   s, names);
+    return bad(c, o->table, o->key, "unknown secure runtime '%s' (expected \"\" or \"gvisor\")", s);
+}
+
+static int check_backends(struct ctx *c, const struct option *o, json_t *v, char ***out)
+{
+    if (check_strlist(c, o, v, out) < 0)
+        return -1;
+    char names[128];
+    osb_rt_backend_names(names, sizeof names);
+    for (size_t i = 0; (*out)[i]; i++) {
+        const char *s = (*out)[i];
+        if (osb_rt_backend(s))
+            continue;
+        return bad(c, o->table, o->key, "element %zu: %s runtime '%s' (there is: %s)", i,
+                   is_future_backend(s) ? "this server has no" : "unknown", s, names);
+    }
+    return 0;
 }
 
 /* An absolute path without "..", "." or empty components and without a
@@ -467,6 +523,8 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
     case K_SIZE: return check_size(c, o, v, field(cfg, o));
     case K_STRLIST: return check_strlist(c, o, v, field(cfg, o));
     case K_PATHS: return check_paths(c, o, v, field(cfg, o));
+    case K_BACKENDS: return check_backends(c, o, v, field(cfg, o));
+    case K_SECURE:
     case K_STR:
     case K_HOST:
     case K_PATH:
@@ -482,6 +540,8 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
         if (check_log_level(c, o, s, &norm) < 0)
             return -1;
     } else if (o->kind == K_RUNTIME && check_runtime(c, o, s) < 0) {
+        return -1;
+    } else if (o->kind == K_SECURE && check_secure(c, o, s) < 0) {
         return -1;
     } else if (o->kind == K_NETMODE && strcmp(s, "nat") && strcmp(s, "none") &&
                strcmp(s, "bridge")) {
@@ -555,6 +615,48 @@ static bool is_our_table(const char *name)
     return false;
 }
 
+static bool strv_has(char *const *v, const char *s)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        if (!strcmp(v[i], s))
+            return true;
+    return false;
+}
+
+/* [secure_runtime] type picks the default backend over [runtime] type
+ * (upstream pairs it with runtime.type "docker"; ours with "native"); an
+ * empty type says "no secure runtime", which contradicts [runtime] type =
+ * "gvisor". */
+static int resolve_default(struct ctx *c, struct osb_config *cfg)
+{
+    const char *sec = cfg->secure_runtime.type, *rt = cfg->runtime.type;
+    if (sec && strcmp(rt, "native") && strcmp(rt, *sec ? sec : "native"))
+        return bad(c, "secure_runtime", "type",
+                   "\"%s\" contradicts [runtime] type = \"%s\"; set one of them only", sec, rt);
+    if (sec && *sec) {
+        free(cfg->runtime.type);
+        cfg->runtime.type = osb_xstrdup(sec);
+    }
+    return 0;
+}
+
+/* allowed: the default backend first, then the listed others, once each. */
+static void resolve_allowed(struct osb_config *cfg)
+{
+    char **given = cfg->secure_runtime.allowed;
+    size_t n = 0;
+    while (given && given[n])
+        n++;
+    char **all = osb_xcalloc(n + 2, sizeof *all);
+    size_t k = 0;
+    all[k++] = osb_xstrdup(cfg->runtime.type);
+    for (size_t i = 0; i < n; i++)
+        if (!strv_has(all, given[i]))
+            all[k++] = osb_xstrdup(given[i]);
+    free_strv(given);
+    cfg->secure_runtime.allowed = all;
+}
+
 static int cross_checks(struct ctx *c, struct osb_config *cfg)
 {
     int64_t max = cfg->server.max_sandbox_timeout_seconds,
@@ -563,7 +665,7 @@ static int cross_checks(struct ctx *c, struct osb_config *cfg)
         return bad(c, "server", "max_sandbox_timeout_seconds",
                    "must be 0 (no cap) or at least min_sandbox_timeout_seconds (%lld)",
                    (long long)min);
-    return 0;
+    return resolve_default(c, cfg);
 }
 
 /* Upstream keeps the level in [log] level = "INFO"; honour it unless
@@ -696,6 +798,7 @@ int osb_config_load(const char *path, struct osb_config *out, struct osb_err *er
         osb_config_free(&cfg);
         return -1;
     }
+    resolve_allowed(&cfg);
     if (!cfg.storage.volumes_dir)
         cfg.storage.volumes_dir = osb_xasprintf("%s/volumes", cfg.native.state_dir);
     apply_env(&cfg);
@@ -710,7 +813,7 @@ void osb_config_free(struct osb_config *cfg)
     free(cfg->path);
     for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {
         const struct option *o = &options[i];
-        if (o->kind == K_STRLIST || o->kind == K_PATHS)
+        if (o->kind == K_STRLIST || o->kind == K_PATHS || o->kind == K_BACKENDS)
             free_strv(*(char ***)field(cfg, o));
         else if (o->kind != K_IGNORED && o->kind != K_INT && o->kind != K_I64 &&
                  o->kind != K_SIZE && o->kind != K_BOOL)
@@ -756,7 +859,7 @@ static char *example_text(const char *subnet)
     const char *table = "";
     for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {
         const struct option *o = &options[i];
-        if (o->kind == K_IGNORED)
+        if (!o->doc) /* upstream keys kept only to be ignored */
             continue;
         bool first = strcmp(table, o->table) != 0;
         if (first)

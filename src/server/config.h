@@ -23,7 +23,8 @@ struct osb_config {
         char *log_level;                     /* "error" | "warn" | "info" (default) | "debug" */
     } server;
     struct {
-        char *type;       /* "native" (the only one today) */
+        char *type;       /* the default backend: "native" or "gvisor", after
+                             [secure_runtime] type is applied (docs/configuration.md) */
         char *execd_path; /* default: execd next to the server binary */
         char *init_path;  /* default: osb-sandbox-init next to the server binary */
     } runtime;
@@ -35,6 +36,10 @@ struct osb_config {
         bool user_namespaces;       /* default false (docs/runtime.md) */
         char *userns_range;         /* "start:count", default "100000:6553600" */
     } native;
+    struct {
+        char *platform; /* runsc --platform, default "ptrace" */
+        char *runsc;    /* NULL: runsc on PATH */
+    } gvisor;
     struct {
         char **insecure_registries; /* NULL-terminated; NULL = none */
         char **mirrors;             /* docker.io mirrors (base URLs); NULL = none */
@@ -57,6 +62,13 @@ struct osb_config {
     struct {
         char *mode; /* "dns+nft" (default) | "dns" */
     } egress;
+    struct {
+        char *type;              /* NULL = absent; "" or "gvisor" as written */
+        char **allowed;          /* backends a request may pick (NULL-terminated,
+                                     deduplicated, the default first); never NULL */
+        char *docker_runtime;    /* upstream's; accepted, ignored (NULL = absent) */
+        char *k8s_runtime_class; /* upstream's; accepted, ignored (NULL = absent) */
+    } secure_runtime;
     bool insecure; /* OPENSANDBOX_INSECURE_SERVER=YES */
 };
 

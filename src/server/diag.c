@@ -263,7 +263,22 @@ static void h_events(struct osb_http_req *req, void *ud)
     content_free(&c);
 }
 
-static void inspect(const struct osb_sbx *s, struct content *c)
+/* What its cgroups say now (osb_rt_stats), for a sandbox that runs. */
+static int usage(struct osb_server *srv, const struct osb_sbx *s, struct osb_buf *b)
+{
+    struct osb_rt *rt = osb_backend_get(srv, s->runtime, NULL, 0);
+    struct osb_rt_stats st;
+    struct osb_err err = {0};
+    if (!rt || !s->has_handle || (s->state != OSB_ST_RUNNING && s->state != OSB_ST_PAUSED))
+        return 0;
+    if (osb_rt_stats(rt, s->id, &st, &err) < 0)
+        return osb_buf_addf(b, "  usage: unavailable (%s)\n", err.msg);
+    return osb_buf_addf(b, "  memory: %llu bytes\n  cpu: %llu ns\n  pids: %llu\n",
+                        (unsigned long long)st.memory_bytes, (unsigned long long)st.cpu_usage_ns,
+                        (unsigned long long)st.pids);
+}
+
+static void inspect(struct osb_server *srv, const struct osb_sbx *s, struct content *c)
 {
     struct osb_buf *b = &c->text;
     char created[OSB_TIMEFMT_LEN], trans[OSB_TIMEFMT_LEN], exp[OSB_TIMEFMT_LEN] = "never";
@@ -275,13 +290,14 @@ static void inspect(const struct osb_sbx *s, struct content *c)
     char *md = json_dumps(s->metadata, JSON_COMPACT);
     int rc = osb_buf_addf(b,
                           "Sandbox %s\n  state: %s (%s) %s\n  since: %s\n  created: %s\n"
-                          "  expires: %s\n  spec: %s\n  metadata: %s\n",
+                          "  expires: %s\n  runtime: %s\n  spec: %s\n  metadata: %s\n",
                           s->id, osb_state_name(s->state), s->reason ? s->reason : "-",
-                          s->message ? s->message : "", trans, created, exp, spec ? spec : "{}",
-                          md ? md : "{}");
+                          s->message ? s->message : "", trans, created, exp, s->runtime,
+                          spec ? spec : "{}", md ? md : "{}");
     if (s->has_handle)
         rc |= osb_buf_addf(b, "  pid: %d\n  execd socket: %s\n  log: %s\n", (int)s->handle.pid,
                            s->handle.sock_path, s->handle.log_path);
+    rc |= usage(srv, s, b);
     if (rc < 0)
         c->full = true;
     free(spec);
@@ -295,7 +311,7 @@ static void h_inspect(struct osb_http_req *req, void *ud)
         return;
     struct content c;
     content_init(&c);
-    inspect(s, &c);
+    inspect(ud, s, &c);
     respond_text(req, &c);
     content_free(&c);
 }
@@ -310,7 +326,7 @@ static void h_summary(struct osb_http_req *req, void *ud)
         return;
     struct content c;
     content_init(&c);
-    inspect(s, &c);
+    inspect(srv, s, &c);
     if (osb_buf_adds(&c.text, "\nEvents:\n") < 0)
         c.full = true;
     read_events(srv, s, nev, &c);

@@ -248,11 +248,8 @@ static int start(struct osb_server *srv)
     struct osb_err err = {0};
     if (make_state_dir(cfg->native.state_dir) != 0 || lock_state_dir(cfg->native.state_dir) < 0)
         return 1;
-    if (osb_backends_open(srv, &err) < 0) {
-        char what[64];
-        snprintf(what, sizeof what, "open the %s runtime", cfg->runtime.type);
-        return fail(what, &err);
-    }
+    if (osb_backends_open(srv, &err) < 0)
+        return fail("open the runtimes", &err);
     if (osb_istore_open(cfg->native.state_dir, &srv->images, &err) < 0)
         return fail("image store", &err);
     if (open_store(srv) != 0)

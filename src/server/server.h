@@ -24,7 +24,7 @@ struct osb_istore;
 struct osb_pull;
 struct osb_snaps;
 
-/* Backends one server opens at most (today: the configured one). */
+/* Backends one server opens at most (the default + [secure_runtime] allowed). */
 #define OSB_SRV_MAX_BACKENDS 4
 
 struct osb_server {
@@ -32,7 +32,7 @@ struct osb_server {
     const struct osb_config *cfg;
     struct osb_rt *rts[OSB_SRV_MAX_BACKENDS]; /* opened backends (backends.c) */
     size_t n_rts;
-    struct osb_rt *rt;         /* the one new sandboxes run on: [runtime] type */
+    struct osb_rt *rt;         /* the default of new sandboxes (rts[0]): [runtime] type */
     struct osb_istore *images; /* the image store (pulled, imported, snapshots) */
     struct osb_pull *pulls;    /* pulls in flight (server/pull.c) */
     struct osb_snaps *snaps;   /* snapshot records (server/snapshots.c) */
@@ -82,9 +82,16 @@ int osb_sbx_save(struct osb_server *srv, struct osb_sbx *s, const char *ev_type,
                  struct osb_apierr *e) OSB_MUST_CHECK;
 
 /* ---- backends.c ---- */
-/* Open the configured backend ([runtime] type) as srv->rt. */
+/* Open the default backend ([runtime] type, after [secure_runtime] type)
+ * as srv->rt and every other one [secure_runtime] allowed names; a backend
+ * that cannot open fails the whole call (nothing stays open). */
 int osb_backends_open(struct osb_server *srv, struct osb_err *err) OSB_MUST_CHECK;
 void osb_backends_close(struct osb_server *srv);
+/* The backend a create asks for in extensions.runtime (name NULL: the
+ * default), or NULL with e filled (400 SANDBOX::RUNTIME_NOT_ALLOWED naming
+ * the allowed ones). */
+struct osb_rt *osb_backend_choose(struct osb_server *srv, const char *name,
+                                  struct osb_apierr *e) OSB_MUST_CHECK;
 /* The opened backend named name, or NULL (then msg gets why, naming the
  * backends this server has). */
 struct osb_rt *osb_backend_get(struct osb_server *srv, const char *name, char *msg,

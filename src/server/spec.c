@@ -838,7 +838,7 @@ static int parse_unsupported(json_t *body, struct osb_apierr *e)
     return 0;
 }
 
-static int parse_extensions(json_t *body, struct osb_apierr *e)
+static int parse_extensions(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
     json_t *x = osb_json_field(body, "extensions");
     if (!x)
@@ -856,6 +856,18 @@ static int parse_extensions(json_t *body, struct osb_apierr *e)
         return osb_apierr(e, "SANDBOX::UNSUPPORTED_POOL_REF",
                           "field 'extensions.poolRef': pools are only available with the "
                           "Kubernetes runtime");
+    json_t *rt = osb_json_field(x, "runtime");
+    if (rt) {
+        /* which backend may run it is the server's call (backends.c); here
+         * only the shape: a backend name is short and plain */
+        const char *n = json_string_value(rt);
+        if (!*n || strlen(n) > 31 ||
+            strspn(n, "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(n))
+            return osb_apierr(e, "SANDBOX::RUNTIME_NOT_ALLOWED",
+                              "field 'extensions.runtime' must be a runtime name such as "
+                              "\"native\" or \"gvisor\"");
+        out->runtime_req = osb_xstrdup(n);
+    }
     json_t *ext = osb_json_field(x, "access.renew.extend.seconds");
     if (ext) {
         char *end;
@@ -879,7 +891,7 @@ int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
         parse_env(body, out, e) < 0 || parse_metadata(body, out, e) < 0 ||
         parse_platform(body, out, e) < 0 || parse_volumes(body, out, e) < 0 ||
         parse_unsupported(body, e) < 0 || parse_network_policy(body, out, e) < 0 ||
-        parse_extensions(body, e) < 0) {
+        parse_extensions(body, out, e) < 0) {
         osb_spec_free(out);
         return -1;
     }
@@ -890,6 +902,7 @@ void osb_spec_free(struct osb_create_spec *s)
 {
     free(s->image);
     free(s->snapshot_id);
+    free(s->runtime_req);
     free(s->auth_user);
     if (s->auth_pass)
         explicit_bzero(s->auth_pass, strlen(s->auth_pass));

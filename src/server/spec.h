@@ -61,6 +61,7 @@ struct osb_create_spec {
      * network slot. */
     struct osb_sandbox_spec sb;
     struct osb_image_res img; /* the image, resolved once (osb_spec_resolve) */
+    char *runtime_req;        /* extensions.runtime as asked, or NULL (the server's default) */
     const char *runtime;      /* the backend to run on (a constant name; set by the server) */
     int64_t timeout_s;        /* 0 = manual cleanup */
     json_t *metadata;         /* object of strings, never NULL */

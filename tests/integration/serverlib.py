@@ -7,7 +7,8 @@
         extra: TOML text appended to the config (e.g. an [image] table)
         native: TOML lines added to its [native] table (e.g. user_namespaces = true);
                 OSB_TEST_USERNS=1 in the environment adds user_namespaces = true to all
-                OSB_TEST_RUNTIME=gvisor makes [runtime] type = "gvisor" the default of all
+        runtime: the [runtime] type (e.g. "gvisor"); default: $OSB_TEST_RUNTIME (a whole
+                 suite against another backend), else the server's (native)
         tmp_dir: where the temp dir (config, log, state) is made; default $TMPDIR
         s.url, s.port, s.state_dir, s.proc, s.log_text()
         s.req(method, path, ...)          osbtest.Client.req plus OPEN-SANDBOX-API-KEY
@@ -227,7 +228,7 @@ class ProxyExecd(Client):
 
 class Server(Client):
     def __init__(self, api_key=None, min_timeout=1, max_timeout=0, extra="", state_dir=None,
-                 env=None, start_timeout=10.0, tmp_dir=None, native=""):
+                 env=None, start_timeout=10.0, tmp_dir=None, native="", runtime=None):
         Client.__init__(self, "127.0.0.1", free_port())
         self.api_key = api_key
         self.tmp = tempfile.mkdtemp(prefix="osb-srv-", dir=tmp_dir)
@@ -245,8 +246,11 @@ class Server(Client):
                  "max_sandbox_timeout_seconds = %d" % max_timeout]
         if api_key:
             lines.append("api_key = %s" % _json.dumps(api_key))
-        lines += ["[runtime]", "execd_path = %s" % _json.dumps(EXECD_BIN),
-                  "[native]", "state_dir = %s" % _json.dumps(self.state_dir), native]
+        lines += ["[runtime]", "execd_path = %s" % _json.dumps(EXECD_BIN)]
+        runtime = runtime or os.environ.get("OSB_TEST_RUNTIME")
+        if runtime:
+            lines.append("type = %s" % _json.dumps(runtime))
+        lines += ["[native]", "state_dir = %s" % _json.dumps(self.state_dir), native]
         if os.environ.get("OSB_TEST_USERNS") and "user_namespaces" not in native:
             # Run a whole suite with user namespaces on (both modes must pass).
             lines.append("user_namespaces = true")
@@ -260,10 +264,6 @@ class Server(Client):
             self.subnet = free_subnet()
             lines += ["[network]", 'dns_upstreams = ["127.0.0.1:9"]', "pool_size = 2",
                       'subnet = "%s"' % self.subnet]
-        if os.environ.get("OSB_TEST_RUNTIME") and not any(l.startswith("type = ") for l in lines):
-            # Run a whole suite against another backend (OSB_TEST_RUNTIME=gvisor).
-            lines.insert(lines.index("[runtime]") + 1,
-                         "type = %s" % _json.dumps(os.environ["OSB_TEST_RUNTIME"]))
         lines += [extra, ""]
         with open(self.config, "w") as f:
             f.write("\n".join(lines))

@@ -583,6 +583,9 @@ def test_delete_failed(s):
     insp = s.get("/v1/sandboxes/%s/diagnostics/inspect" % sb["id"]).text
     m = re.search(r"pid: (\d+)", insp)
     t.ok(m, "inspect shows the PID 1", insp)
+    u = re.search(r"^  memory: (\d+) bytes\n  cpu: (\d+) ns\n  pids: (\d+)$", insp, re.M)
+    t.ok(u and int(u.group(1)) > 0 and int(u.group(3)) >= 1,
+         "inspect shows the running sandbox's usage (osb_rt_stats)", insp)
     if not m:
         return
     os.kill(int(m.group(1)), 9)

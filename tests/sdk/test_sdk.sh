@@ -7,8 +7,10 @@
 # process behind, stops the server and removes the state dir.
 #
 # Environment: SDK_TEST_FILES (space-separated subset of *.test.mjs),
-# OSB_SDK_IMAGE (default "host"), OSB_SDK_SERVER (another server binary),
-# SDK_KEEP=1 keeps the state dir and log.
+# OSB_SDK_IMAGE (default "host"; "busybox" is imported from
+# scripts/make-image-busybox.sh first), OSB_SDK_RUNTIME (the server's
+# [runtime] type: "native", the default, or "gvisor"; test_sdk_gvisor.sh),
+# OSB_SDK_SERVER (another server binary), SDK_KEEP=1 keeps the state dir and log.
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -18,6 +20,12 @@ SERVER=${OSB_SDK_SERVER:-$ROOT/$BUILD/bin/opensandbox-server}
 
 fail() { echo "not ok - sdk: $1"; shift; for l in "$@"; do echo "# $l"; done; exit 1; }
 
+runtime=${OSB_SDK_RUNTIME:-native}
+case $runtime in
+native) ;;
+gvisor) command -v runsc >/dev/null || fail "OSB_SDK_RUNTIME=gvisor but runsc is not installed (apt-get install runsc)" ;;
+*) fail "OSB_SDK_RUNTIME=$runtime: want native or gvisor" ;;
+esac
 [ -x "$SERVER" ] || fail "$BUILD/bin/opensandbox-server does not exist (run make first)"
 command -v node >/dev/null || fail "node is not installed (scripts/install-deps.sh installs nodejs and npm)"
 
@@ -63,7 +71,7 @@ port = $port
 api_key = "$key"
 
 [runtime]
-type = "native"
+type = "$runtime"
 
 [native]
 state_dir = "$state"
@@ -126,6 +134,10 @@ reap_leaks() {
     subs=$(for d in $cgdirs; do find "$d" -mindepth 1 -type d; done)
     procs=$(for d in $cgdirs; do find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null; done | sort -un)
     mounts=$(awk -v p="$tmp/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo)
+    # gVisor's runsc processes run outside those cgroups; they name the state
+    # dir (so does the grep itself, gone by the time of the -e test).
+    procs=$(for p in $procs $(grep -lF "$state/" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3); do
+        [ -e "/proc/$p" ] && echo "$p"; done | sort -un)
     for d in $subs; do echo "#   leaked cgroup $d"; done
     for m in $mounts; do echo "#   leaked mount $m"; done
     for p in $procs; do echo "#   leaked process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; done
@@ -151,6 +163,12 @@ import sys
 h = 2166136261
 for c in sys.argv[1].encode(): h = ((h ^ c) * 16777619) & 0xffffffff
 print("opensandbox-%08x" % h)' "$state")
+if [ "${OSB_SDK_IMAGE:-host}" = busybox ]; then
+    "$ROOT/scripts/make-image-busybox.sh" "$tmp/busybox.tar" &&
+        "$SERVER" --config "$tmp/sandbox.toml" image import busybox "$tmp/busybox.tar" >"$tmp/import.log" 2>&1 ||
+        fail "could not import the busybox image" "$(tail -5 "$tmp/import.log")"
+fi
+
 env -u OPENSANDBOX_SERVER_API_KEY -u OPENSANDBOX_INSECURE_SERVER \
     "$SERVER" --config "$tmp/sandbox.toml" >"$tmp/server.log" 2>&1 &
 server_pid=$!

@@ -1,8 +1,8 @@
 /* The OCI bundle's config.json: execd as the process, the overlay root
  * the create step mounts, execd's socket directory and binary as binds,
  * the root's /tmp and the volumes as binds of their staging entries
- * (mounts.c), the network
- * slot's namespace when given. */
+ * (mounts.c), the limits (cgroup.c), the network slot's namespace when
+ * given. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +26,10 @@ static json_t *process_args(const struct osb_sandbox_spec *s)
     if (s->user) {
         json_array_append_new(a, json_string("--user"));
         json_array_append_new(a, json_string(s->user));
+    }
+    if (!s->keep_running) { /* the end report: runsc create's stdin (watch.c) */
+        json_array_append_new(a, json_string("--report-to-fd"));
+        json_array_append_new(a, json_string("0"));
     }
     json_array_append_new(a, json_string("--"));
     for (size_t i = 0; s->entrypoint[i]; i++)
@@ -114,7 +118,6 @@ static json_t *namespaces(const struct osb_sandbox_spec *s)
 int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *s, const char *dir,
                         struct osb_err *err)
 {
-    (void)rt;
     char sock[PATH_MAX + 8], bin[PATH_MAX + 8], path[PATH_MAX + 16];
     snprintf(sock, sizeof sock, "%s/sock", dir);
     snprintf(bin, sizeof bin, "%s/bin", dir);
@@ -136,6 +139,7 @@ int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *
         mounts, "linux", "namespaces", namespaces(s));
     if (!cfg)
         return osb_err_set(err, OSB_E_INTERNAL, "cannot build config.json for `%s`", s->id);
+    osb_gv_add_limits(rt, s, json_object_get(cfg, "linux"));
     size_t len;
     char *text = osb_json_dump(cfg, &len);
     json_decref(cfg);

@@ -34,6 +34,8 @@ struct osb_gv_create {
     int64_t disk;
     bool network;
     struct osb_gv_trees trees;
+    bool report;   /* not keep_running: execd reports the entrypoint's end */
+    int report_fd; /* during build: the report FIFO, runsc create's stdin */
     osb_rt_create_cb cb;
     void *ud;
     struct osb_rt_handle h;
@@ -64,7 +66,7 @@ static int copy_file(const char *src, const char *dst, struct osb_err *err)
 /* The forked child: only system calls until exec (the parent has
  * threads). */
 static void child_exec(const char *dir, const char *tmpfs_opts, const char *ovl_opts,
-                       const struct osb_gv_trees *trees, char *const *argv, int log_fd)
+                       const struct osb_gv_trees *trees, char *const *argv, int log_fd, int in_fd)
 {
     char rw[PATH_MAX + 8], upper[PATH_MAX + 16], work[PATH_MAX + 16], root[PATH_MAX + 8];
     snprintf(rw, sizeof rw, "%s/rw", dir);
@@ -83,9 +85,9 @@ static void child_exec(const char *dir, const char *tmpfs_opts, const char *ovl_
         dprintf(2, "gvisor: preparing the root (%s): %s\n", step, strerror(errno));
         _exit(126);
     }
-    int null = open("/dev/null", O_RDONLY);
-    if (null >= 0)
-        dup2(null, 0);
+    int in = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
+    if (in >= 0)
+        dup2(in, 0);
     execv(argv[0], argv);
     dprintf(2, "gvisor: exec %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -109,7 +111,6 @@ static int run_create(struct osb_gv_create *c, int log_fd, struct osb_err *err)
                     plat,
                     c->network ? "--network=host" : "--network=none",
                     "--host-uds=create",
-                    "--ignore-cgroups",
                     "create",
                     bundle,
                     c->id,
@@ -118,24 +119,14 @@ static int run_create(struct osb_gv_create *c, int log_fd, struct osb_err *err)
     if (pid < 0)
         return osb_err_sys(err, "fork");
     if (pid == 0)
-        child_exec(c->dir, tmpfs_opts, ovl_opts, &c->trees, argv, log_fd);
+        child_exec(c->dir, tmpfs_opts, ovl_opts, &c->trees, argv, log_fd, c->report_fd);
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             return osb_err_sys(err, "waitpid");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        char log[PATH_MAX + 8], tail[512] = "";
-        snprintf(log, sizeof log, "%s/log", c->dir);
-        int fd = open(log, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            off_t end = lseek(fd, 0, SEEK_END);
-            ssize_t n = pread(fd, tail, sizeof tail - 1, end > 511 ? end - 511 : 0);
-            tail[n > 0 ? n : 0] = '\0';
-            close(fd);
-        }
-        size_t len = strlen(tail);
-        while (len && tail[len - 1] == '\n')
-            tail[--len] = '\0';
+        char tail[512];
+        osb_gv_log_tail(log_fd, tail, sizeof tail);
         return osb_err_set(err, OSB_E_INTERNAL, "runsc create failed: %s", tail);
     }
     return 0;
@@ -192,11 +183,14 @@ static int build(struct osb_gv_create *c, struct osb_err *err)
 {
     char status[32];
     snprintf(c->h.log_path, sizeof c->h.log_path, "%s/log", c->dir);
-    int log_fd = open(c->h.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int log_fd = osb_gv_fifo(c->dir, OSB_GV_LOG_FIFO, err);
     if (log_fd < 0)
-        return osb_err_sys(err, "open %s", c->h.log_path);
-    int rc = run_create(c, log_fd, err);
+        return -1;
+    c->report_fd = c->report ? osb_gv_fifo(c->dir, OSB_GV_REPORT_FIFO, err) : -1;
+    int rc = c->report && c->report_fd < 0 ? -1 : run_create(c, log_fd, err);
     close(log_fd);
+    if (c->report_fd >= 0)
+        close(c->report_fd);
     const char *start[] = {"start", c->id, NULL};
     struct osb_buf out;
     osb_buf_init(&out, 64u << 10);
@@ -238,6 +232,8 @@ static void after_cb(uv_work_t *w, int status)
                             "sandbox `%s` was deleted while it was "
                             "being created",
                             c->id);
+    if (c->rc == 0 && !rt->closing)
+        c->rc = osb_gv_attach_log(rt, c->id, &c->h, &c->err);
     if (c->rc < 0)
         osb_gv_teardown(rt, c->id, false);
     if (!rt->closing)
@@ -326,6 +322,7 @@ int osb_gv_create(struct osb_rt *base, const struct osb_sandbox_spec *s, osb_rt_
     c->lower = join_layers(s->layers, s->image_host ? rt->host_root : NULL);
     c->disk = s->disk_bytes ? s->disk_bytes : OSB_LIMIT_DEFAULT_DISK;
     c->network = s->netns != NULL;
+    c->report = !s->keep_running;
     c->cb = cb;
     c->ud = ud;
     c->work.data = c;

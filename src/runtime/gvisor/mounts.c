@@ -4,7 +4,7 @@
  * of the child that execs `runsc create`, so runsc's gofer (which copies
  * that namespace) serves them and no host namespace ever holds one.
  *
- * Sources are resolved on the pool thread, before the fork: a volume
+ * Sources are resolved on the loop thread at create, before the fork: a volume
  * beneath its allowed root with openat2(RESOLVE_BENEATH) (a symlink
  * swapped in since the server's check cannot lead outside), then cloned
  * with open_tree into a detached mount made nosuid, nodev and read-only

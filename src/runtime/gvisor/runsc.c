@@ -12,6 +12,7 @@
 #include "common/fstree.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/xalloc.h"
 #include "runtime/gvisor/state.h"
 
 extern char **environ;
@@ -24,6 +25,20 @@ int osb_gv_check_id(const char *id, struct osb_err *err)
                    "0123456789-") != n)
         return osb_err_set(err, OSB_E_INVALID, "invalid sandbox id `%s`", id ? id : "");
     return 0;
+}
+
+/* Once closed and no handle of the backend is open any more. */
+void osb_gv_maybe_free(struct osb_gv *rt)
+{
+    if (!rt->closing || rt->open_handles)
+        return;
+    free(rt->runsc);
+    free(rt->platform);
+    free(rt->root_dir);
+    free(rt->sandboxes_dir);
+    free(rt->execd_path);
+    free(rt->host_root);
+    free(rt);
 }
 
 void osb_gv_dir(const struct osb_gv *rt, const char *id, char *out, size_t n)
@@ -51,13 +66,9 @@ int osb_gv_runsc(const struct osb_gv *rt, bool network, const char *const *args,
     char root[PATH_MAX + 8], platform[64];
     snprintf(root, sizeof root, "--root=%s", rt->root_dir);
     snprintf(platform, sizeof platform, "--platform=%s", rt->platform);
-    const char *argv[32] = {rt->runsc,
-                            root,
-                            platform,
-                            network ? "--network=host" : "--network=none",
-                            "--host-uds=create",
-                            "--ignore-cgroups"};
-    size_t j = 6;
+    const char *argv[32] = {rt->runsc, root, platform,
+                            network ? "--network=host" : "--network=none", "--host-uds=create"};
+    size_t j = 5;
     for (size_t i = 0; args[i] && j < sizeof argv / sizeof argv[0] - 1; i++)
         argv[j++] = args[i];
     argv[j] = NULL;
@@ -131,6 +142,109 @@ int osb_gv_state(const struct osb_gv *rt, const char *id, pid_t *pid, char *stat
     return 0;
 }
 
+/* Runs runsc with only args (no global flags), output into out. */
+static int run_plain(const char *runsc, const char *const *args, struct osb_buf *out,
+                     struct osb_err *err)
+{
+    const char *argv[8] = {runsc};
+    for (size_t i = 0; args[i] && i < 6; i++)
+        argv[i + 1] = args[i];
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return osb_err_sys(err, "pipe");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+    pid_t pid;
+    int rc = posix_spawn(&pid, runsc, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    if (rc == 0)
+        read_all(p[0], out);
+    close(p[0]);
+    if (rc != 0) {
+        errno = rc;
+        return osb_err_sys(err, "spawn %s", runsc);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return osb_err_sys(err, "waitpid runsc");
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return osb_err_set(err, OSB_E_UNSUPPORTED, "`%s %s` failed (status %d)", runsc, args[0],
+                           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    if (osb_buf_add(out, "", 1) < 0) /* NUL-terminated */
+        return osb_err_set(err, OSB_E_INTERNAL, "`%s %s`: output too long", runsc, args[0]);
+    return 0;
+}
+
+static bool has_line(const char *text, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (strncmp(l, word, n) == 0 && (l[n] == '\n' || l[n] == '\0'))
+            return true;
+    return false;
+}
+
+static char *find_on_path(void)
+{
+    const char *path = getenv("PATH");
+    char buf[PATH_MAX];
+    for (const char *p = path ? path : "/usr/sbin:/usr/bin"; p && *p;) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/runsc", (int)n, p);
+        if (access(buf, X_OK) == 0)
+            return osb_xstrdup(buf);
+        p = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+int osb_gv_probe(struct osb_gv *rt, const char *runsc, struct osb_err *err)
+{
+    if (runsc && access(runsc, X_OK) < 0)
+        return osb_err_sys(err, "[gvisor] runsc `%s` is not an executable file", runsc);
+    rt->runsc = runsc ? osb_xstrdup(runsc) : find_on_path();
+    if (!rt->runsc)
+        return osb_err_set(err, OSB_E_UNSUPPORTED,
+                           "the gvisor runtime needs runsc on PATH or [gvisor] runsc "
+                           "(Debian: apt-get install runsc)");
+    struct osb_buf out;
+    osb_buf_init(&out, 64u << 10);
+    const char *help[] = {"help", "platforms", NULL};
+    if (run_plain(rt->runsc, help, &out, err) < 0) {
+        osb_buf_free(&out);
+        return -1;
+    }
+    bool known = has_line(out.data, rt->platform);
+    if (!known) {
+        size_t n = strlen(out.data);
+        while (n && out.data[n - 1] == '\n')
+            out.data[--n] = '\0';
+        for (size_t i = 0; i < n; i++)
+            if (out.data[i] == '\n')
+                out.data[i] = ' ';
+        osb_err_set(err, OSB_E_INVALID,
+                    "[gvisor] platform `%s`: %s knows only: %s (docs/internals/gvisor.md)",
+                    rt->platform, rt->runsc, out.data);
+        osb_buf_free(&out);
+        return -1;
+    }
+    osb_buf_reset(&out);
+    const char *ver[] = {"--version", NULL};
+    int rc = run_plain(rt->runsc, ver, &out, err);
+    const char *v = rc == 0 ? strstr(out.data, "version ") : NULL;
+    size_t vn = v ? strcspn(v + 8, "\n") : 0;
+    snprintf(rt->describe, sizeof rt->describe, "gvisor (%s %.*s, platform %s)", rt->runsc, (int)vn,
+             v ? v + 8 : "", rt->platform);
+    osb_buf_free(&out);
+    return rc;
+}
+
 void osb_gv_teardown(const struct osb_gv *rt, const char *id, bool keep_log)
 {
     struct osb_err err = {0};
@@ -149,7 +263,8 @@ void osb_gv_teardown(const struct osb_gv *rt, const char *id, bool keep_log)
         osb_fs_discard_tree(dir);
         return;
     }
-    static const char *const parts[] = {"config.json", "rootfs", "rw", "sock", "bin"};
+    static const char *const parts[] = {"config.json",   "rootfs",          "rw", "sock", "bin",
+                                        OSB_GV_LOG_FIFO, OSB_GV_REPORT_FIFO};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char p[PATH_MAX + 32];
         snprintf(p, sizeof p, "%s/%s", dir, parts[i]);

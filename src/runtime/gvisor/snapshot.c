@@ -192,6 +192,7 @@ static void snap_done(uv_work_t *w, int status)
         sn->cb(sn->ud, sn->rc < 0 ? &sn->err : NULL);
     free(sn->dst);
     free(sn);
+    osb_gv_maybe_free(rt);
 }
 
 int osb_gv_snapshot(struct osb_rt *base, const char *id, const struct osb_rt_handle *h,

@@ -1,7 +1,7 @@
 /* The helper's cgroup work: one directory per hierarchy (v1) or one v2
  * directory, limits written before any sandbox process exists, so that the
  * clone()d PID 1 and everything it forks start inside. Paths come from the
- * runtime (native/cgroup.c decides the layout).
+ * runtime (runtime/cgroupfs.c decides the layout).
  *
  * Joining is done without the kernel's global cgroup_threadgroup_rwsem,
  * whose write side waits for an RCU grace period (~10 ms here, most of a

@@ -13,7 +13,7 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "runtime/init/spec.h"
-#include "runtime/native/logdrain.h"
+#include "runtime/logdrain.h"
 #include "runtime/native/state.h"
 
 struct osb_nat_log {

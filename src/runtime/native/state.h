@@ -20,7 +20,7 @@
 #include <uv.h>
 
 #include "common/buf.h"
-#include "runtime/native/cgroup.h"
+#include "runtime/cgroupfs.h"
 #include "runtime/native/idrange.h"
 #include "runtime/hostimage.h"
 #include "runtime/runtime.h"

@@ -1,4 +1,4 @@
-/* The output pipe drained into a bounded log (runtime/native/logdrain.c):
+/* The output pipe drained into a bounded log (runtime/logdrain.c):
  * 2 MiB of numbered lines through a pipe into a 256 KiB bound, on a disk
  * filesystem (FALLOC_FL_COLLAPSE_RANGE) and on tmpfs (the tail-copy path):
  * the file never passes the bound, keeps the latest lines in order, and
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/fstree.h"
-#include "runtime/native/logdrain.h"
+#include "runtime/logdrain.h"
 #include "tap.h"
 
 #define BOUND (256u << 10)

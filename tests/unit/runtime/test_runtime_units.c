@@ -10,7 +10,7 @@
 
 #include "common/fsutil.h"
 #include "runtime/init/spec.h"
-#include "runtime/native/cgroup.h"
+#include "runtime/cgroupfs.h"
 #include "runtime/runtime.h"
 #include "common/fstree.h"
 #include "image/store.h"

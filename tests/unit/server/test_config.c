@@ -562,6 +562,115 @@ static void test_storage(void)
                "typo in [storage]");
 }
 
+/* allowed as one comma-joined string, for comparing. */
+static const char *joined(char *const *v)
+{
+    static char buf[256];
+    buf[0] = 0;
+    for (size_t i = 0; v && v[i]; i++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "", v[i]);
+    return buf;
+}
+
+static void test_secure_default(void)
+{
+    clean_env();
+    struct osb_config c = load_ok("", "no [secure_runtime]");
+    IS_STR(c.runtime.type, "native", "default backend native");
+    IS_STR(joined(c.secure_runtime.allowed), "native", "allowed: only the default");
+    OK(!c.secure_runtime.type && !c.secure_runtime.docker_runtime &&
+           !c.secure_runtime.k8s_runtime_class,
+       "upstream keys unset");
+    osb_config_free(&c);
+    struct osb_err e = {0};
+    OK(osb_config_load(NULL, &c, &e) == 0, "built-in defaults");
+    IS_STR(joined(c.secure_runtime.allowed), "native", "defaults: allowed is the default");
+    osb_config_free(&c);
+}
+
+static void test_secure_type(void)
+{
+    clean_env();
+    struct osb_config c = load_ok("[secure_runtime]\ntype = \"gvisor\"\n", "type gvisor");
+    IS_STR(c.runtime.type, "gvisor", "secure_runtime.type gvisor is the default backend");
+    IS_STR(joined(c.secure_runtime.allowed), "gvisor", "allowed: gvisor only");
+    osb_config_free(&c);
+    c = load_ok("[runtime]\ntype = \"native\"\n[secure_runtime]\ntype = \"gvisor\"\n",
+                "runtime native + secure gvisor (upstream's docker + runsc)");
+    IS_STR(c.runtime.type, "gvisor", "gvisor wins over native");
+    osb_config_free(&c);
+    c = load_ok("[runtime]\ntype = \"gvisor\"\n[secure_runtime]\ntype = \"gvisor\"\n",
+                "both gvisor");
+    IS_STR(c.runtime.type, "gvisor", "both say gvisor");
+    osb_config_free(&c);
+    c = load_ok("[secure_runtime]\ntype = \"\"\n", "type \"\" (upstream: none)");
+    IS_STR(c.runtime.type, "native", "empty type: native");
+    IS_STR(c.secure_runtime.type, "", "empty type kept as written");
+    osb_config_free(&c);
+    load_fails("[runtime]\ntype = \"gvisor\"\n[secure_runtime]\ntype = \"\"\n",
+               "FILE:4: [secure_runtime] type: \"\" contradicts [runtime] type = \"gvisor\"; "
+               "set one of them only",
+               "empty secure type contradicts runtime gvisor");
+    load_fails("[secure_runtime]\ntype = \"kata\"\n",
+               "FILE:2: [secure_runtime] type: secure runtime 'kata' does not exist in this "
+               "server yet; the runtimes are: native, gvisor (use \"gvisor\", or \"\" for "
+               "[runtime] type)",
+               "kata: not yet");
+    load_fails("[secure_runtime]\n\ntype = \"firecracker\"\n",
+               "FILE:3: [secure_runtime] type: secure runtime 'firecracker' does not exist in "
+               "this server yet; the runtimes are: native, gvisor (use \"gvisor\", or \"\" for "
+               "[runtime] type)",
+               "firecracker: not yet, with its line");
+    load_fails("[secure_runtime]\ntype = \"native\"\n",
+               "FILE:2: [secure_runtime] type: unknown secure runtime 'native' (expected \"\" or "
+               "\"gvisor\")",
+               "native is not a secure runtime");
+    load_fails("[secure_runtime]\ntype = 1\n", "FILE:2: [secure_runtime] type: must be a string",
+               "type not a string");
+}
+
+static void test_secure_allowed(void)
+{
+    clean_env();
+    struct osb_config c =
+        load_ok("[secure_runtime]\nallowed = [\"native\", \"gvisor\"]\n", "allowed both");
+    IS_STR(c.runtime.type, "native", "default still native");
+    IS_STR(joined(c.secure_runtime.allowed), "native,gvisor", "allowed: default first");
+    osb_config_free(&c);
+    c = load_ok("[secure_runtime]\ntype = \"gvisor\"\nallowed = [\"native\", \"gvisor\", "
+                "\"native\"]\n",
+                "allowed with a repeat, gvisor default");
+    IS_STR(joined(c.secure_runtime.allowed), "gvisor,native", "deduplicated, default first");
+    osb_config_free(&c);
+    c = load_ok("[secure_runtime]\nallowed = [\"gvisor\"]\n", "allowed without the default");
+    IS_STR(joined(c.secure_runtime.allowed), "native,gvisor", "the default is always allowed");
+    osb_config_free(&c);
+    c = load_ok("[secure_runtime]\nallowed = []\n", "allowed empty");
+    IS_STR(joined(c.secure_runtime.allowed), "native", "empty: the default only");
+    osb_config_free(&c);
+    load_fails("[secure_runtime]\nallowed = [\"native\", \"runc\"]\n",
+               "FILE:2: [secure_runtime] allowed: element 1: unknown runtime 'runc' (there is: "
+               "native, gvisor)",
+               "unknown name in allowed");
+    load_fails("[secure_runtime]\nallowed = [\"kata\"]\n",
+               "FILE:2: [secure_runtime] allowed: element 0: this server has no runtime 'kata' "
+               "(there is: native, gvisor)",
+               "kata in allowed");
+    load_fails("[secure_runtime]\nallowed = \"gvisor\"\n",
+               "FILE:2: [secure_runtime] allowed: must be an array of strings",
+               "allowed not an array");
+    load_fails("[secure_runtime]\nalowed = []\n",
+               "FILE:2: [secure_runtime] alowed: unknown key (did you mean 'allowed'?)",
+               "typo in [secure_runtime]");
+    c = load_ok("[secure_runtime]\ntype = \"gvisor\"\ndocker_runtime = \"runsc\"\n"
+                "k8s_runtime_class = \"gvisor\"\n",
+                "upstream's docker_runtime and k8s_runtime_class accepted");
+    IS_STR(c.secure_runtime.docker_runtime, "runsc", "docker_runtime kept (for the log line)");
+    IS_STR(c.secure_runtime.k8s_runtime_class, "gvisor", "k8s_runtime_class kept");
+    IS_STR(c.runtime.type, "gvisor", "and gvisor is the default");
+    osb_config_free(&c);
+}
+
 int main(void)
 {
     char tmpl[] = "/tmp/osb-config-test.XXXXXX";
@@ -576,6 +685,9 @@ int main(void)
     test_errors();
     test_example();
     test_storage();
+    test_secure_default();
+    test_secure_type();
+    test_secure_allowed();
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0)

@@ -177,6 +177,22 @@ static void test_invalid(void)
     expect_error("{" BASE ",\"secureAccess\":true}", 400, bad, "secureAccess");
     expect_error("{" BASE ",\"extensions\":{\"poolRef\":\"p\"}}", 400,
                  "SANDBOX::UNSUPPORTED_POOL_REF", "poolRef");
+    expect_error("{" BASE ",\"extensions\":{\"runtime\":\"\"}}", 400,
+                 "SANDBOX::RUNTIME_NOT_ALLOWED", "extensions.runtime");
+    expect_error("{" BASE ",\"extensions\":{\"runtime\":\"G Visor\"}}", 400,
+                 "SANDBOX::RUNTIME_NOT_ALLOWED", "extensions.runtime");
+    expect_error("{" BASE ",\"extensions\":{\"runtime\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}}",
+                 400, "SANDBOX::RUNTIME_NOT_ALLOWED", "extensions.runtime");
+    expect_error("{" BASE ",\"extensions\":{\"runtime\":1}}", 400, bad, "extensions.runtime");
+    struct osb_create_spec r;
+    struct osb_apierr e = {0};
+    IS_INT(parse("{" BASE ",\"extensions\":{\"runtime\":\"gvisor\"}}", &r, &e), 0,
+           "extensions.runtime parsed");
+    IS_STR(r.runtime_req, "gvisor", "the runtime asked for is kept for the server to check");
+    osb_spec_free(&r);
+    IS_INT(parse("{" BASE "}", &r, &e), 0, "no extensions");
+    OK(r.runtime_req == NULL, "no runtime asked: NULL (the server's default)");
+    osb_spec_free(&r);
 }
 
 #define VOL(x) "{" BASE ",\"volumes\":[" x "]}"

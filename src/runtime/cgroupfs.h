@@ -1,5 +1,7 @@
-/* cgroups of the native runtime: where sandboxes' cgroups go, and the
- * operations on a sandbox's set of cgroups (freeze, kill, remove, stats).
+/* cgroups of sandboxes: where they go, and the operations on a sandbox's
+ * set of cgroups (freeze, kill, remove, stats). The native backend uses
+ * all of it; the gvisor backend the detection (its plan, under a base of
+ * its own) and the stats, since runsc creates and removes its cgroups.
  *
  * Layout: every sandbox gets "<own cgroup>/opensandbox-<hash>/<id>" in each
  * hierarchy it uses, where <own cgroup> is the server's cgroup in that
@@ -18,8 +20,8 @@
  * The helper records each sandbox's directories in <sandbox dir>/sandbox,
  * so a restarted server operates on the directories the sandbox really
  * has even if its own cgroup changed. */
-#ifndef OSB_RT_CGROUP_H
-#define OSB_RT_CGROUP_H
+#ifndef OSB_RT_CGROUPFS_H
+#define OSB_RT_CGROUPFS_H
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>

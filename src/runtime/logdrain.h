@@ -38,6 +38,9 @@ void osb_logdrain_close(struct osb_logdrain *d, osb_logdrain_closed_cb cb, void 
  * loop: a sandbox that is being stopped keeps its last output. No-op while
  * a trim runs. */
 void osb_logdrain_flush(struct osb_logdrain *d);
+/* Appends text, the runtime's own words about the sandbox, after what the
+ * pipe holds now (flushed first). No-op while a trim runs. */
+void osb_logdrain_note(struct osb_logdrain *d, const char *text);
 /* Whether every writer has closed the pipe and all of it is in the file. */
 bool osb_logdrain_done(const struct osb_logdrain *d);
 #endif

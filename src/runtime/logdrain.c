@@ -1,5 +1,5 @@
 /* A sandbox's output pipe into its bounded log (logdrain.h). */
-#include "runtime/native/logdrain.h"
+#include "runtime/logdrain.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -196,6 +196,17 @@ void osb_logdrain_flush(struct osb_logdrain *d)
         append(d, d->buf, (size_t)n);
         left = (uint64_t)n >= left ? 0 : left - (uint64_t)n;
     }
+}
+
+void osb_logdrain_note(struct osb_logdrain *d, const char *text)
+{
+    if (d->working)
+        return;
+    osb_logdrain_flush(d);
+    size_t n = strlen(text);
+    if (d->size + n > d->max)
+        d->size = trim_file(d->file_fd, d->size, d->keep);
+    append(d, text, n);
 }
 
 bool osb_logdrain_done(const struct osb_logdrain *d)

@@ -1,4 +1,4 @@
-#include "runtime/native/cgroup.h"
+#include "runtime/cgroupfs.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,9 @@
+#!/usr/bin/python3
+"""The isolation suite (isolation.py) in mode "native"."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import isolation  # noqa: E402
+
+isolation.main("native")
