@@ -78,13 +78,13 @@ def test_host_image(s):
          and not os.path.exists(skel + "/opt/app"),
          "they reach neither the host's /etc nor the host image's skeleton")
     probe = ("import errno, os\n"
-             "for d in %r + ['/usr/bin', '/usr/lib']:\n"
+             "for d in %r + ['/usr/bin', '/usr/lib', '/run/opensandbox-bin']:\n"
              "    try:\n"
              "        open(d + '/osb-g2-w', 'w')\n"
              "        print(d, 'WRITABLE')\n"
              "    except OSError as e:\n"
              "        print(d, errno.errorcode[e.errno])\n"
-             "for f in ['/usr/bin/python3']:\n"
+             "for f in ['/usr/bin/python3', '/run/opensandbox-bin/execd']:\n"
              "    try:\n"
              "        os.chmod(f, 0o777)\n"
              "        print(f, 'CHMOD')\n"
@@ -92,12 +92,31 @@ def test_host_image(s):
              "        print(f, errno.errorcode[e.errno])\n") % host_dirs()
     rc, out = py(x, probe)
     t.ok(rc == 0 and out and all(l.endswith(" EROFS") for l in out),
-         "nothing of the host is writable inside (EROFS)", out)
+         "nothing of the host is writable inside, nor execd's binary (EROFS)", out)
     t.ok(not any(os.path.exists(d + "/osb-g2-w") for d in host_dirs() + ["/usr/bin", "/usr/lib"]),
          "and nothing was written on the host")
     t.eq(leaked_mounts(os.path.join(s.state_dir, "gvisor")), [],
          "the binds exist in no host mount namespace")
     t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete the host-image sandbox")
+
+
+def test_tmp_is_the_root(s):
+    """/tmp is the overlay's (not a tmpfs of the Sentry's): the disk limit bounds it."""
+    sid = running(s, s.create(resourceLimits={"cpu": "1", "memory": "512Mi", "disk": "32Mi"}),
+                  "disk-limited")
+    if not sid:
+        return
+    rc, out = py(s.execd(sid), "import errno\n"
+                               "f = open('/tmp/big', 'wb'); n = 0\n"
+                               "try:\n"
+                               "    while n < 64 << 20:\n"
+                               "        f.write(b'x' * (1 << 20)); f.flush(); n += 1 << 20\n"
+                               "    print('wrote', n)\n"
+                               "except OSError as e:\n"
+                               "    print(errno.errorcode[e.errno], n <= 32 << 20)")
+    t.eq((rc, out), (0, ["ENOSPC True"]), "writing 64 MiB to /tmp fails with ENOSPC at the "
+         "32 MiB disk limit")
+    t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete the disk-limited sandbox")
 
 
 # ---------------------------------------------------------------- volumes
@@ -312,6 +331,7 @@ def main():
             json.dumps(os.path.join(base, "allowed")), json.dumps(os.path.join(base, "swap"))))
         with s:
             t.run(test_host_image, s, timeout=300)
+            t.run(test_tmp_is_the_root, s, timeout=300)
             t.run(test_volumes, s, base, timeout=300)
             t.run(test_volume_swap, s, base, timeout=600)
             snap = t.run(test_snapshot, s, timeout=300)

@@ -1,5 +1,8 @@
 /* The OCI bundle's config.json: execd as the process, the overlay root
- * the create step mounts, execd's socket directory and binary as binds,
+ * the create step mounts (execd's binary directory is a read-only bind
+ * inside it, mounts.c: served with the root, no mount of its own, which
+ * would cost the gofer and the Sentry host threads), execd's socket
+ * directory as a bind,
  * the root's /tmp and the volumes as binds of their staging entries
  * (mounts.c), the limits (cgroup.c), the network slot's namespace when
  * given. */
@@ -118,15 +121,13 @@ static json_t *namespaces(const struct osb_sandbox_spec *s)
 int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *s, const char *dir,
                         struct osb_err *err)
 {
-    char sock[PATH_MAX + 8], bin[PATH_MAX + 8], path[PATH_MAX + 16];
+    char sock[PATH_MAX + 8], path[PATH_MAX + 16];
     snprintf(sock, sizeof sock, "%s/sock", dir);
-    snprintf(bin, sizeof bin, "%s/bin", dir);
     char host[13];
     snprintf(host, sizeof host, "%s", s->id);
-    json_t *mounts =
-        json_pack("[{s:s,s:s,s:s}, {s:s,s:s,s:s}, o, o]", "destination", "/proc", "type", "proc",
-                  "source", "proc", "destination", "/sys", "type", "sysfs", "source", "sysfs",
-                  bind_mount(sock, OSB_GV_SOCK_DIR, false), bind_mount(bin, OSB_GV_BIN_DIR, true));
+    json_t *mounts = json_pack("[{s:s,s:s,s:s}, {s:s,s:s,s:s}, o]", "destination", "/proc", "type",
+                               "proc", "source", "proc", "destination", "/sys", "type", "sysfs",
+                               "source", "sysfs", bind_mount(sock, OSB_GV_SOCK_DIR, false));
     char tmp[PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s/tmp", dir);
     json_array_append_new(mounts, bind_mount(tmp, "/tmp", false));

@@ -18,7 +18,8 @@
  * files neither count against the disk limit nor reach a snapshot.
  *
  * The writable layer's tmpfs is moved beneath OSB_GV_BIN_DIR in the root
- * and execd's binary directory bound over it: the gofer's namespace keeps
+ * and execd's binary directory bound over it, read-only (served with the
+ * root, as the host image's binds are): the gofer's namespace keeps
  * only the mounts beneath the root, and a covered mount is one that no
  * path of the gofer (hence of the sandbox) reaches, while a snapshot can
  * still uncover it in a private copy of that namespace (snapshot.c). */

@@ -4,8 +4,8 @@
  * beneath execd's binary directory (mounts.c); a short-lived child enters
  * that namespace and the gofer's root (setns alone leaves it at the
  * namespace's root, above the gofer's pivoted one), unshares a private
- * copy of it, lifts the binds that
- * cover the tmpfs there (the gofer's own mounts stay as they are) and
+ * copy of it, lifts the bind of execd's directory that covers the tmpfs
+ * there (the gofer's own mounts stay as they are) and
  * passes the upper dir back over a socketpair (SCM_RIGHTS). */
 #include <errno.h>
 #include <fcntl.h>
@@ -121,8 +121,8 @@ static int recv_fd(int sock)
 }
 
 /* The forked child (system calls only): in a private copy of the gofer's
- * namespace, lift the binds over the layer's tmpfs (ours and runsc's, both
- * of execd's directory: they hold execd), open its upper dir, send it. */
+ * namespace, lift what covers the layer's tmpfs (execd's directory: it
+ * holds execd), open its upper dir, send it. */
 static void child_take(int ns, int root, int sock)
 {
     if (setns(ns, CLONE_NEWNS) < 0 || fchdir(root) < 0 || chroot(".") < 0 ||
