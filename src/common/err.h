@@ -22,6 +22,7 @@ enum osb_errc {
     OSB_E_DENIED,      /* refused by a peer (registry auth): 403 */
     OSB_E_UNAVAILABLE, /* a peer is unreachable or failing (registry down, 5xx): 502 */
     OSB_E_INTEGRITY,   /* data failed verification (digest or size mismatch): 502 */
+    OSB_E_EXHAUSTED,   /* a fixed pool is used up (the native runtime's uid ranges): 503 */
 };
 
 struct osb_err {

@@ -28,6 +28,8 @@
 
 #define PIPE_SIZE (1 << 20)
 #define OPAQUE_XATTR "trusted.overlay.opaque"
+/* The same mark as an overlay in a user namespace reads it (userxattr). */
+#define OPAQUE_XATTR_USERNS "user.overlay.opaque"
 #define WH_PREFIX ".wh."
 #define WH_OPAQUE ".wh..wh..opq"
 
@@ -63,7 +65,8 @@ void osb_layer_discard(const char *dir)
 /* ------------------------------------------------------------ unpack (child side) */
 
 /* Drop overlayfs's own xattrs: in a lower layer they would steer the
- * overlay (redirects, opaque dirs) in ways the image author chose. */
+ * overlay (redirects, opaque dirs) in ways the image author chose. Both
+ * spellings: an overlay in a user namespace reads user.overlay.*. */
 static void strip_overlay_xattrs(struct archive_entry *e)
 {
     if (archive_entry_xattr_reset(e) == 0)
@@ -79,7 +82,8 @@ static void strip_overlay_xattrs(struct archive_entry *e)
     size_t len;
     bool dropped = false;
     while (archive_entry_xattr_next(e, &name, &val, &len) == ARCHIVE_OK) {
-        if (strncmp(name, "trusted.overlay.", 16) == 0 || n == OSB_ARRAY_LEN(keep)) {
+        if (strncmp(name, "trusted.overlay.", 16) == 0 || strncmp(name, "user.overlay.", 13) == 0 ||
+            n == OSB_ARRAY_LEN(keep)) {
             dropped = true;
             continue;
         }
@@ -168,7 +172,8 @@ static int whiteout(struct archive_entry *e, char *msg, size_t n)
         return -1;
     }
     if (strcmp(base, WH_OPAQUE) == 0) {
-        if (lsetxattr(dir, OPAQUE_XATTR, "y", 1, 0) < 0) {
+        if (lsetxattr(dir, OPAQUE_XATTR, "y", 1, 0) < 0 ||
+            lsetxattr(dir, OPAQUE_XATTR_USERNS, "y", 1, 0) < 0) {
             snprintf(msg, n, "entry `%s`: set %s: %s", path, OPAQUE_XATTR, strerror(errno));
             return -1;
         }
@@ -495,10 +500,11 @@ static int copy_xattrs(int sdir, int ddir, const char *name, struct osb_err *err
 static int copy_meta(int sdir, int ddir, const char *name, const struct stat *st,
                      struct osb_err *err)
 {
-    if (copy_xattrs(sdir, ddir, name, err) < 0)
-        return -1;
+    /* chown first: it drops file capabilities (security.capability). */
     if (fchownat(ddir, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
         return osb_err_sys(err, "chown `%s`", name);
+    if (copy_xattrs(sdir, ddir, name, err) < 0)
+        return -1;
     /* After chown, which clears setuid bits. */
     if (!S_ISLNK(st->st_mode) && fchmodat(ddir, name, st->st_mode & 07777, 0) < 0)
         return osb_err_sys(err, "chmod `%s`", name);
@@ -742,7 +748,7 @@ static void tar_xattrs(struct archive_entry *e, const char *path)
     char list[65536], val[65536];
     ssize_t n = llistxattr(path, list, sizeof list);
     for (char *k = list; n > 0 && k < list + n; k += strlen(k) + 1) {
-        if (strncmp(k, "trusted.overlay.", 16) == 0)
+        if (strncmp(k, "trusted.overlay.", 16) == 0 || strncmp(k, "user.overlay.", 13) == 0)
             continue;
         ssize_t vl = lgetxattr(path, k, val, sizeof val);
         if (vl >= 0)

@@ -67,6 +67,8 @@ struct osb_rt_config {
     const char *init_path;    /* the osb-sandbox-init helper binary; NULL: next to the
                                 running program */
     bool user_namespaces;     /* native: each sandbox in its own user namespace */
+    bool userns_explicit;     /* native: the config says so: a failed probe is an error
+                                 (else the backend runs without them, and says why) */
     const char *userns_range; /* native: "start:count" host ids they map to */
 
     /* gvisor: runsc --platform (NULL: "ptrace") and the runsc binary (NULL:

@@ -62,6 +62,8 @@ static const struct code_row codes[] = {
     ROW("SANDBOX::DELETED", 409),
     /* sandboxes: failures */
     ROW("SANDBOX::START_FAILED", 500),
+    /* a capacity limit, not a fault; create lists no 503, so 500 on the wire */
+    ROW("SANDBOX::USERNS_EXHAUSTED", 503),
     ROW("SANDBOX::NETWORK_FAILED", 500),
     ROW("SANDBOX::STORE_FAILED", 500),
     ROW("SANDBOX::DELETE_FAILED", 500),

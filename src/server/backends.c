@@ -28,6 +28,7 @@ int osb_backends_open(struct osb_server *srv, struct osb_err *err)
                                .execd_path = cfg->runtime.execd_path,
                                .init_path = cfg->runtime.init_path,
                                .user_namespaces = cfg->native.user_namespaces,
+                               .userns_explicit = cfg->native.user_namespaces_set,
                                .userns_range = cfg->native.userns_range,
                                .gvisor_platform = cfg->gvisor.platform,
                                .gvisor_runsc = cfg->gvisor.runsc};

@@ -4,6 +4,7 @@
  * the example writer prints it, so the two cannot drift apart. */
 #include "server/config.h"
 
+#include "runtime/native/idrange.h"
 #include "runtime/runtime.h"
 
 #include <errno.h>
@@ -44,6 +45,7 @@ enum kind {
     K_NETMODE,  /* nat | none | bridge */
     K_EGRESS,   /* dns | dns+nft */
     K_PATHS,    /* array of absolute paths, normalized, into a NULL-terminated char ** */
+    K_IDRANGE,  /* "start:count" of host ids (runtime/native/idrange.h) */
     K_IGNORED,  /* an upstream key with no meaning here: accepted, ignored */
     K_SECURE,   /* [secure_runtime] type: "" | gvisor (kata, firecracker: not yet) */
     K_BACKENDS, /* array of backend names (runtime.h's table) */
@@ -112,10 +114,13 @@ static const struct option options[] = {
      "Most processes and threads a sandbox may run at once."},
     {"native", "log_max_bytes", K_SIZE, OFF(native.log_max_bytes), 4 * KiB, GiB, "\"1Mi\"", false,
      "Output of the entrypoint and execd kept per sandbox (oldest dropped first)."},
-    {"native", "user_namespaces", K_BOOL, OFF(native.user_namespaces), 0, 0, "false", false,
+    {"native", "user_namespaces", K_BOOL, OFF(native.user_namespaces), 0, 0, "true", false,
      "true: every sandbox runs in its own user namespace, root inside an\n"
-     "unprivileged uid outside (a range of 65536 from userns_range)."},
-    {"native", "userns_range", K_STR, OFF(native.userns_range), 0, 0, "\"100000:6553600\"", false,
+     "unprivileged uid outside (a range of 65536 from userns_range). Unset: on\n"
+     "if the host can (else off, with a warning); true: a host that cannot is\n"
+     "an error at start-up; false: root inside is root outside."},
+    {"native", "userns_range", K_IDRANGE, OFF(native.userns_range), 0, 0, "\"100000:6553600\"",
+     false,
      "\"start:count\" host uids and gids the sandboxes' user namespaces map to;\n"
      "count a multiple of 65536 (that many ids each, so count / 65536 sandboxes)."},
     {"gvisor", "platform", K_STR, OFF(gvisor.platform), 0, 0, "\"ptrace\"", false,
@@ -268,6 +273,7 @@ static void set_defaults(struct osb_config *cfg)
     cfg->egress.mode = osb_xstrdup("dns+nft");
     cfg->native.default_pids_max = 4096;
     cfg->native.log_max_bytes = MiB;
+    cfg->native.user_namespaces = true;
     cfg->native.userns_range = osb_xstrdup("100000:6553600");
     cfg->gvisor.platform = osb_xstrdup("ptrace");
     cfg->storage.allowed_host_paths = osb_xcalloc(1, sizeof(char *));
@@ -454,6 +460,17 @@ static int check_backends(struct ctx *c, const struct option *o, json_t *v, char
     return 0;
 }
 
+/* The native runtime's own parser, so a bad range stops the load with
+ * the file and line instead of the runtime's open. */
+static int check_idrange(struct ctx *c, const struct option *o, const char *s)
+{
+    uint32_t first, count;
+    struct osb_err e = {0};
+    if (osb_idr_parse(s, &first, &count, &e) < 0)
+        return bad(c, o->table, o->key, "%s", e.msg);
+    return 0;
+}
+
 /* An absolute path without "..", "." or empty components and without a
  * trailing slash ("/" stays "/"); NULL when it needs "..". Caller frees. */
 static char *normal_abs(const char *p)
@@ -532,7 +549,8 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
     case K_RUNTIME:
     case K_PULL:
     case K_NETMODE:
-    case K_EGRESS: break;
+    case K_EGRESS:
+    case K_IDRANGE: break;
     }
     if (check_string(c, o, v, &s) < 0)
         return -1;
@@ -549,6 +567,8 @@ static int apply(struct ctx *c, struct osb_config *cfg, const struct option *o, 
                    "unknown network mode '%s' (expected \"nat\", \"bridge\" "
                    "or \"none\")",
                    s);
+    } else if (o->kind == K_IDRANGE && check_idrange(c, o, s) < 0) {
+        return -1;
     } else if (o->kind == K_EGRESS && strcmp(s, "dns") && strcmp(s, "dns+nft")) {
         return bad(c, o->table, o->key,
                    "unknown egress mode '%s' (expected \"dns\" or "
@@ -701,6 +721,8 @@ static int apply_doc(struct ctx *c, struct osb_config *cfg, json_t *doc)
     }
     if (upstream_log_level(c, cfg, doc) < 0)
         return -1;
+    if (json_object_get(json_object_get(doc, "native"), "user_namespaces"))
+        cfg->native.user_namespaces_set = true;
     return cross_checks(c, cfg);
 }
 

@@ -33,7 +33,8 @@ struct osb_config {
         int64_t default_disk_bytes; /* writable layer when no limit is asked: 1 GiB */
         int64_t default_pids_max;   /* 4096 */
         int64_t log_max_bytes;      /* bounded per-sandbox log: 1 MiB */
-        bool user_namespaces;       /* default false (docs/runtime.md) */
+        bool user_namespaces;       /* default true (docs/runtime.md) */
+        bool user_namespaces_set;   /* written in the file (a failed probe is then an error) */
         char *userns_range;         /* "start:count", default "100000:6553600" */
     } native;
     struct {

@@ -294,7 +294,11 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
         err.code = OSB_E_INVALID;
     if (!rt || osb_rt_create(rt, sb, on_created, op, &err) < 0) {
         bool bad = err.code == OSB_E_INVALID || err.code == OSB_E_NOTFOUND;
-        osb_apierr(e, bad ? "SANDBOX::INVALID_PARAMETER" : "SANDBOX::START_FAILED", "%s", err.msg);
+        /* The native runtime's uid ranges: a capacity limit, not a fault. */
+        const char *code = bad                           ? "SANDBOX::INVALID_PARAMETER"
+                           : err.code == OSB_E_EXHAUSTED ? "SANDBOX::USERNS_EXHAUSTED"
+                                                         : "SANDBOX::START_FAILED";
+        osb_apierr(e, code, "%s", err.msg);
         osb_lc_create_failed(op->s->id, "runtime start", e->status, e->code, e->msg);
         return -1;
     }

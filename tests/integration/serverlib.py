@@ -6,7 +6,7 @@
                 tmp_dir=None, native="") as s:
         extra: TOML text appended to the config (e.g. an [image] table)
         native: TOML lines added to its [native] table (e.g. user_namespaces = true);
-                OSB_TEST_USERNS=1 in the environment adds user_namespaces = true to all
+                OSB_TEST_USERNS=1 (=0) in the environment adds user_namespaces = true (false) to all
         runtime: the [runtime] type (e.g. "gvisor"); default: $OSB_TEST_RUNTIME (a whole
                  suite against another backend), else the server's (native)
         tmp_dir: where the temp dir (config, log, state) is made; default $TMPDIR
@@ -251,9 +251,11 @@ class Server(Client):
         if runtime:
             lines.append("type = %s" % _json.dumps(runtime))
         lines += ["[native]", "state_dir = %s" % _json.dumps(self.state_dir), native]
-        if os.environ.get("OSB_TEST_USERNS") and "user_namespaces" not in native:
-            # Run a whole suite with user namespaces on (both modes must pass).
-            lines.append("user_namespaces = true")
+        userns = os.environ.get("OSB_TEST_USERNS")
+        if userns and "user_namespaces" not in native:
+            # Run a whole suite with user namespaces explicitly on (=1) or
+            # in the old mode (=0); unset, the server's default (on).
+            lines.append("user_namespaces = %s" % ("false" if userns == "0" else "true"))
         if "[image]" not in extra:
             # Tests never reach a registry outside this machine: an unknown
             # name must not turn into a pull from Docker Hub.

@@ -6,7 +6,9 @@
  * namespace's root, above the gofer's pivoted one), unshares a private
  * copy of it, lifts the bind of execd's directory that covers the tmpfs
  * there (the gofer's own mounts stay as they are) and
- * passes the upper dir back over a socketpair (SCM_RIGHTS). */
+ * passes the upper dir back over a socketpair (SCM_RIGHTS). The copy is
+ * put into the native backend's one layer form (native/idshift.h; ids are
+ * as inside already: the Sentry has no user namespace on the host). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -29,6 +31,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "runtime/gvisor/state.h"
+#include "runtime/native/idshift.h"
 
 struct gv_snap {
     uv_work_t work;
@@ -174,6 +177,10 @@ static void snap_work(uv_work_t *w)
 {
     struct gv_snap *sn = w->data;
     sn->rc = sn->copy(sn->upper, sn->dst, &sn->err);
+    /* The layer's form every mode restores from: the overlay marks also
+     * under user.overlay.* for a native sandbox in a user namespace. */
+    if (sn->rc == 0)
+        sn->rc = osb_idshift_layer(sn->dst, 0, &sn->err);
 }
 
 static void snap_done(uv_work_t *w, int status)

@@ -178,10 +178,14 @@ void osb_init_child(const struct osb_init_spec *s, const struct osb_init_fds *fd
         osb_err_sys(&err, "keep the writable layer's fd"), fail(errfd, &err);
     close(layerfd);
     osb_init_trace("child: root prepared");
-    /* Volume sources are opened on the host, so before pivot_root. */
-    int *vfds = osb_xcalloc(s->n_volumes + 1, sizeof *vfds);
-    if (osb_init_volumes_open(s, vfds, &err) < 0)
-        fail(errfd, &err);
+    /* Volume sources are opened on the host, so before pivot_root (in a
+     * user namespace the parent did, idmapped). */
+    int *vfds = trees.volume;
+    if (!vfds) {
+        vfds = osb_xcalloc(s->n_volumes + 1, sizeof *vfds);
+        if (osb_init_volumes_open(s, vfds, &err) < 0)
+            fail(errfd, &err);
+    }
     if (osb_init_rootfs_pivot(rootfd, &err) < 0)
         fail(errfd, &err);
     close(rootfd);

@@ -46,9 +46,10 @@ __attribute__((noreturn)) void osb_init_child(const struct osb_init_spec *s,
 struct osb_init_trees {
     int *lower; /* one per layer of s->lower, idmapped */
     size_t n_lower;
-    int *bind; /* s->n_binds, idmapped, read-only */
-    int execd; /* idmapped, read-only */
-    int sysfs; /* of the network slot, or -1 */
+    int *bind;   /* s->n_binds, idmapped, read-only */
+    int execd;   /* idmapped, read-only */
+    int *volume; /* s->n_volumes, idmapped (volumes.c) */
+    int sysfs;   /* of the network slot, or -1 */
 };
 
 /* userns.c, parent: write the child's uid/gid maps, then send its mounts
@@ -82,6 +83,10 @@ int osb_init_target_file(int rootfd, const char *path, struct osb_err *err) OSB_
  * attach the clones at their mount paths inside the new root. Errors name
  * the volume. */
 int osb_init_volumes_open(const struct osb_init_spec *s, int *fds,
+                          struct osb_err *err) OSB_MUST_CHECK;
+/* One volume's clone; usernsfd >= 0 also idmaps it with that namespace
+ * (the parent's side, for a child in a user namespace). */
+int osb_init_volume_clone(const struct osb_init_volume *v, int usernsfd,
                           struct osb_err *err) OSB_MUST_CHECK;
 int osb_init_volumes_attach(const struct osb_init_spec *s, const int *fds,
                             struct osb_err *err) OSB_MUST_CHECK;

@@ -288,6 +288,18 @@ static pid_t start_child(const struct osb_init_spec *s, int listenfd, int v2fd,
         close_sync(sp);
         return -1;
     }
+    /* The output pipe is PID 1's stdout and stderr, which programs reopen
+     * (/dev/stdout, /proc/self/fd/1): owned by host root it would be
+     * nobody's in a user namespace, and root inside could not. Owned by
+     * the range's first id it is root's inside, as it is without one. */
+    if (s->userns_first && fchown(op[0], (uid_t)s->userns_first, (gid_t)s->userns_first) < 0) {
+        osb_err_sys(err, "hand the output pipe to the sandbox's root");
+        close_sync(sp);
+        close_pair(p);
+        close_pair(rp);
+        close_pair(op);
+        return -1;
+    }
     pid_t pid = clone_ns(v2fd, s->netns == NULL, s->userns_first != 0);
     osb_init_trace(pid == 0 ? "child: cloned" : "parent: cloned");
     if (pid < 0) {

@@ -9,6 +9,8 @@
  *     image layers, the host image's binds and execd: host root's files
  *     show as root inside, so `ls -l /usr/bin` looks normal and overlayfs
  *     uses them as its lower layers;
+ *   - the volumes, resolved beneath their roots and idmapped the same way
+ *     (volumes.c);
  *   - with a network slot (a namespace the server made, owned by the
  *     host's user namespace), a sysfs of that network namespace: the child
  *     may not mount one for a namespace its user namespace does not own.
@@ -99,6 +101,11 @@ static int send_trees(const struct osb_init_spec *s, int sock, int usernsfd, str
             return -1;
     if (send_idmapped(sock, usernsfd, s->execd, ro, err) < 0)
         return -1;
+    for (size_t i = 0; i < s->n_volumes; i++) {
+        _cleanup_close_ int v = osb_init_volume_clone(&s->volumes[i], usernsfd, err);
+        if (v < 0 || send_fd(sock, v, err) < 0)
+            return -1;
+    }
     return s->netns ? send_sysfs(sock, err) : 0;
 }
 
@@ -150,6 +157,7 @@ int osb_init_userns_enter(const struct osb_init_spec *s, int sock, struct osb_in
     t->n_lower = count_lowers(s->lower);
     t->lower = osb_xcalloc(t->n_lower, sizeof *t->lower);
     t->bind = osb_xcalloc(s->n_binds + 1, sizeof *t->bind);
+    t->volume = osb_xcalloc(s->n_volumes + 1, sizeof *t->volume);
     t->sysfs = -1;
     for (size_t i = 0; i < t->n_lower; i++)
         if ((t->lower[i] = recv_fd(sock, err)) < 0)
@@ -159,6 +167,9 @@ int osb_init_userns_enter(const struct osb_init_spec *s, int sock, struct osb_in
             return -1;
     if ((t->execd = recv_fd(sock, err)) < 0)
         return -1;
+    for (size_t i = 0; i < s->n_volumes; i++)
+        if ((t->volume[i] = recv_fd(sock, err)) < 0)
+            return -1;
     if (s->netns && (t->sysfs = recv_fd(sock, err)) < 0)
         return -1;
     /* Mapped now: become the namespace's root (from the unmapped host 0). */

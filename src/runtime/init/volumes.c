@@ -10,7 +10,11 @@
  *
  * The source fd is cloned with open_tree into a detached mount (recursive,
  * so mounts beneath it come along) and made nosuid, nodev and, on request,
- * read-only. The clones are attached only after the root is complete
+ * read-only. With a user namespace the helper's parent does this (the
+ * child is no longer host root and may not walk the host's paths) and
+ * idmaps the clone with the sandbox's namespace: uid N inside reads and
+ * writes the volume as uid N on the host, root included, as Kubernetes
+ * user namespaces do (hence nosuid,nodev always). The clones are attached only after the root is complete
  * (/proc, /dev, /etc files written): a volume mounted on /etc then hides
  * the generated hosts file instead of having it written into the host's
  * directory. Targets are resolved inside the new root like every other
@@ -18,6 +22,7 @@
  * cannot aim a volume at a host path. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -54,7 +59,7 @@ static int open_source(const struct osb_init_volume *v, struct osb_err *err)
     return fd >= 0 ? fd : open_err(v, "subPath", v->src_rel, v->sub_path, err);
 }
 
-static int clone_source(const struct osb_init_volume *v, struct osb_err *err)
+int osb_init_volume_clone(const struct osb_init_volume *v, int usernsfd, struct osb_err *err)
 {
     _cleanup_close_ int src = open_source(v, err);
     if (src < 0)
@@ -71,8 +76,21 @@ static int clone_source(const struct osb_init_volume *v, struct osb_err *err)
         return osb_err_sys(err, "volume `%s`: clone its source", v->name);
     struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
                                        (v->read_only ? MOUNT_ATTR_RDONLY : 0)};
-    if (mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0)
+    if (usernsfd >= 0) {
+        a.attr_set |= MOUNT_ATTR_IDMAP;
+        a.userns_fd = (uint64_t)usernsfd;
+    }
+    if (mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0) {
+        /* A filesystem without idmapped mounts (or one already idmapped):
+         * the request picked it, so a 400 that says so. */
+        if (usernsfd >= 0 && (errno == EINVAL || errno == EPERM || errno == EOPNOTSUPP))
+            return osb_err_set(err, OSB_E_INVALID,
+                               "volume `%s`: its filesystem cannot be idmapped for the sandbox's "
+                               "user namespace (%s); use a volume on another filesystem, or "
+                               "[native] user_namespaces = false",
+                               v->name, strerror(errno));
         return osb_err_sys(err, "volume `%s`: set its mount attributes", v->name);
+    }
     return osb_steal_fd(&t);
 }
 
@@ -81,7 +99,7 @@ int osb_init_volumes_open(const struct osb_init_spec *s, int *fds, struct osb_er
     for (size_t i = 0; i < s->n_volumes; i++)
         fds[i] = -1;
     for (size_t i = 0; i < s->n_volumes; i++)
-        if ((fds[i] = clone_source(&s->volumes[i], err)) < 0)
+        if ((fds[i] = osb_init_volume_clone(&s->volumes[i], -1, err)) < 0)
             return -1;
     return 0;
 }

@@ -334,11 +334,6 @@ int osb_nat_create(struct osb_rt *base, const struct osb_sandbox_spec *spec, osb
         return osb_err_set(err, OSB_E_EXISTS, "sandbox `%s` already exists", spec->id);
     if (osb_cg_ensure_bases(&rt->plan, err) < 0)
         return -1;
-    if (rt->userns && spec->n_volumes)
-        return osb_err_set(err, OSB_E_UNSUPPORTED,
-                           "sandbox `%s`: volumes are not supported with [native] "
-                           "user_namespaces = true yet",
-                           spec->id);
     uint32_t userns = 0;
     if (rt->userns && osb_idr_alloc(&rt->idr, spec->id, &userns, err) < 0)
         return osb_err_wrap(err, "sandbox `%s`", spec->id);

@@ -27,19 +27,24 @@ int osb_idr_parse(const char *s, uint32_t *first, uint32_t *count, struct osb_er
     const char *rest;
     uint32_t a, n;
     if (!s || parse_u32(s, ':', &a, &rest) < 0 || parse_u32(rest + 1, '\0', &n, &rest) < 0)
-        return osb_err_set(err, OSB_E_INVALID, "userns_range `%s`: expected \"start:count\"",
-                           s ? s : "");
-    if (a == 0)
         return osb_err_set(err, OSB_E_INVALID,
-                           "userns_range `%s`: start must be above 0 (host root)", s);
+                           "`%s` is not \"start:count\" (two decimal numbers, e.g. "
+                           "\"100000:6553600\")",
+                           s ? s : "");
+    if (a < OSB_IDR_MIN_START)
+        return osb_err_set(err, OSB_E_INVALID,
+                           "`%s`: start must be at least %u (the ids below are the host's own "
+                           "users, root among them)",
+                           s, OSB_IDR_MIN_START);
     if (n == 0 || n % OSB_IDR_SLOT)
         return osb_err_set(err, OSB_E_INVALID,
-                           "userns_range `%s`: count must be a positive multiple of %u", s,
-                           OSB_IDR_SLOT);
+                           "`%s`: count must be a positive multiple of %u (one range per sandbox)",
+                           s, OSB_IDR_SLOT);
     if ((uint64_t)a + n > UINT32_MAX)
         return osb_err_set(err, OSB_E_INVALID,
-                           "userns_range `%s`: start + count must not exceed %" PRIu32, s,
-                           UINT32_MAX);
+                           "`%s`: start + count must not exceed %" PRIu32
+                           " (the kernel's invalid id)",
+                           s, UINT32_MAX);
     *first = a;
     *count = n;
     return 0;
@@ -78,8 +83,10 @@ int osb_idr_alloc(struct osb_idr *r, const char *id, uint32_t *first, struct osb
     if (i == r->n)
         i = slot_of(r, "");
     if (i == r->n)
-        return osb_err_set(err, OSB_E_UNAVAILABLE,
-                           "no free uid range: all %zu of [native] userns_range are in use", r->n);
+        return osb_err_set(err, OSB_E_EXHAUSTED,
+                           "no free uid range: all %zu ranges of %u ids of [native] userns_range "
+                           "are in use (delete a sandbox or widen the range)",
+                           r->n, OSB_IDR_SLOT);
     snprintf(r->owner[i], sizeof r->owner[i], "%s", id);
     *first = first_of(r, i);
     return 0;

@@ -22,9 +22,13 @@ struct osb_idr {
     char (*owner)[OSB_RT_ID_MAX + 1]; /* "" = free */
 };
 
-/* "start:count": start >= 1 (uid 0 is never handed out), count a positive
- * multiple of OSB_IDR_SLOT, start + count <= 2^32 - 1 (the kernel's
- * invalid id). */
+/* Below this are the host's own users (and root): never handed out. It
+ * also keeps a shifted id (idshift.c) apart from an unshifted one. */
+#define OSB_IDR_MIN_START OSB_IDR_SLOT
+
+/* "start:count": start >= OSB_IDR_MIN_START, count a positive multiple of
+ * OSB_IDR_SLOT, start + count <= 2^32 - 1 (the kernel's invalid id).
+ * Messages name the value, not the option (callers add that). */
 int osb_idr_parse(const char *s, uint32_t *first, uint32_t *count,
                   struct osb_err *err) OSB_MUST_CHECK;
 void osb_idr_init(struct osb_idr *r, uint32_t first, uint32_t count);

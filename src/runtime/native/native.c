@@ -25,7 +25,9 @@
 #include "common/cleanup.h"
 #include "common/fsutil.h"
 #include "common/fstree.h"
+#include "common/log.h"
 #include "common/xalloc.h"
+#include "runtime/native/probe.h"
 #include "runtime/native/state.h"
 
 /* ------------------------------------------------------------ lifetime */
@@ -138,16 +140,52 @@ static int load_ranges(struct osb_nat *rt, struct osb_err *err)
     return 0;
 }
 
+/* What every sandbox idmaps: the image store, execd, the host image's
+ * binds. */
+static int probe(struct osb_nat *rt, uint32_t first, struct osb_err *err)
+{
+    const char *paths[OSB_ARRAY_LEN(rt->host.binds) + 3];
+    size_t n = 0;
+    paths[n++] = rt->images_dir;
+    paths[n++] = rt->execd_path;
+    for (size_t i = 0; i < rt->host.n_binds; i++)
+        paths[n++] = rt->host.binds[i].src;
+    paths[n] = NULL;
+    return osb_userns_probe(paths, first, err);
+}
+
+/* On unless the config says false; a host that fails the probe runs
+ * without them, with a warning, unless the config asked for them. */
 static int open_userns(struct osb_nat *rt, const struct osb_rt_config *cfg, struct osb_err *err)
 {
-    if (!cfg->user_namespaces)
+    if (!cfg->user_namespaces) {
+        snprintf(rt->userns_why, sizeof rt->userns_why, "[native] user_namespaces = false");
+        osb_info("native: user namespaces off (%s)", rt->userns_why);
         return 0;
+    }
     uint32_t first, count;
     if (osb_idr_parse(cfg->userns_range, &first, &count, err) < 0)
-        return osb_err_wrap(err, "[native]");
+        return osb_err_wrap(err, "[native] userns_range");
+    struct osb_err perr = {0};
+    if (probe(rt, first, &perr) < 0) {
+        if (cfg->userns_explicit)
+            return osb_err_set(err, OSB_E_UNSUPPORTED,
+                               "[native] user_namespaces = true, but this host cannot: %s "
+                               "(set it to false to run sandboxes without them)",
+                               perr.msg);
+        snprintf(rt->userns_why, sizeof rt->userns_why, "the probe failed: %s", perr.msg);
+        osb_warn("native: user namespaces off (%s); set [native] user_namespaces = false "
+                 "to run without them on purpose",
+                 rt->userns_why);
+        return 0;
+    }
     osb_idr_init(&rt->idr, first, count);
     rt->userns = true;
-    return load_ranges(rt, err);
+    if (load_ranges(rt, err) < 0)
+        return -1;
+    osb_info("native: user namespaces on (range %s, %zu sandboxes, %zu in use)", cfg->userns_range,
+             rt->idr.n, osb_idr_used(&rt->idr));
+    return 0;
 }
 
 static int nat_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_rt **out,
@@ -183,7 +221,8 @@ static int nat_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb
                  rt->plan.desc, rt->idr.n, OSB_IDR_SLOT, rt->idr.first, osb_idr_used(&rt->idr));
     else
         snprintf(rt->describe, sizeof rt->describe,
-                 "native (%s; no user namespaces: root inside is root outside)", rt->plan.desc);
+                 "native (%s; no user namespaces (%s): root inside is root outside)", rt->plan.desc,
+                 rt->userns_why);
     rt->closing = false;
     start_handles(rt);
     *out = &rt->base;

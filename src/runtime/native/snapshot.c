@@ -1,8 +1,11 @@
 /* Snapshots: freeze the sandbox, hand the caller's copy function a
- * descriptor of its writable layer on the thread pool, thaw. The layer is
+ * descriptor of its writable layer on the thread pool, rewrite the copy
+ * into the form every mode restores from (idshift.h), thaw. The layer is
  * reached through a descriptor execd keeps for it (OSB_SANDBOX_LAYER_FD),
  * taken with pidfd_getfd: no path reaches it once the old root is gone. */
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +15,11 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/fstree.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "runtime/init/spec.h"
+#include "runtime/native/idshift.h"
 #include "runtime/native/state.h"
 
 struct nat_snap {
@@ -22,6 +27,7 @@ struct nat_snap {
     struct osb_nat *rt;
     char id[OSB_RT_ID_MAX + 1];
     int upper;
+    uint32_t userns; /* the sandbox's range, or 0 */
     char *dst;
     osb_rt_copy_fn copy;
     int rc;
@@ -57,10 +63,25 @@ static int take_upper(struct osb_nat *rt, const char *id, const struct osb_rt_ha
     return fd;
 }
 
+/* The sandbox's range from its record, not the pool: a sandbox made in
+ * the other mode before a restart keeps the mode it was made in. */
+static uint32_t range_of(const struct osb_nat *rt, const char *id)
+{
+    char path[PATH_MAX], buf[64];
+    snprintf(path, sizeof path, "%s/%s/%s", rt->sandboxes_dir, id, OSB_SANDBOX_USERNS);
+    unsigned long long first;
+    if (osb_fs_read(path, buf, sizeof buf) <= 0 || sscanf(buf, "%llu", &first) != 1 ||
+        first > UINT32_MAX)
+        return 0;
+    return (uint32_t)first;
+}
+
 static void snap_work(uv_work_t *w)
 {
     struct nat_snap *sn = w->data;
     sn->rc = sn->copy(sn->upper, sn->dst, &sn->err);
+    if (sn->rc == 0)
+        sn->rc = osb_idshift_layer(sn->dst, sn->userns, &sn->err);
 }
 
 static void snap_done(uv_work_t *w, int status)
@@ -88,6 +109,8 @@ int osb_nat_snapshot(struct osb_rt *base, const char *id, const struct osb_rt_ha
     struct osb_nat *rt = osb_nat_of(base);
     if (rt->closing)
         return osb_err_set(err, OSB_E_INTERNAL, "the runtime is closing");
+    if (osb_nat_check_id(id, err) < 0)
+        return -1;
     int upper = take_upper(rt, id, h, err);
     if (upper < 0)
         return -1;
@@ -99,6 +122,7 @@ int osb_nat_snapshot(struct osb_rt *base, const char *id, const struct osb_rt_ha
     sn->rt = rt;
     snprintf(sn->id, sizeof sn->id, "%s", id);
     sn->upper = upper;
+    sn->userns = range_of(rt, id);
     sn->dst = osb_xstrdup(dst_dir);
     sn->copy = copy;
     sn->cb = cb;

@@ -2,11 +2,13 @@
  * the small helpers each of them needs. One file per job, each calling
  * only those above it in this list (no call circles):
  *   idrange.c   the pool of user namespace id ranges (pure bookkeeping)
+ *   idshift.c   a snapshot layer's ids and overlay marks made mode-free
+ *   probe.c     can this host do user namespaces (at open)
  *   base.c      lifetime, children, ids and dirs, freeze, liveness, the
  *               creates in flight
  *   watch.c     pidfd + report-pipe watches
  *   log.c       the drain of each sandbox's output pipe; adopt
- *   snapshot.c  freeze, copy the writable layer on the pool, thaw
+ *   snapshot.c  freeze, copy the writable layer on the pool (idshift), thaw
  *   destroy.c   destroy, stop, orphans
  *   validate.c  the spec's checks
  *   create.c    encode the helper's spec, spawn and read the helper
@@ -61,8 +63,9 @@ struct osb_nat {
     struct osb_nat_log *logs;
     int open_handles;
     bool closing;
-    bool userns;        /* [native] user_namespaces */
-    struct osb_idr idr; /* with userns: the sandboxes' id ranges */
+    bool userns;          /* [native] user_namespaces, and the probe passed */
+    char userns_why[600]; /* without userns: why (the config, the probe's failure) */
+    struct osb_idr idr;   /* with userns: the sandboxes' id ranges */
 };
 
 static inline struct osb_nat *osb_nat_of(struct osb_rt *rt)

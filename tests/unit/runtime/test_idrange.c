@@ -21,8 +21,16 @@ static void test_parse(void)
         OK(osb_idr_parse(bad[i], &a, &n, &e) < 0 && e.code == OSB_E_INVALID, what);
     }
     struct osb_err e = {0};
-    OK(osb_idr_parse("0:65536", &a, &n, &e) < 0 && strstr(e.msg, "host root"),
+    OK(osb_idr_parse("0:65536", &a, &n, &e) < 0 && strstr(e.msg, "root"),
        "parse: the message says why start 0 is refused");
+    OK(osb_idr_parse("65535:65536", &a, &n, &e) < 0 && strstr(e.msg, "at least 65536"),
+       "parse: a start below 65536 is refused (the host's own users)");
+    OK(osb_idr_parse("65536:65536", &a, &n, &e) == 0 && a == 65536,
+       "parse: 65536 is the lowest start");
+    OK(osb_idr_parse("4294901759:65536", &a, &n, &e) == 0,
+       "parse: a range ending just below 2^32 - 1 is accepted");
+    OK(osb_idr_parse("4294901760:65536", &a, &n, &e) < 0 && strstr(e.msg, "4294967295"),
+       "parse: one past it is refused (overflow into the invalid id)");
 }
 
 static void test_alloc(void)
@@ -36,7 +44,7 @@ static void test_alloc(void)
     OK(osb_idr_alloc(&r, "a", &again, &err) == 0 && again == a, "alloc: idempotent per id");
     OK(osb_idr_alloc(&r, "c", &c, &err) == 0 && c == 100000 + 2 * OSB_IDR_SLOT, "alloc: the last");
     struct osb_err full = {0};
-    OK(osb_idr_alloc(&r, "d", &again, &full) < 0 && full.code == OSB_E_UNAVAILABLE,
+    OK(osb_idr_alloc(&r, "d", &again, &full) < 0 && full.code == OSB_E_EXHAUSTED,
        "alloc: a full pool refuses");
     IS_INT(osb_idr_used(&r), 3, "alloc: three in use");
     osb_idr_release(&r, "b");

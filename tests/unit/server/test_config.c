@@ -120,7 +120,8 @@ static void test_defaults(void)
     IS_INT(c.native.default_disk_bytes, 1LL << 30, "default disk 1 GiB");
     IS_INT(c.native.default_pids_max, 4096, "default pids 4096");
     IS_INT(c.native.log_max_bytes, 1 << 20, "default log 1 MiB");
-    OK(!c.native.user_namespaces, "user namespaces off by default");
+    OK(c.native.user_namespaces, "user namespaces on by default");
+    OK(!c.native.user_namespaces_set, "and not explicitly (a failed probe turns them off)");
     IS_STR(c.native.userns_range, "100000:6553600", "default userns_range");
     OK(!c.insecure, "secure by default");
     osb_config_free(&c);
@@ -404,12 +405,46 @@ static void test_errors(void)
                "FILE:2: [native] user_namespaces: must be true or false",
                "user_namespaces not a bool");
     {
-        struct osb_config u = load_ok(
-            "[native]\nuser_namespaces = true\nuserns_range = \"1:65536\"\n", "user namespaces on");
+        struct osb_config u =
+            load_ok("[native]\nuser_namespaces = true\nuserns_range = \"65536:131072\"\n",
+                    "user namespaces on");
         OK(u.native.user_namespaces, "user_namespaces = true read");
-        IS_STR(u.native.userns_range, "1:65536", "userns_range read");
+        OK(u.native.user_namespaces_set, "and marked explicit");
+        IS_STR(u.native.userns_range, "65536:131072", "userns_range read");
         osb_config_free(&u);
     }
+    {
+        struct osb_config off = load_ok("[native]\nuser_namespaces = false\n", "userns off");
+        OK(!off.native.user_namespaces && off.native.user_namespaces_set,
+           "user_namespaces = false read, explicit");
+        osb_config_free(&off);
+    }
+    load_fails("[native]\nuserns_range = \"100000\"\n",
+               "FILE:2: [native] userns_range: `100000` is not \"start:count\" (two decimal "
+               "numbers, e.g. \"100000:6553600\")",
+               "userns_range without a count");
+    load_fails("[native]\nuserns_range = 100000\n",
+               "FILE:2: [native] userns_range: must be a string", "userns_range not a string");
+    load_fails("[native]\n\nuserns_range = \"1000:65536\"\n",
+               "FILE:3: [native] userns_range: `1000:65536`: start must be at least 65536 (the "
+               "ids below are the host's own users, root among them)",
+               "userns_range over the host's own users");
+    load_fails("[native]\nuserns_range = \"100000:100000\"\n",
+               "FILE:2: [native] userns_range: `100000:100000`: count must be a positive "
+               "multiple of 65536 (one range per sandbox)",
+               "userns_range count not a multiple of 65536");
+    load_fails("[native]\nuserns_range = \"100000:0\"\n",
+               "FILE:2: [native] userns_range: `100000:0`: count must be a positive "
+               "multiple of 65536 (one range per sandbox)",
+               "userns_range count 0");
+    load_fails("[native]\nuserns_range = \"4294901760:65536\"\n",
+               "FILE:2: [native] userns_range: `4294901760:65536`: start + count must not "
+               "exceed 4294967295 (the kernel's invalid id)",
+               "userns_range past 2^32 - 1");
+    load_fails("[native]\nuserns_range = \"99999999999:65536\"\n",
+               "FILE:2: [native] userns_range: `99999999999:65536` is not \"start:count\" (two "
+               "decimal numbers, e.g. \"100000:6553600\")",
+               "userns_range start over 32 bits");
     load_fails("[native]\nlog_max_bytes = \"2Gi\"\n",
                "FILE:2: [native] log_max_bytes: must be "
                "between 4096 and 1073741824 bytes",
