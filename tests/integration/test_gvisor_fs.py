@@ -303,18 +303,21 @@ def test_snapshot(s):
 
 
 def test_restore_native(state_dir, snap):
-    s = server("native", state_dir=state_dir)
-    with s:
-        new = running(s, s.post("/v1/sandboxes", json={"snapshotId": snap,
-                                                       "resourceLimits": LIMITS,
-                                                       "timeout": 600}, timeout=180),
-                      "restore into native")
-        if new:
-            ev = s.execd(new).sse("/command", json={
-                "command": "/usr/bin/python3 - <<'EOF'\n%s\nEOF" % CHECK}).events
-            t.eq((exit_code(ev), stdout_lines(ev)), (0, EXPECT),
-                 "native restore of a gvisor snapshot: the same contents and modes")
-            s.delete("/v1/sandboxes/" + new)
+    """The same snapshot in a native sandbox, with and without a user namespace (whose
+    overlay reads user.overlay.* marks, the other trusted.overlay.*)."""
+    for userns in ("true", "false"):
+        what = "native restore (user_namespaces = %s)" % userns
+        s = server("native", state_dir=state_dir, native="user_namespaces = %s" % userns)
+        with s:
+            new = running(s, s.post("/v1/sandboxes", json={"snapshotId": snap,
+                                                           "resourceLimits": LIMITS,
+                                                           "timeout": 600}, timeout=180), what)
+            if new:
+                ev = s.execd(new).sse("/command", json={
+                    "command": "/usr/bin/python3 - <<'EOF'\n%s\nEOF" % CHECK}).events
+                t.eq((exit_code(ev), stdout_lines(ev)), (0, EXPECT),
+                     "%s of a gvisor snapshot: the same contents and modes" % what)
+                s.delete("/v1/sandboxes/" + new)
 
 
 def main():
