@@ -42,8 +42,14 @@ test("getInfo: an entrypoint that exits 3 leaves the sandbox Failed with the cod
     metadata: SUITE,
   });
   assert.equal((await sbx.getInfo()).status.state, "Running");
-  const exec = await sbx.commands.run("touch /tmp/go");
-  assert.equal(exec.exitCode, 0);
+  // The entrypoint ends the sandbox as soon as /tmp/go exists, which can
+  // cut off the reply to the command that made it ("terminated"): that
+  // reply is not what this test is about, the sandbox's end is.
+  try {
+    await sbx.commands.run("touch /tmp/go");
+  } catch (e) {
+    if (!/terminated|socket|ECONNRESET/i.test(String(e && (e.message || e)))) throw e;
+  }
   const info = await waitFor(async () => {
     const i = await sbx.getInfo();
     return i.status.state === "Failed" ? i : null;
