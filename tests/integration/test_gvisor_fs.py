@@ -3,8 +3,10 @@
 host's programs bound read-only under the overlay), host volumes (resolved beneath their
 allowed root on the host: read-only honoured, writes land on the host with their owner, a
 symlink swapped in never leads outside) and filesystem snapshots (files written, deleted
-and replaced in a gvisor sandbox come back in a new gvisor sandbox and in a native one,
-with their modes). Real runsc, real server. Skips only when runsc is missing.
+and replaced in a gvisor sandbox come back in a new gvisor sandbox and in native ones,
+with and without a user namespace, with their modes; also after a server restart). /tmp
+is the overlay's, bounded by the disk limit. Real runsc, real server. Skips only when
+runsc is missing.
 
 Commands use python3 rather than coreutils: this runsc refuses statx with
 AT_NO_AUTOMOUNT (EINVAL), which coreutils 9's ls and stat pass."""
@@ -302,6 +304,35 @@ def test_snapshot(s):
     return snap
 
 
+def test_after_restart(s, base):
+    """A host-image sandbox with a volume survives a SIGKILLed server: re-adopted, its
+    volume still bound, and a snapshot taken after the restart (the layer is found from
+    runsc's records, not from the server's memory) restores its files."""
+    d = os.path.join(base, "allowed", "restart")
+    os.makedirs(d)
+    sid = running(s, s.create(volumes=[{"name": "r", "mountPath": "/mnt/r",
+                                        "host": {"path": d}}]), "restart source")
+    if not sid:
+        return
+    t.eq(py(s.execd(sid), "open('/root/before', 'w').write('b'); print('ok')"), (0, ["ok"]),
+         "a file written before the restart")
+    s.restart()
+    t.eq(s.get_sbx(sid).json()["status"]["state"], "Running", "re-adopted after a SIGKILL")
+    x = s.execd(sid)
+    t.eq(py(x, "open('/mnt/r/after', 'w').write('a'); print(open('/root/before').read())"),
+         (0, ["b"]), "its root and volume work after the restart")
+    t.ok(os.path.exists(os.path.join(d, "after")), "the volume still reaches the host")
+    snap = snapshot(s, sid)
+    if snap:
+        new = running(s, s.post("/v1/sandboxes", json={"snapshotId": snap,
+                                                       "resourceLimits": LIMITS,
+                                                       "timeout": 600}, timeout=180),
+                      "restore of the post-restart snapshot")
+        if new:
+            t.eq(py(s.execd(new), "print(open('/root/before').read())"), (0, ["b"]),
+                 "the post-restart snapshot holds the file")
+
+
 def test_restore_native(state_dir, snap):
     """The same snapshot in a native sandbox, with and without a user namespace (whose
     overlay reads user.overlay.* marks, the other trusted.overlay.*)."""
@@ -338,6 +369,7 @@ def main():
             t.run(test_volumes, s, base, timeout=300)
             t.run(test_volume_swap, s, base, timeout=600)
             snap = t.run(test_snapshot, s, timeout=300)
+            t.run(test_after_restart, s, base, timeout=300)
             for sb in s.list_all():
                 s.delete("/v1/sandboxes/" + sb["id"])
         if snap:
