@@ -70,6 +70,12 @@ def test_host_image(s):
     x = s.execd(sid)
     t.eq(py(x, "import platform; print(platform.release())"), (0, ["4.4.0"]),
          "/usr/bin/python3 of the host runs under gVisor's kernel")
+    rc, out = py(x, "import socket\n"
+                    "name = open('/etc/hostname').read().strip()\n"
+                    "ns = [l.split()[1] for l in open('/etc/resolv.conf') if l.startswith('nameserver')]\n"
+                    "print(name == socket.gethostname(), socket.gethostbyname(name), len(ns))")
+    t.eq((rc, out), (0, ["True 127.0.0.1 1"]), "/etc/hostname, hosts and resolv.conf are "
+         "the sandbox's (one nameserver: its slot's resolver)")
     rc, out = py(x, "open('/etc/osb-g2-probe', 'w').write('inside')\n"
                     "os = __import__('os'); os.makedirs('/opt/app')\n"
                     "open('/opt/app/f', 'w').write('x')\n"

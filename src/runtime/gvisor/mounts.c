@@ -13,6 +13,11 @@
  * symlink cannot aim one at a host path), a volume's onto the host-only
  * staging entry <dir>/vol/<i> that config.json names as its source.
  *
+ * The child also writes the root's /etc/hosts, hostname and resolv.conf
+ * (the slot's resolver), as the native helper does: into the overlay,
+ * before runsc mounts any volume (one on /etc then hides them rather than
+ * having them written into its host directory).
+ *
  * The root's own /tmp is bound at <dir>/tmp, which config.json mounts at
  * /tmp: runsc would otherwise put a tmpfs of the Sentry's there, whose
  * files neither count against the disk limit nor reach a snapshot.
@@ -101,10 +106,29 @@ static int open_volume(const struct osb_rt_volume *v, const char *stage, struct 
     return t >= 0 ? t : osb_err_sys(err, "volume `%s`: clone its source", v->name);
 }
 
+static void etc_files(const struct osb_sandbox_spec *s, struct osb_gv_trees *t)
+{
+    char name[16];
+    snprintf(name, sizeof name, "%.12s", s->hostname ? s->hostname : s->id);
+    snprintf(t->hosts, sizeof t->hosts,
+             "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n", name);
+    snprintf(t->hostname, sizeof t->hostname, "%s\n", name);
+    if (s->netns && s->dns)
+        snprintf(t->resolv, sizeof t->resolv,
+                 "# OpenSandbox: the host-side resolver of this sandbox\n"
+                 "nameserver %s\noptions timeout:2 attempts:2\n",
+                 s->dns);
+    else /* Loopback only: no resolver answers, so lookups fail fast. */
+        snprintf(t->resolv, sizeof t->resolv,
+                 "# OpenSandbox: this sandbox has a loopback-only network\n"
+                 "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
+}
+
 int osb_gv_trees_open(const struct osb_gv *rt, const struct osb_sandbox_spec *s, const char *dir,
                       struct osb_gv_trees *t, struct osb_err *err)
 {
     *t = (struct osb_gv_trees){.bin = -1};
+    etc_files(s, t);
     t->vol = osb_xcalloc(s->n_volumes + 1, sizeof *t->vol);
     for (size_t i = 0; s->image_host && i < rt->host.n_binds; i++) {
         _cleanup_close_ int src = open(rt->host.binds[i].src, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -142,6 +166,19 @@ void osb_gv_trees_close(struct osb_gv_trees *t)
     *t = (struct osb_gv_trees){.bin = -1};
 }
 
+/* A regular file name in etcfd with data, replacing whatever is there. */
+static int write_etc(int etcfd, const char *name, const char *data)
+{
+    struct stat st;
+    if (fstatat(etcfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode) &&
+        unlinkat(etcfd, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
+        return -1;
+    _cleanup_close_ int fd =
+        openat(etcfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    size_t n = strlen(data);
+    return fd >= 0 && write(fd, data, n) == (ssize_t)n ? 0 : -1;
+}
+
 static int attach_at(int tree, int dirfd, const char *rel)
 {
     _cleanup_close_ int target = osb_open_beneath(dirfd, rel, O_PATH | O_DIRECTORY, NULL);
@@ -161,6 +198,10 @@ const char *osb_gv_trees_attach(const struct osb_gv_trees *t, const char *dir)
     for (size_t i = 0; i < t->n_host; i++)
         if (attach_at(t->host[i], rootfd, t->host_dst[i]) < 0)
             return "bind the host image's directories";
+    _cleanup_close_ int etc = osb_mkdir_beneath(rootfd, "etc", 0755, NULL);
+    if (etc < 0 || write_etc(etc, "hosts", t->hosts) < 0 ||
+        write_etc(etc, "hostname", t->hostname) < 0 || write_etc(etc, "resolv.conf", t->resolv) < 0)
+        return "write /etc/hosts, hostname and resolv.conf";
     for (size_t i = 0; i < t->n_vol; i++) {
         snprintf(stage, sizeof stage, "%s/vol/%zu", dir, i);
         if (move_mount(t->vol[i], "", AT_FDCWD, stage, MOVE_MOUNT_F_EMPTY_PATH) < 0)

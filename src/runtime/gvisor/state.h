@@ -143,6 +143,9 @@ struct osb_gv_trees {
     int bin; /* execd's directory, the cover of the writable layer */
     int *vol;
     size_t n_vol;
+    /* /etc/hosts, hostname and resolv.conf, written into the root as the
+     * native helper writes them (runsc writes none) */
+    char hosts[160], hostname[80], resolv[192];
 };
 /* On the loop: resolve and clone every source, make the volumes' staging
  * entries. On failure t still needs osb_gv_trees_close. */
