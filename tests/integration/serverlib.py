@@ -7,7 +7,8 @@
         extra: TOML text appended to the config (e.g. an [image] table)
         native: TOML lines added to its [native] table (e.g. user_namespaces = true);
                 OSB_TEST_USERNS=1 (=0) in the environment adds user_namespaces = true (false) to all
-        runtime: the [runtime] type (e.g. "gvisor"); default: the server's (native)
+        runtime: the [runtime] type (e.g. "gvisor"); default: $OSB_TEST_RUNTIME (a whole
+                 suite against another backend), else the server's (native)
         tmp_dir: where the temp dir (config, log, state) is made; default $TMPDIR
         s.url, s.port, s.state_dir, s.proc, s.log_text()
         s.req(method, path, ...)          osbtest.Client.req plus OPEN-SANDBOX-API-KEY
@@ -246,6 +247,7 @@ class Server(Client):
         if api_key:
             lines.append("api_key = %s" % _json.dumps(api_key))
         lines += ["[runtime]", "execd_path = %s" % _json.dumps(EXECD_BIN)]
+        runtime = runtime or os.environ.get("OSB_TEST_RUNTIME")
         if runtime:
             lines.append("type = %s" % _json.dumps(runtime))
         lines += ["[native]", "state_dir = %s" % _json.dumps(self.state_dir), native]

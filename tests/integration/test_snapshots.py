@@ -23,6 +23,8 @@ LIMITS = {"cpu": "1", "memory": "512Mi"}
 DEFAULT_EP = ["tail", "-f", "/dev/null"]
 with open(EXECD_BIN, "rb") as _f:
     DYNAMIC_EXECD = b"ld-linux" in _f.read(8192)
+# OSB_TEST_RUNTIME=gvisor: a sandbox's processes are gVisor's, seen only inside.
+GVISOR = os.environ.get("OSB_TEST_RUNTIME") == "gvisor"
 
 
 # ---------------------------------------------------------------- helpers
@@ -97,6 +99,18 @@ def host_pid(s, cmdline):
     return None
 
 
+def inner_pid(s, sid, cmdline):
+    """The pid, inside the sandbox, of the process whose command line is exactly cmdline."""
+    _, out = sh(s, sid, "for p in /proc/[0-9]*; do [ \"$(tr '\\0' ' ' < $p/cmdline)\" = '%s ' ] "
+                        "&& echo ${p#/proc/}; done" % " ".join(cmdline))
+    return int(out) if out.isdigit() else None
+
+
+def inner_state(s, sid, pid):
+    _, out = sh(s, sid, "cat /proc/%d/stat" % pid)
+    return out.rsplit(")", 1)[1].split()[0] if ")" in out else None
+
+
 def proc_state(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
@@ -112,8 +126,12 @@ def test_create_and_restore_host(s):
     sb = s.new(entrypoint=["sh", "-c", "sleep 100%d & exec tail -f /dev/null" % os.getpid()])
     sid = sb["id"]
     sleep_cmd = ["sleep", "100%d" % os.getpid()]
-    wait_for(lambda: host_pid(s, sleep_cmd), timeout=5)
-    pid = host_pid(s, sleep_cmd)
+    if GVISOR:  # its processes are seen only inside the sandbox
+        find, state = (lambda: inner_pid(s, sid, sleep_cmd)), (lambda p: inner_state(s, sid, p))
+    else:
+        find, state = (lambda: host_pid(s, sleep_cmd)), proc_state
+    wait_for(lambda: find(), timeout=5)
+    pid = find()
     t.ok(pid, "source sandbox: background sleep running (%s)" % marker)
     code, victim = sh(s, sid, "for f in /etc/profile /etc/shells /etc/debian_version "
                               "/etc/bash.bashrc; do [ -f $f ] && echo $f && break; done")
@@ -148,9 +166,9 @@ def test_create_and_restore_host(s):
 
     # the source keeps running, thawed, with the same processes
     t.eq(s.get_sbx(sid).json()["status"]["state"], "Running", "source sandbox still Running")
-    t.ok(pid and proc_state(pid) in ("S", "R") and host_pid(s, sleep_cmd) == pid,
+    t.ok(pid and state(pid) in ("S", "R") and find() == pid,
          "the sleep started before the snapshot is still there, not stopped",
-         (pid, proc_state(pid) if pid else None))
+         (pid, state(pid) if pid else None))
     t.eq(sh(s, sid, "cat /srv/snap/f; echo after > /srv/snap/after"), (0, "before"),
          "source sandbox answers and is writable after the snapshot")
 

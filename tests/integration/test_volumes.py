@@ -14,6 +14,9 @@ from serverlib import *  # noqa: E402,F403
 
 t = TAP()
 BAD = "SANDBOX::INVALID_PARAMETER"
+# OSB_TEST_RUNTIME=gvisor: what differs is in docs/internals/gvisor.md. Commands avoid
+# coreutils' ls there (this runsc refuses its statx flags).
+GVISOR = os.environ.get("OSB_TEST_RUNTIME") == "gvisor"
 
 
 def sh(s, sid, cmd):
@@ -73,7 +76,7 @@ class Host:
 def test_host_rw(s, h):
     sb = s.new(volumes=[host_vol(h.p("data"), "/mnt/data", "data")])
     out, err, rc = sh(s, sb["id"], "cat /mnt/data/hello.txt && echo written > /mnt/data/new.txt "
-                      "&& ls /mnt/data")
+                      "&& cd /mnt/data && echo *")
     t.eq(rc, 0, "commands in a host volume succeed (%r)" % err)
     t.eq(out[0], "hello from the host", "the host file is visible inside")
     with open(h.p("data/new.txt")) as f:
@@ -82,7 +85,11 @@ def test_host_rw(s, h):
     out, _, _ = sh(s, sb["id"], "cat /mnt/data/late.txt")
     t.eq(out, ["late"], "a file written on the host later is visible inside (a bind, not a copy)")
     out, _, _ = sh(s, sb["id"], "grep ' /mnt/data ' /proc/self/mounts")
-    t.ok(out and "nosuid" in out[0] and "nodev" in out[0], "mounted nosuid,nodev", out)
+    if GVISOR:
+        t.skip("mounted nosuid,nodev", "gVisor's /proc/mounts does not list them (the host "
+               "side is nosuid,nodev)")
+    else:
+        t.ok(out and "nosuid" in out[0] and "nodev" in out[0], "mounted nosuid,nodev", out)
     s.delete("/v1/sandboxes/" + sb["id"])
     os.unlink(h.p("data/new.txt"))
     os.unlink(h.p("data/late.txt"))
@@ -177,7 +184,7 @@ def test_pvc_shared(s):
     out, _, _ = sh(s, a["id"], "cat /work/b.txt")
     t.eq(out, ["from-b"], "and the first sees the second's")
     c = s.new(volumes=[pvc_vol("shared", "/ro", ro=True, sub="deep/er")])
-    _, err, rc = sh(s, c["id"], "ls /ro && echo x > /ro/x")
+    _, err, rc = sh(s, c["id"], "cd /ro && echo x > /ro/x")
     t.ok(rc not in (0, None) and any("Read-only" in l for l in err), "read-only claim", err)
     t.ok(os.path.isdir(os.path.join(claim_dir(s, "shared"), "data", "deep", "er")),
          "a claim's missing subPath is created")
@@ -292,8 +299,14 @@ def test_mountpath_symlink(s, h):
     t.ok(not os.path.exists("/upvol"), "nothing was created at the host's /")
     s.delete("/v1/sandboxes/" + sb["id"])
     r = s.create(image={"uri": "vol-escape"}, volumes=[host_vol(h.p("data"), "/dangling/x")])
-    t.ok(r.status >= 400 and "volume `v`" in r.text,
-         "a mountPath through a dangling image symlink fails, naming the volume", r.text)
+    if GVISOR:  # runsc makes the path inside the root instead
+        t.skip("a mountPath through a dangling image symlink fails", "runsc resolves it in the "
+               "sandbox's root and creates it there")
+        if r.status == 202:
+            s.delete("/v1/sandboxes/" + r.json()["id"])
+    else:
+        t.ok(r.status >= 400 and "volume `v`" in r.text,
+             "a mountPath through a dangling image symlink fails, naming the volume", r.text)
     t.ok(not os.path.exists(h.target + "-missing"), "and creates nothing on the host")
     import subprocess
     subprocess.run([SERVER_BIN, "--config", s.config, "image", "rm", "vol-escape"],

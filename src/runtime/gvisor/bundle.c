@@ -1,6 +1,11 @@
 /* The OCI bundle's config.json: execd as the process, the overlay root
- * the create step mounts, execd's socket directory and binary as binds,
- * the network slot's namespace when given. */
+ * the create step mounts (execd's binary directory is a read-only bind
+ * inside it, mounts.c: served with the root, no mount of its own, which
+ * would cost the gofer and the Sentry host threads), execd's socket
+ * directory as a bind,
+ * the root's /tmp and the volumes as binds of their staging entries
+ * (mounts.c), the limits (cgroup.c), the network slot's namespace when
+ * given. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +68,28 @@ static json_t *bind_mount(const char *src, const char *dst, bool ro)
                      src, "options", "rbind", ro ? "ro" : "rw", "nosuid", "nodev");
 }
 
+/* Volumes, parents before children: each from <dir>/vol/<i>, where the
+ * create's child attaches the source it resolved. */
+static void add_volumes(json_t *mounts, const struct osb_sandbox_spec *s, const char *dir)
+{
+    size_t n = s->n_volumes, order[n ? n : 1];
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i;
+             j > 0 && strcmp(s->volumes[order[j - 1]].dst, s->volumes[order[j]].dst) > 0; j--) {
+            size_t x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    for (size_t k = 0; k < n; k++) {
+        const struct osb_rt_volume *v = &s->volumes[order[k]];
+        char src[PATH_MAX + 32];
+        snprintf(src, sizeof src, "%s/vol/%zu", dir, order[k]);
+        json_array_append_new(mounts, bind_mount(src, v->dst, v->read_only));
+    }
+}
+
 static json_t *namespaces(const struct osb_sandbox_spec *s)
 {
     json_t *ns = json_pack("[{s:s},{s:s},{s:s},{s:s}]", "type", "pid", "type", "ipc", "type", "uts",
@@ -77,15 +104,17 @@ static json_t *namespaces(const struct osb_sandbox_spec *s)
 int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *s, const char *dir,
                         struct osb_err *err)
 {
-    char sock[PATH_MAX + 8], bin[PATH_MAX + 8], path[PATH_MAX + 16];
+    char sock[PATH_MAX + 8], path[PATH_MAX + 16];
     snprintf(sock, sizeof sock, "%s/sock", dir);
-    snprintf(bin, sizeof bin, "%s/bin", dir);
     char host[13];
     snprintf(host, sizeof host, "%s", s->id);
-    json_t *mounts =
-        json_pack("[{s:s,s:s,s:s}, {s:s,s:s,s:s}, o, o]", "destination", "/proc", "type", "proc",
-                  "source", "proc", "destination", "/sys", "type", "sysfs", "source", "sysfs",
-                  bind_mount(sock, OSB_GV_SOCK_DIR, false), bind_mount(bin, OSB_GV_BIN_DIR, true));
+    json_t *mounts = json_pack("[{s:s,s:s,s:s}, {s:s,s:s,s:s}, o]", "destination", "/proc", "type",
+                               "proc", "source", "proc", "destination", "/sys", "type", "sysfs",
+                               "source", "sysfs", bind_mount(sock, OSB_GV_SOCK_DIR, false));
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s/tmp", dir);
+    json_array_append_new(mounts, bind_mount(tmp, "/tmp", false));
+    add_volumes(mounts, s, dir);
     json_t *cfg = json_pack(
         "{s:s, s:{s:b, s:{s:i,s:i}, s:o, s:o, s:s}, s:{s:s, s:b}, s:s, s:o, s:{s:o}}", "ociVersion",
         "1.0.2", "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", process_args(s),

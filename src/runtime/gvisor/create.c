@@ -1,7 +1,8 @@
 /* Create on the thread pool: the bundle, then a child in a private mount
  * namespace mounts the writable tmpfs and the overlay root and execs
  * `runsc create`, whose gofer inherits that namespace (so the mounts live
- * exactly as long as the sandbox, and none is left on the host); then
+ * exactly as long as the sandbox, and none is left on the host), with the
+ * host image's binds and the volumes' sources (mounts.c) attached; then
  * `runsc start` and a wait for execd's socket. */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@ struct osb_gv_create {
     char *lower; /* overlay lowerdir= value */
     int64_t disk;
     bool network;
+    struct osb_gv_trees trees;
     bool report;   /* not keep_running: execd reports the entrypoint's end */
     int report_fd; /* during build: the report FIFO, runsc create's stdin */
     osb_rt_create_cb cb;
@@ -64,7 +66,7 @@ static int copy_file(const char *src, const char *dst, struct osb_err *err)
 /* The forked child: only system calls until exec (the parent has
  * threads). */
 static void child_exec(const char *dir, const char *tmpfs_opts, const char *ovl_opts,
-                       char *const *argv, int log_fd, int in_fd)
+                       const struct osb_gv_trees *trees, char *const *argv, int log_fd, int in_fd)
 {
     char rw[PATH_MAX + 8], upper[PATH_MAX + 16], work[PATH_MAX + 16], root[PATH_MAX + 8];
     snprintf(rw, sizeof rw, "%s/rw", dir);
@@ -79,7 +81,8 @@ static void child_exec(const char *dir, const char *tmpfs_opts, const char *ovl_
         (step = "upper dir", mkdir(upper, 0755)) < 0 ||
         (step = "tmp dir", osb_gv_harden_rw(dir)) < 0 ||
         (step = "work dir", mkdir(work, 0700)) < 0 ||
-        (step = "overlay", mount("overlay", root, "overlay", MS_NODEV, ovl_opts)) < 0) {
+        (step = "overlay", mount("overlay", root, "overlay", MS_NODEV, ovl_opts)) < 0 ||
+        (step = osb_gv_trees_attach(trees, dir)) != NULL) {
         dprintf(2, "gvisor: preparing the root (%s): %s\n", step, strerror(errno));
         _exit(126);
     }
@@ -117,7 +120,7 @@ static int run_create(struct osb_gv_create *c, int log_fd, struct osb_err *err)
     if (pid < 0)
         return osb_err_sys(err, "fork");
     if (pid == 0)
-        child_exec(c->dir, tmpfs_opts, ovl_opts, argv, log_fd, c->report_fd);
+        child_exec(c->dir, tmpfs_opts, ovl_opts, &c->trees, argv, log_fd, c->report_fd);
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
@@ -236,6 +239,7 @@ static void after_cb(uv_work_t *w, int status)
         osb_gv_teardown(rt, c->id, false);
     if (!rt->closing)
         c->cb(c->ud, c->rc == 0 ? &c->h : NULL, c->rc == 0 ? NULL : &c->err);
+    osb_gv_trees_close(&c->trees);
     free(c->lower);
     free(c);
 }
@@ -244,13 +248,8 @@ static int check_spec(const struct osb_sandbox_spec *s, struct osb_err *err)
 {
     if (osb_gv_check_id(s->id, err) < 0)
         return -1;
-    if (s->image_host)
-        return osb_err_set(err, OSB_E_UNSUPPORTED,
-                           "the gvisor runtime cannot run the `host` "
-                           "image yet: use an image with its own root");
-    if (s->n_volumes)
-        return osb_err_set(err, OSB_E_UNSUPPORTED, "the gvisor runtime does not mount volumes yet");
-    if (!s->layers || !s->layers[0] || !s->entrypoint || !s->entrypoint[0] || !s->execd_token)
+    if (!s->layers || (!s->layers[0] && !s->image_host) || !s->entrypoint || !s->entrypoint[0] ||
+        !s->execd_token)
         return osb_err_set(err, OSB_E_INVALID, "spec of `%s` lacks layers, entrypoint or token",
                            s->id);
     for (size_t i = 0; s->layers[i]; i++)
@@ -261,23 +260,26 @@ static int check_spec(const struct osb_sandbox_spec *s, struct osb_err *err)
 }
 
 /* The overlay's lowerdir= value, top layer first (checked for ',' and ':'
- * by check_spec). */
-static char *join_layers(char *const *layers)
+ * by check_spec), then the host image's skeleton when it lies beneath. */
+static char *join_layers(char *const *layers, const char *host)
 {
-    size_t n = 1;
+    size_t n = 1 + (host ? strlen(host) + 1 : 0);
     for (size_t i = 0; layers[i]; i++)
         n += strlen(layers[i]) + 1;
     char *out = osb_xmalloc(n);
     size_t k = 0;
+    out[0] = '\0';
     for (size_t i = 0; layers[i]; i++)
         k += (size_t)snprintf(out + k, n - k, "%s%s", i ? ":" : "", layers[i]);
+    if (host)
+        snprintf(out + k, n - k, "%s%s", k ? ":" : "", host);
     return out;
 }
 
 static int prepare_dir(struct osb_gv *rt, const struct osb_sandbox_spec *s, const char *dir,
                        struct osb_err *err)
 {
-    static const char *const subs[] = {"sock", "bin", "rootfs", "rw"};
+    static const char *const subs[] = {"sock", "bin", "rootfs", "rw", "vol", "tmp"};
     if (mkdir(dir, 0700) < 0)
         return errno == EEXIST ? osb_err_set(err, OSB_E_EXISTS, "sandbox `%s` exists", s->id)
                                : osb_err_sys(err, "mkdir %s", dir);
@@ -302,6 +304,7 @@ int osb_gv_create(struct osb_rt *base, const struct osb_sandbox_spec *s, osb_rt_
         return -1;
     struct osb_gv_create *c = osb_xcalloc(1, sizeof *c);
     c->rt = rt;
+    c->trees = (struct osb_gv_trees){.bin = -1};
     snprintf(c->id, sizeof c->id, "%s", s->id);
     osb_gv_dir(rt, s->id, c->dir, sizeof c->dir);
     snprintf(c->h.sock_path, sizeof c->h.sock_path, "%s/sock/" OSB_GV_SOCK_NAME, c->dir);
@@ -309,13 +312,15 @@ int osb_gv_create(struct osb_rt *base, const struct osb_sandbox_spec *s, osb_rt_
         free(c);
         return osb_err_set(err, OSB_E_INVALID, "state dir too long for execd's socket path");
     }
-    if (prepare_dir(rt, s, c->dir, err) < 0) {
+    if (prepare_dir(rt, s, c->dir, err) < 0 ||
+        osb_gv_trees_open(rt, s, c->dir, &c->trees, err) < 0) {
+        osb_gv_trees_close(&c->trees);
         if (err->code != OSB_E_EXISTS)
             osb_fs_discard_tree(c->dir);
         free(c);
         return -1;
     }
-    c->lower = join_layers(s->layers);
+    c->lower = join_layers(s->layers, s->image_host ? rt->host_root : NULL);
     c->disk = s->disk_bytes ? s->disk_bytes : OSB_LIMIT_DEFAULT_DISK;
     c->network = s->netns != NULL;
     c->report = !s->keep_running;

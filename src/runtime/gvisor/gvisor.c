@@ -41,7 +41,8 @@ static int gv_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_
         osb_mkdir_p(rt->sandboxes_dir, 0700, err) < 0 ||
         osb_gv_harden_probe(rt->sandboxes_dir, err) < 0 ||
         (access(rt->execd_path, X_OK) < 0 && osb_err_sys(err, "execd binary %s", rt->execd_path)) ||
-        osb_gv_cg_open(rt, cfg->state_dir, err) < 0) {
+        osb_gv_cg_open(rt, cfg->state_dir, err) < 0 ||
+        osb_gv_host_open(rt, cfg->state_dir, err) < 0) {
         osb_gv_maybe_free(rt);
         return -1;
     }
@@ -111,14 +112,6 @@ static int gv_resume(struct osb_rt *rt, const char *id, struct osb_err *err)
     return pause_resume(rt, id, "resume", err);
 }
 
-static int gv_snapshot(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
-                       const char *dst, osb_rt_copy_fn copy, osb_rt_snapshot_cb cb, void *ud,
-                       struct osb_err *err)
-{
-    (void)rt, (void)id, (void)h, (void)dst, (void)copy, (void)cb, (void)ud;
-    return osb_err_set(err, OSB_E_UNSUPPORTED, "the gvisor runtime cannot snapshot yet");
-}
-
 static int gv_adopt(struct osb_rt *base, const char *id, struct osb_rt_handle *h,
                     struct osb_err *err)
 {
@@ -181,7 +174,7 @@ const struct osb_runtime_ops osb_gvisor_ops = {
     .stop = gv_stop,
     .pause = gv_pause,
     .resume = gv_resume,
-    .snapshot = gv_snapshot,
+    .snapshot = osb_gv_snapshot,
     .watch = osb_gv_watch,
     .alive = osb_gv_alive,
     .adopt = gv_adopt,

@@ -66,12 +66,11 @@ void osb_gv_harden_process(const struct osb_sandbox_spec *s, json_t *process)
         json_pack("[o,o]", rlimit("RLIMIT_NOFILE", GV_NOFILE), rlimit("RLIMIT_NPROC", pids)));
 }
 
-/* /tmp and /dev/shm: directories on the writable layer's tmpfs
- * (osb_gv_harden_rw makes them), so they share the disk limit. gVisor
- * mounts its own /tmp only when the spec mounts nothing there, and its
- * /dev/shm is a directory of its /dev: both the Sentry's memory, with no
- * bound but the memory limit. */
-static const char *const rw_dirs[][2] = {{"/tmp", "tmp"}, {"/dev/shm", "shm"}};
+/* /dev/shm: a directory on the writable layer's tmpfs (osb_gv_harden_rw
+ * makes it), so it shares the disk limit; gVisor's own is a directory of
+ * its /dev, the Sentry's memory with no bound but the memory limit. (/tmp
+ * is the root's own, bound over gVisor's in-memory one: bundle.c.) */
+static const char *const rw_dirs[][2] = {{"/dev/shm", "shm"}};
 
 void osb_gv_harden_mounts(const char *dir, json_t *mounts)
 {

@@ -37,6 +37,7 @@ void osb_gv_maybe_free(struct osb_gv *rt)
     free(rt->root_dir);
     free(rt->sandboxes_dir);
     free(rt->execd_path);
+    free(rt->host_root);
     free(rt);
 }
 

@@ -8,13 +8,17 @@
  *   harden.c  capabilities, no_new_privs, rlimits, bounded /tmp and
  *             socket dir: what makes the sandbox as tight as a native one
  *   bundle.c  config.json from a spec
+ *   mounts.c  the host image's binds, volumes, the hidden writable layer
  *   create.c  bundle, rootfs and runsc create/start on the thread pool
+ *   snapshot.c  pause, the writable layer from the gofer's namespace, copy
  *   gvisor.c  open/close, destroy, pause/resume, watch, the ops
  * Layout under <state>/gvisor/: runsc/ (runsc's --root) and
  * sandboxes/<id>/ (the bundle: config.json, rootfs/, rw/ (with tmp/ and
  * shm/ on its tmpfs), sock/ (immutable once execd listens), bin/,
  * logpipe (a FIFO: execd's stdout and stderr), report (a FIFO: execd's
- * end report, runsc create's stdin; not with keep_running), log). */
+ * end report, runsc create's stdin; not with keep_running), log; tmp/ and
+ * vol/<i>: mount points of the root's /tmp and the volumes' sources,
+ * mounted only in the sandbox's namespace). */
 #ifndef OSB_RT_GVISOR_STATE_H
 #define OSB_RT_GVISOR_STATE_H
 #include <limits.h>
@@ -25,6 +29,7 @@
 
 #include "common/buf.h"
 #include "runtime/cgroupfs.h"
+#include "runtime/hostimage.h"
 #include "runtime/runtime.h"
 
 /* Where execd's socket directory and binary appear in the sandbox. */
@@ -56,6 +61,8 @@ struct osb_gv {
     struct osb_gv_log *logs;
     int open_handles;
     bool closing;
+    struct osb_img_host host; /* the host image: its skeleton and binds */
+    char *host_root;          /* <state>/images/host/rootfs */
 };
 
 static inline struct osb_gv *osb_gv_of(struct osb_rt *rt)
@@ -147,6 +154,34 @@ int osb_gv_harden_probe(const char *sandboxes_dir, struct osb_err *err) OSB_MUST
 /* bundle.c: <dir>/config.json for spec. */
 int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *spec,
                         const char *dir, struct osb_err *err) OSB_MUST_CHECK;
+
+/* mounts.c: detached mounts a create's child attaches (see mounts.c). */
+struct osb_gv_trees {
+    int host[8];
+    const char *host_dst[8]; /* relative to the root */
+    size_t n_host;
+    int bin; /* execd's directory, the cover of the writable layer */
+    int *vol;
+    size_t n_vol;
+    /* /etc/hosts, hostname and resolv.conf, written into the root as the
+     * native helper writes them (runsc writes none) */
+    char hosts[160], hostname[80], resolv[192];
+};
+/* On the loop: resolve and clone every source, make the volumes' staging
+ * entries. On failure t still needs osb_gv_trees_close. */
+int osb_gv_trees_open(const struct osb_gv *rt, const struct osb_sandbox_spec *spec, const char *dir,
+                      struct osb_gv_trees *t, struct osb_err *err) OSB_MUST_CHECK;
+void osb_gv_trees_close(struct osb_gv_trees *t);
+/* In the forked child, once the overlay is mounted at <dir>/rootfs: NULL,
+ * or the step that failed (errno set). */
+const char *osb_gv_trees_attach(const struct osb_gv_trees *t, const char *dir);
+/* Open: the host image's skeleton, built if missing. */
+int osb_gv_host_open(struct osb_gv *rt, const char *state_dir, struct osb_err *err) OSB_MUST_CHECK;
+
+/* snapshot.c: the snapshot op. */
+int osb_gv_snapshot(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
+                    const char *dst_dir, osb_rt_copy_fn copy, osb_rt_snapshot_cb cb, void *ud,
+                    struct osb_err *err) OSB_MUST_CHECK;
 
 /* create.c */
 int osb_gv_create(struct osb_rt *rt, const struct osb_sandbox_spec *spec, osb_rt_create_cb cb,

@@ -24,7 +24,7 @@
 #include "common/buf.h"
 #include "runtime/cgroupfs.h"
 #include "runtime/native/idrange.h"
-#include "runtime/native/image.h"
+#include "runtime/hostimage.h"
 #include "runtime/runtime.h"
 
 /* A helper building one sandbox. */

@@ -14,7 +14,7 @@
 #include "runtime/runtime.h"
 #include "common/fstree.h"
 #include "image/store.h"
-#include "runtime/native/image.h"
+#include "runtime/hostimage.h"
 #include "tap.h"
 
 static const char hybrid[] =

@@ -17,7 +17,7 @@
 #include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "common/fstree.h"
-#include "runtime/native/image.h"
+#include "runtime/hostimage.h"
 
 /* Bump when the skeleton's content changes: existing ones are rebuilt. */
 #define SKELETON_VERSION "3"

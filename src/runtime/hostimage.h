@@ -1,11 +1,11 @@
-/* The native backend's side of images: the built-in `host` image
+/* The built-in `host` image
  * (<state>/images/host/rootfs: a small skeleton with a private /etc and
  * mount points; the host's /usr, /bin, /sbin and /lib* are bound read-only
  * on top, or mirrored as symlinks on merged-/usr hosts). Pulled, imported
  * and snapshot images live in the server's image store (src/image/), which
  * hands a backend their layer directories. */
-#ifndef OSB_RT_IMAGE_H
-#define OSB_RT_IMAGE_H
+#ifndef OSB_RT_HOSTIMAGE_H
+#define OSB_RT_HOSTIMAGE_H
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
