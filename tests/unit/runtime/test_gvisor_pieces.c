@@ -26,12 +26,12 @@ static void test_limits(void)
     json_t *lnx = json_object();
     osb_gv_add_limits(&rt, &s, lnx);
     json_t *res = json_object_get(lnx, "resources");
-    IS_INT(num(res, "memory", "limit"), 64 << 20, "memory limit");
-    IS_INT(num(res, "memory", "swap"), 64 << 20, "swap = memory: no swap on top");
+    IS_INT(num(res, "memory", "limit"), (64 + 32) << 20, "memory limit plus the Sentry's 32 MiB");
+    IS_INT(num(res, "memory", "swap"), (64 + 32) << 20, "swap = memory: no swap on top");
     IS_INT(num(res, "cpu", "quota"), 50000, "500m: a quota of 50 ms");
     IS_INT(num(res, "cpu", "period"), 100000, "per 100 ms");
-    IS_INT(num(res, "pids", "limit"), OSB_LIMIT_DEFAULT_PIDS + 64,
-           "pids: the default plus the Sentry's headroom");
+    IS_INT(num(res, "pids", "limit"), OSB_LIMIT_DEFAULT_PIDS * 16 + 256,
+           "pids: a host backstop of 16 tasks per process plus the Sentry's own");
     IS_STR(json_string_value(json_object_get(lnx, "cgroupsPath")), "opensandbox-0badcafe/sb-1",
            "cgroupsPath: the parent, then the id");
     json_decref(lnx);
@@ -42,7 +42,7 @@ static void test_limits(void)
     res = json_object_get(lnx, "resources");
     OK(!json_object_get(res, "memory") && !json_object_get(res, "cpu"),
        "no memory or CPU limit asked: none written");
-    IS_INT(num(res, "pids", "limit"), 164, "pids_max 100 + 64");
+    IS_INT(num(res, "pids", "limit"), 100 * 16 + 256, "pids_max 100: 1856 host tasks");
     json_decref(lnx);
 }
 
