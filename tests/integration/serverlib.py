@@ -9,7 +9,8 @@
                 OSB_TEST_USERNS=1 (=0) in the environment adds user_namespaces = true (false) to all
         runtime: the [runtime] type (e.g. "gvisor"); default: the server's (native)
         userns_slots: unless native sets userns_range, the server gets a range of this many
-                      65536-id slots of its own (s.userns_first, s.userns_count say which)
+                      65536-id slots (100, as the default range) of its own
+                      (s.userns_first, s.userns_count say which)
         tmp_dir: where the temp dir (config, log, state) is made; default $TMPDIR
         s.url, s.port, s.state_dir, s.proc, s.log_text()
         s.req(method, path, ...)          osbtest.Client.req plus OPEN-SANDBOX-API-KEY
@@ -230,7 +231,7 @@ class ProxyExecd(Client):
 class Server(Client):
     def __init__(self, api_key=None, min_timeout=1, max_timeout=0, extra="", state_dir=None,
                  env=None, start_timeout=10.0, tmp_dir=None, native="", runtime=None,
-                 userns_slots=32):
+                 userns_slots=100):
         Client.__init__(self, "127.0.0.1", free_port())
         self.api_key = api_key
         self.tmp = tempfile.mkdtemp(prefix="osb-srv-", dir=tmp_dir)
