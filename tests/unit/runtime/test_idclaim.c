@@ -123,7 +123,8 @@ int main(void)
     if (!mkdtemp(dir))
         return 1;
     /* take() makes a missing directory (and its parents) itself. */
-    strcat(dir, "/userns");
+    size_t n = strlen(dir);
+    snprintf(dir + n, sizeof dir - n, "/userns");
     test_overlap();
     test_stale();
     test_other_process();
