@@ -11,7 +11,10 @@
  * was left by a server that died: removed. Scan and claim run under an
  * flock of the directory itself, so servers starting at once cannot both
  * win. A server restarted on its state dir finds its predecessor's lock
- * gone, and its sandboxes' ranges are in the state dir (idrange.h). */
+ * gone (or still held by a child that had not exec'd yet: a claim naming
+ * this state dir and a pid that is gone is taken over, as the caller holds
+ * the state dir exclusively), and its sandboxes' ranges are in the state
+ * dir (idrange.h). */
 #ifndef OSB_RT_NATIVE_IDCLAIM_H
 #define OSB_RT_NATIVE_IDCLAIM_H
 #include <stdint.h>

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,11 +16,17 @@
 
 static char dir[64];
 
-static int take(struct osb_idclaim *c, uint32_t first, uint32_t count, struct osb_err *err)
+static int take_as(struct osb_idclaim *c, uint32_t first, uint32_t count, const char *state,
+                   struct osb_err *err)
 {
     osb_idclaim_init(c);
     memset(err, 0, sizeof *err);
-    return osb_idclaim_take(c, dir, first, count, "/state/x", err);
+    return osb_idclaim_take(c, dir, first, count, state, err);
+}
+
+static int take(struct osb_idclaim *c, uint32_t first, uint32_t count, struct osb_err *err)
+{
+    return take_as(c, first, count, "/state/x", err);
 }
 
 static bool exists(const char *name)
@@ -117,6 +124,39 @@ static void test_other_process(void)
     osb_idclaim_drop(&a);
 }
 
+/* A dead server's claim still locked (through a child that had not yet
+ * exec'd when it died): its own state dir's next server takes it over,
+ * another state dir's server does not. */
+static void test_predecessor(void)
+{
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);
+    char p[128];
+    snprintf(p, sizeof p, "%s/5000000-65536", dir);
+    int held = open(p, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    dprintf(held, "%d /state/y\n", (int)dead);
+    OK(held >= 0 && flock(held, LOCK_EX) == 0, "a claim of a dead pid, locked by another fd");
+    struct osb_idclaim a;
+    struct osb_err err;
+    char want[32];
+    snprintf(want, sizeof want, "pid %d,", (int)dead);
+    OK(take(&a, 5000000, 65536, &err) < 0 && strstr(err.msg, want),
+       "another state dir's server is refused");
+    OK(take_as(&a, 5000000, 65536, "/state/y", &err) == 0,
+       "the server of the state dir it names takes it over");
+    char buf[64] = "", mine[64];
+    FILE *f = fopen(p, "r");
+    OK(f && fgets(buf, sizeof buf, f), "the claim file is there");
+    if (f)
+        fclose(f);
+    snprintf(mine, sizeof mine, "%d /state/y\n", (int)getpid());
+    IS_STR(buf, mine, "and is the new server's");
+    close(held);
+    osb_idclaim_drop(&a);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/osb-idclaim-XXXXXX");
@@ -128,6 +168,7 @@ int main(void)
     test_overlap();
     test_stale();
     test_other_process();
+    test_predecessor();
     struct stat st;
     OK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700, "the directory is 0700");
     rmdir(dir);
