@@ -139,7 +139,8 @@ static int create(struct osb_idclaim *c, const char *dir, const char *state_dir,
         return osb_err_sys(err, "create `%s/%s`", dir, c->name);
     char buf[PATH_MAX + 32];
     int n = snprintf(buf, sizeof buf, "%d %s\n", (int)getpid(), state_dir);
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0 || write(fd, buf, (size_t)n) != n) {
+    if (n < 0 || (size_t)n >= sizeof buf || flock(fd, LOCK_EX | LOCK_NB) < 0 ||
+        write(fd, buf, (size_t)n) != n) {
         osb_err_sys(err, "claim `%s/%s`", dir, c->name);
         unlinkat(c->dirfd, c->name, 0);
         return -1;
