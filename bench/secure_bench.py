@@ -36,7 +36,7 @@ Needs root and runsc (without runsc: the native modes only, said so).
 Servers: tests/integration/serverlib.py (temp dirs under $HOME, as the other
 benches: /tmp is slower on this VM), pull_policy "never", DNS upstream a
 closed local port, a subnet free on the host."""
-import argparse, json, os, random, shutil, subprocess, sys, tempfile, time, types
+import argparse, json, os, shutil, subprocess, sys, tempfile, time, types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -65,10 +65,9 @@ def sh(cmd):
 # ------------------------------------------------------------------ servers
 def start_server(name, rtype, userns, network, tar):
     """A serverlib.Server with the mode's knobs and the busybox image."""
-    # A range of our own, so no other server's sandboxes on this machine
-    # (tests, other worktrees) share host uids with ours.
-    start = 200_000_000 + random.randrange(1000) * (1 << 20)
-    native = 'user_namespaces = %s\nuserns_range = "%d:%d"' % (userns, start, 1 << 20)
+    # serverlib gives each server a userns_range of its own (16 ranges),
+    # free of every other server's on this machine (tests, other worktrees).
+    native = "user_namespaces = %s" % userns
     subnet = free_subnet()
     extra = ('[network]\nmode = "%s"\nsubnet = "%s"\npool_size = 2\n'
              'dns_upstreams = ["127.0.0.1:9"]\n' % (network, subnet))
@@ -77,7 +76,7 @@ def start_server(name, rtype, userns, network, tar):
         # tables); the start-up line below says which platform is used.
         extra += '[gvisor]\nplatform = "ptrace"\nrunsc = "%s"\n' % RUNSC
     s = Server(api_key="bench-" + os.urandom(6).hex(), native=native, extra=extra,
-               tmp_dir=os.path.expanduser("~"))
+               tmp_dir=os.path.expanduser("~"), userns_slots=16)
     s.subnet = subnet  # released by stop()
     with open(s.config) as f:
         text = f.read()

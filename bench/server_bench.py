@@ -58,9 +58,13 @@ class Server:
         self.port = free_port()
         self.key = "bench-" + secrets.token_hex(8)
         cfg = os.path.join(self.tmp, "sandbox.toml")
+        # A userns_range of its own (servers claim theirs host-wide; tests'
+        # servers may run beside this one): 100 ranges in [2^24, 2^31).
+        userns = (1 << 24) + secrets.randbelow(32000) * 65536
         with open(cfg, "w") as f:
             f.write(f'[server]\nhost = "127.0.0.1"\nport = {self.port}\napi_key = "{self.key}"\n\n'
-                    f'[runtime]\ntype = "native"\n\n[native]\nstate_dir = "{self.state}"\n{extra}\n')
+                    f'[runtime]\ntype = "native"\n\n[native]\nstate_dir = "{self.state}"\n'
+                    f'userns_range = "{userns}:6553600"\n{extra}\n')
         env = {k: v for k, v in os.environ.items()
                if k not in ("OPENSANDBOX_SERVER_API_KEY", "OPENSANDBOX_INSECURE_SERVER")}
         self.log = open(os.path.join(self.tmp, "server.log"), "wb")

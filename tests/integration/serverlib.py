@@ -9,6 +9,9 @@
                 OSB_TEST_USERNS=1 (=0) in the environment adds user_namespaces = true (false) to all
         runtime: the [runtime] type (e.g. "gvisor"); default: $OSB_TEST_RUNTIME (a whole
                  suite against another backend), else the server's (native)
+        userns_slots: unless native sets userns_range, the server gets a range of this many
+                      65536-id slots (100, as the default range) of its own
+                      (s.userns_first, s.userns_count say which)
         tmp_dir: where the temp dir (config, log, state) is made; default $TMPDIR
         s.url, s.port, s.state_dir, s.proc, s.log_text()
         s.req(method, path, ...)          osbtest.Client.req plus OPEN-SANDBOX-API-KEY
@@ -228,7 +231,8 @@ class ProxyExecd(Client):
 
 class Server(Client):
     def __init__(self, api_key=None, min_timeout=1, max_timeout=0, extra="", state_dir=None,
-                 env=None, start_timeout=10.0, tmp_dir=None, native="", runtime=None):
+                 env=None, start_timeout=10.0, tmp_dir=None, native="", runtime=None,
+                 userns_slots=100):
         Client.__init__(self, "127.0.0.1", free_port())
         self.api_key = api_key
         self.tmp = tempfile.mkdtemp(prefix="osb-srv-", dir=tmp_dir)
@@ -251,6 +255,16 @@ class Server(Client):
         if runtime:
             lines.append("type = %s" % _json.dumps(runtime))
         lines += ["[native]", "state_dir = %s" % _json.dumps(self.state_dir), native]
+        self._userns_auto = "userns_range" not in native
+        self._userns_attempt = 0
+        if self._userns_auto:
+            self.userns_count = userns_slots * 65536
+            lines.append(self._userns_line())
+        else:
+            import re
+            m = re.search(r'userns_range\s*=\s*"(\d+):(\d+)"', native)
+            self.userns_first, self.userns_count = \
+                (int(m.group(1)), int(m.group(2))) if m else (None, None)
         userns = os.environ.get("OSB_TEST_USERNS")
         if userns and "user_namespaces" not in native:
             # Run a whole suite with user namespaces explicitly on (=1) or
@@ -270,8 +284,44 @@ class Server(Client):
         with open(self.config, "w") as f:
             f.write("\n".join(lines))
 
+    # ------------------------------------------------------- userns range
+    # Every server claims its [native] userns_range host-wide, and tests run
+    # many servers at once (several suites, several worktrees): each gets a
+    # range of its own in [2^24, 2^31), picked from its state dir (a new
+    # Server on the same state dir gets the same one, as its sandboxes'
+    # recorded ranges need) and picked again when another server holds an
+    # overlapping one.
+    def _userns_line(self):
+        import hashlib
+        seed = "%s#%d" % (self.state_dir, self._userns_attempt)
+        h = int.from_bytes(hashlib.sha256(seed.encode()).digest()[:8], "big")
+        slots = ((1 << 31) - (1 << 24) - self.userns_count) // 65536
+        self.userns_first = (1 << 24) + (h % slots) * 65536
+        return 'userns_range = "%d:%d"' % (self.userns_first, self.userns_count)
+
+    def _userns_repick(self, log):
+        if not self._userns_auto or "its own userns_range" not in log or \
+                self._userns_attempt >= 20:
+            return False
+        with open(self.config) as f:
+            text = f.read()
+        old = self._userns_line()
+        self._userns_attempt += 1
+        with open(self.config, "w") as f:
+            f.write(text.replace(old, self._userns_line(), 1))
+        return True
+
     # -------------------------------------------------------------- process
     def start(self):
+        while True:
+            pos = len(self.log_text())
+            try:
+                return self._start()
+            except RuntimeError:
+                if not self._userns_repick(self.log_text()[pos:]):
+                    raise
+
+    def _start(self):
         env = dict(os.environ)
         env.pop("OPENSANDBOX_SERVER_API_KEY", None)
         env.pop("SANDBOX_CONFIG_PATH", None)

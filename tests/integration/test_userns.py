@@ -5,7 +5,8 @@ from [native] userns_range; image layers, the host image's binds, execd and
 volumes are idmapped mounts, so ownership looks normal inside and a volume's
 files keep their ids on the host. Snapshots restore in either mode; the pool
 survives restarts and crashes; the start-up probe picks the mode and says
-why. A few core checks run with user_namespaces = false too. Real sandboxes
+why; each server claims its whole range host-wide (an overlapping second
+server does not start, a killed one's claim is free). A few core checks run with user_namespaces = false too. Real sandboxes
 via the real server; what the host sees is read from /proc of PID 1."""
 import os
 import shutil
@@ -19,8 +20,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serverlib import *  # noqa: E402,F403
 
 t = TAP()
-FIRST, SLOTS = 300000, 3
-NATIVE = 'user_namespaces = true\nuserns_range = "%d:%d"' % (FIRST, SLOTS * 65536)
+# serverlib gives every server a userns_range of its own (servers claim
+# theirs host-wide): SLOTS ranges, from s.userns_first.
+SLOTS = 3
+NATIVE = "user_namespaces = true"
+CLAIMS = "/run/opensandbox/userns"
 
 
 def sh(s, sid, cmd):
@@ -43,8 +47,8 @@ def range_of(s, sid):
 def test_inside(s):
     sid = s.new()["id"]
     t.eq(sh(s, sid, "id -u; id -g"), "0\n0", "uid and gid 0 inside")
-    first = range_of(s, sid)
-    t.ok(FIRST <= first < FIRST + SLOTS * 65536 and (first - FIRST) % 65536 == 0,
+    first, base = range_of(s, sid), s.userns_first
+    t.ok(base <= first < base + SLOTS * 65536 and (first - base) % 65536 == 0,
          "the recorded range is a slot of the pool", first)
     t.eq(sh(s, sid, "cat /proc/self/uid_map").split(), ["0", str(first), "65536"],
          "uid_map: 0 inside is the range's first uid outside")
@@ -106,7 +110,7 @@ def test_ranges(s):
     for sid in (b, c, d["id"]):
         s.delete("/v1/sandboxes/" + sid)
     e = s.new()["id"]
-    t.eq(range_of(s, e), FIRST, "after deletes the first slot is free again")
+    t.eq(range_of(s, e), s.userns_first, "after deletes the first slot is free again")
     s.delete("/v1/sandboxes/" + e)
 
 
@@ -256,7 +260,7 @@ def snapshot_round(state, take_userns):
     """Snapshot in one mode; restore in the same mode, then in the other."""
     modes = {True: NATIVE, False: "user_namespaces = false"}
     name = "userns" if take_userns else "no userns"
-    with Server(native=modes[take_userns], state_dir=state) as a:
+    with Server(native=modes[take_userns], state_dir=state, userns_slots=SLOTS) as a:
         src = a.new()["id"]
         sh(a, src, MAKE)
         t.eq(sh(a, src, CHECK), WANT, "%s: the files as made" % name)
@@ -270,7 +274,7 @@ def snapshot_round(state, take_userns):
                  "userns: the restored sandbox has another range than its source")
         a.delete_all()
     other = "no userns" if take_userns else "userns"
-    with Server(native=modes[not take_userns], state_dir=state) as b:
+    with Server(native=modes[not take_userns], state_dir=state, userns_slots=SLOTS) as b:
         sid = restored(b, snap) if snap else None
         t.eq(sid and sh(b, sid, CHECK), WANT,
              "%s snapshot restored with %s: the same owners and modes" % (name, other))
@@ -288,18 +292,21 @@ def test_snapshots():
 
 
 def test_startup(s):
-    t.ok("native: user namespaces on (range %d:%d, %d sandboxes" % (FIRST, SLOTS * 65536, SLOTS)
-         in s.log_text(), "the server says at start-up it runs sandboxes in user namespaces")
+    t.ok("native: user namespaces on (range %d:%d, %d sandboxes" % (s.userns_first,
+         SLOTS * 65536, SLOTS) in s.log_text(), "the server says at start-up it runs sandboxes in user namespaces")
     t.ok("user namespaces: %d ranges" % SLOTS in s.log_text(),
          "and its runtime's description says so")
 
 
 def test_default_on():
+    # The default range (100000:6553600, tests/unit/server/test_config.c)
+    # would be claimed by every server on the machine that leaves it unset.
     with Server() as s:
-        t.ok("native: user namespaces on (range 100000:6553600, 100 sandboxes" in s.log_text(),
-             "unset, user namespaces are on (the default range)", s.log_text()[-600:])
+        t.ok("native: user namespaces on (range %d:" % s.userns_first in s.log_text(),
+             "unset, user namespaces are on", s.log_text()[-600:])
         sid = s.new()["id"]
-        t.ok(host_ids(s.pid_of(sid))[0] >= 100000, "and a sandbox runs as an unprivileged uid")
+        t.ok(host_ids(s.pid_of(sid))[0] >= s.userns_first,
+             "and a sandbox runs as an unprivileged uid")
         s.delete("/v1/sandboxes/" + sid)
 
 
@@ -319,6 +326,75 @@ def test_off():
         t.ok("idmapped" not in sh(s, sid, "grep ' /data ' /proc/self/mountinfo"),
              "through a plain (not idmapped) mount")
         s.delete("/v1/sandboxes/" + sid)
+
+
+# ------------------------------------------------- host-wide range claims
+def claim_file(s):
+    return os.path.join(CLAIMS, "%d-%d" % (s.userns_first, s.userns_count))
+
+
+def ranged(first, count):
+    return 'user_namespaces = true\nuserns_range = "%d:%d"' % (first, count)
+
+
+def test_claim_overlap(s):
+    """A second server whose range overlaps a live one's does not start."""
+    with open(claim_file(s)) as f:
+        t.eq(f.read(), "%d %s\n" % (s.proc.pid, s.state_dir),
+             "the server's claim names its pid and state dir")
+    other = Server(native=ranged(s.userns_first + 65536, 65536))
+    try:
+        other.start()
+        t.ok(False, "a server with an overlapping userns_range must not start")
+    except RuntimeError as e:
+        want = ('[native] userns_range "%d:65536" overlaps "%d:%d"'
+                % (s.userns_first + 65536, s.userns_first, s.userns_count))
+        t.ok(want in str(e) and "pid %d," % s.proc.pid in str(e) and
+             "give each server on a host its own userns_range" in str(e),
+             "an overlapping range: a start-up error naming both ranges, the pid, the fix",
+             str(e)[-700:])
+    finally:
+        other._expected_exit = True
+        t.eq(other.stop(), [], "the refused server leaves nothing behind")
+    t.ok(os.path.exists(claim_file(s)), "the first server's claim stays")
+    sid = s.new()["id"]
+    t.eq(sh(s, sid, "id -u"), "0", "and the first server still makes sandboxes")
+    s.delete("/v1/sandboxes/" + sid)
+
+
+def test_claim_disjoint():
+    """Two servers with their own ranges run sandboxes side by side."""
+    with Server(native=NATIVE, userns_slots=2) as a, Server(native=NATIVE, userns_slots=2) as b:
+        t.ok(a.userns_first + a.userns_count <= b.userns_first or
+             b.userns_first + b.userns_count <= a.userns_first,
+             "serverlib gave them disjoint ranges", (a.userns_first, b.userns_first))
+        ids = [(x, x.new()["id"]) for x in (a, b)]
+        uids = [host_ids(x.pid_of(sid))[0] for x, sid in ids]
+        t.eq(uids, [a.userns_first, b.userns_first], "each runs its sandbox in its own range")
+        t.ok(all(os.path.exists(claim_file(x)) for x in (a, b)), "both hold their claims")
+        for x, sid in ids:
+            x.delete("/v1/sandboxes/" + sid)
+    t.ok(not any(os.path.exists(claim_file(x)) for x in (a, b)),
+         "a server that stops removes its claim")
+
+
+def test_claim_sigkill():
+    """A server killed with SIGKILL leaves its claim unlocked: the next
+    server with its range starts (the file is replaced)."""
+    a = Server(native=NATIVE, userns_slots=1).start()
+    first, count = a.userns_first, a.userns_count
+    a.kill(signal.SIGKILL)
+    t.ok(os.path.exists(claim_file(a)), "SIGKILL leaves the claim file")
+    try:
+        with Server(native=ranged(first, count)) as b:
+            with open(claim_file(b)) as f:
+                t.eq(f.read().split()[0], str(b.proc.pid),
+                     "a new server with the killed one's range starts and claims it")
+            sid = b.new()["id"]
+            t.eq(host_ids(b.pid_of(sid))[0], first, "and runs its sandboxes in it")
+            b.delete("/v1/sandboxes/" + sid)
+    finally:
+        a.stop()
 
 
 def ramfs_state():
@@ -365,8 +441,9 @@ def test_probe_fails_default():
 
 
 ALLOW = "[storage]\nallowed_host_paths = [\"/tmp\"]\n"
-with Server(native=NATIVE, extra=ALLOW) as s:
+with Server(native=NATIVE, extra=ALLOW, userns_slots=SLOTS) as s:
     t.run(test_startup, s)
+    t.run(test_claim_overlap, s, timeout=120)
     t.run(test_inside, s)
     t.run(test_reopen_stdout, s)
     t.run(test_ranges, s)
@@ -379,6 +456,8 @@ with Server(native=NATIVE, extra=ALLOW) as s:
 t.run(test_snapshots, timeout=600)
 t.run(test_default_on, timeout=120)
 t.run(test_off, timeout=120)
+t.run(test_claim_disjoint, timeout=180)
+t.run(test_claim_sigkill, timeout=120)
 t.run(test_probe_fails_explicit, timeout=120)
 t.run(test_probe_fails_default, timeout=120)
 t.done()

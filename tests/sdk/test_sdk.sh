@@ -64,6 +64,10 @@ for x in $(cd tests/integration && /usr/bin/python3 -c 'import serverlib; print(
     exec 9>&-
 done
 [ -n "$subnet" ] || fail "no free 10.X.0.0/16 subnet for the server"
+# A [native] userns_range of its own (100 ranges in [2^24, 2^31)): servers
+# claim theirs host-wide, and other tests' servers run beside this one; on
+# an overlap the server does not start and another is picked (below).
+pick_range() { echo "$(((1 << 24) + $(od -An -N4 -tu4 /dev/urandom) % 32000 * 65536)):6553600"; }
 cat >"$tmp/sandbox.toml" <<EOF
 [server]
 host = "127.0.0.1"
@@ -75,6 +79,7 @@ type = "$runtime"
 
 [native]
 state_dir = "$state"
+userns_range = "$(pick_range)"
 
 # The SDK tests never reach a registry (none is outside this machine).
 [image]
@@ -169,14 +174,20 @@ if [ "${OSB_SDK_IMAGE:-host}" = busybox ]; then
         fail "could not import the busybox image" "$(tail -5 "$tmp/import.log")"
 fi
 
-env -u OPENSANDBOX_SERVER_API_KEY -u OPENSANDBOX_INSECURE_SERVER \
-    "$SERVER" --config "$tmp/sandbox.toml" >"$tmp/server.log" 2>&1 &
-server_pid=$!
-up=0
-for _ in $(seq 200); do
-    if curl -sf -o /dev/null "$base/health"; then up=1; break; fi
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.05
+for _ in $(seq 10); do
+    env -u OPENSANDBOX_SERVER_API_KEY -u OPENSANDBOX_INSECURE_SERVER \
+        "$SERVER" --config "$tmp/sandbox.toml" >"$tmp/server.log" 2>&1 &
+    server_pid=$!
+    up=0
+    for _ in $(seq 200); do
+        if curl -sf -o /dev/null "$base/health"; then up=1; break; fi
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    [ $up = 1 ] || ! grep -q "its own userns_range" "$tmp/server.log" && break
+    wait "$server_pid" 2>/dev/null
+    server_pid=
+    sed -i "s/^userns_range = .*/userns_range = \"$(pick_range)\"/" "$tmp/sandbox.toml"
 done
 if [ $up = 0 ]; then
     mapfile -t log < <(tail -20 "$tmp/server.log")

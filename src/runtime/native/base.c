@@ -28,6 +28,7 @@ void osb_nat_maybe_free(struct osb_nat *rt)
     free(rt->init_path);
     free(rt->kids);
     osb_idr_free(&rt->idr);
+    osb_idclaim_drop(&rt->claim);
     if (rt->sandboxes_fd >= 0)
         close(rt->sandboxes_fd);
     free(rt);

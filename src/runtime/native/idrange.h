@@ -4,7 +4,8 @@
  * in its state dir record ("userns <first>"), rebuilds the pool from those
  * records at open, and releases a slot when the state dir goes (destroy,
  * stop, orphan cleanup after a crash). So a range is in use exactly while
- * a sandbox's state dir says so, restart or not. */
+ * a sandbox's state dir says so, restart or not. The pool is one state
+ * dir's; idclaim.h keeps other servers on the host off the whole range. */
 #ifndef OSB_RT_NATIVE_IDRANGE_H
 #define OSB_RT_NATIVE_IDRANGE_H
 #include <stddef.h>

@@ -112,6 +112,7 @@ static struct osb_nat *nat_new(const struct osb_rt_config *cfg, uv_loop_t *loop)
     rt->init_path = cfg->init_path ? osb_xstrdup(cfg->init_path) : exe_sibling("osb-sandbox-init");
     rt->closing = true;
     rt->sandboxes_fd = -1;
+    osb_idclaim_init(&rt->claim);
     return rt;
 }
 
@@ -166,8 +167,12 @@ static int open_userns(struct osb_nat *rt, const struct osb_rt_config *cfg, stru
     uint32_t first, count;
     if (osb_idr_parse(cfg->userns_range, &first, &count, err) < 0)
         return osb_err_wrap(err, "[native] userns_range");
+    /* Before the probe, which maps a user namespace to the range too. */
+    if (osb_idclaim_take(&rt->claim, OSB_IDCLAIM_DIR, first, count, rt->state_dir, err) < 0)
+        return -1;
     struct osb_err perr = {0};
     if (probe(rt, first, &perr) < 0) {
+        osb_idclaim_drop(&rt->claim);
         if (cfg->userns_explicit)
             return osb_err_set(err, OSB_E_UNSUPPORTED,
                                "[native] user_namespaces = true, but this host cannot: %s "

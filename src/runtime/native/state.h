@@ -2,6 +2,7 @@
  * the small helpers each of them needs. One file per job, each calling
  * only those above it in this list (no call circles):
  *   idrange.c   the pool of user namespace id ranges (pure bookkeeping)
+ *   idclaim.c   the host-wide claim of the whole range (at open)
  *   idshift.c   a snapshot layer's ids and overlay marks made mode-free
  *   probe.c     can this host do user namespaces (at open)
  *   base.c      lifetime, children, ids and dirs, freeze, liveness, the
@@ -23,6 +24,7 @@
 
 #include "common/buf.h"
 #include "runtime/cgroupfs.h"
+#include "runtime/native/idclaim.h"
 #include "runtime/native/idrange.h"
 #include "runtime/hostimage.h"
 #include "runtime/runtime.h"
@@ -63,9 +65,10 @@ struct osb_nat {
     struct osb_nat_log *logs;
     int open_handles;
     bool closing;
-    bool userns;          /* [native] user_namespaces, and the probe passed */
-    char userns_why[600]; /* without userns: why (the config, the probe's failure) */
-    struct osb_idr idr;   /* with userns: the sandboxes' id ranges */
+    bool userns;              /* [native] user_namespaces, and the probe passed */
+    char userns_why[600];     /* without userns: why (the config, the probe's failure) */
+    struct osb_idr idr;       /* with userns: the sandboxes' id ranges */
+    struct osb_idclaim claim; /* with userns: the whole range, host-wide */
 };
 
 static inline struct osb_nat *osb_nat_of(struct osb_rt *rt)
