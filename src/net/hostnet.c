@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <errno.h>
 #include <stdbool.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -200,16 +199,12 @@ static int scan_once(const char *own_prefix, struct osb_hostnet *out, struct osb
 
 int osb_hostnet_scan(const char *own_prefix, struct osb_hostnet *out, struct osb_err *err)
 {
-    /* A dump that raced a change of the host's links or routes ends with
-     * NLM_F_DUMP_INTR, which libmnl reports as EINTR: the answer is
-     * inconsistent, so read it all again. Only a host whose interfaces
-     * change without pause fails this way for good. */
     struct osb_err local;
     struct osb_err *e = err ? err : &local;
-    for (int tries = 0;; tries++) {
+    for (int tries = 1;; tries++) {
         osb_err_clear(e);
         int r = scan_once(own_prefix, out, e);
-        if (r == 0 || e->sys_errno != EINTR || tries == 16)
+        if (r == 0 || !osb_nl_dump_interrupted(e) || tries == OSB_NL_DUMP_TRIES)
             return r;
     }
 }

@@ -476,7 +476,14 @@ static int recover_links(struct osb_net *net, bool *link_ok, struct osb_err *err
     if (osb_nl_open(&nl, NETLINK_ROUTE, err) < 0)
         return -1;
     struct link_scan s = {.net = net, .link_ok = link_ok};
-    int r = osb_nl_links(&nl, net->prefix, on_link, &s, err);
+    int r;
+    for (int tries = 1;; tries++) {
+        memset(link_ok, 0, net->capacity * sizeof *link_ok);
+        s.n_stale = 0;
+        r = osb_nl_links(&nl, net->prefix, on_link, &s, err);
+        if (r == 0 || !osb_nl_dump_interrupted(err) || tries == OSB_NL_DUMP_TRIES)
+            break;
+    }
     osb_nl_close(&nl);
     for (size_t i = 0; r == 0 && i < s.n_stale; i++)
         del_link(s.stale[i]);

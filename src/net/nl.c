@@ -60,6 +60,11 @@ static int recv_until(struct osb_nl *nl, uint32_t seq, mnl_cb_t cb, void *arg, s
     }
 }
 
+bool osb_nl_dump_interrupted(const struct osb_err *err)
+{
+    return err && err->sys_errno == EINTR;
+}
+
 int osb_nl_talk(struct osb_nl *nl, struct nlmsghdr *nlh, struct osb_err *err)
 {
     if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)

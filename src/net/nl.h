@@ -51,6 +51,12 @@ struct nlmsghdr *osb_nl_build_ct_flush_src4(void *buf, uint32_t seq, struct in_a
 /* ifindex of `name` in nl's namespace (RTM_GETLINK). */
 OSB_MUST_CHECK int osb_nl_ifindex(struct osb_nl *nl, const char *name, int *out,
                                   struct osb_err *err);
+/* A dump that raced a change of links, addresses or routes ends with
+ * NLM_F_DUMP_INTR, which libmnl reports as EINTR: what the callbacks saw is
+ * inconsistent, so the caller starts again from scratch, up to
+ * OSB_NL_DUMP_TRIES times (a host whose links change without pause fails). */
+#define OSB_NL_DUMP_TRIES 16
+bool osb_nl_dump_interrupted(const struct osb_err *err);
 /* Calls fn for every link whose name starts with prefix (RTM_GETLINK dump). */
 typedef void (*osb_nl_link_fn)(const char *name, int ifindex, void *arg);
 OSB_MUST_CHECK int osb_nl_links(struct osb_nl *nl, const char *prefix, osb_nl_link_fn fn, void *arg,
