@@ -114,6 +114,8 @@ int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *
     char tmp[PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s/tmp", dir);
     json_array_append_new(mounts, bind_mount(tmp, "/tmp", false));
+    snprintf(tmp, sizeof tmp, "%s/shm", dir);
+    json_array_append_new(mounts, bind_mount(tmp, "/dev/shm", false));
     add_volumes(mounts, s, dir);
     json_t *cfg = json_pack(
         "{s:s, s:{s:b, s:{s:i,s:i}, s:o, s:o, s:s}, s:{s:s, s:b}, s:s, s:o, s:{s:o}}", "ociVersion",
@@ -124,7 +126,6 @@ int osb_gv_write_bundle(const struct osb_gv *rt, const struct osb_sandbox_spec *
         return osb_err_set(err, OSB_E_INTERNAL, "cannot build config.json for `%s`", s->id);
     osb_gv_add_limits(rt, s, json_object_get(cfg, "linux"));
     osb_gv_harden_process(s, json_object_get(cfg, "process"));
-    osb_gv_harden_mounts(dir, mounts);
     size_t len;
     char *text = osb_json_dump(cfg, &len);
     json_decref(cfg);

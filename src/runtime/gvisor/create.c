@@ -79,7 +79,6 @@ static void child_exec(const char *dir, const char *tmpfs_opts, const char *ovl_
         (step = "private mounts", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) < 0 ||
         (step = "tmpfs", mount("tmpfs", rw, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)) < 0 ||
         (step = "upper dir", mkdir(upper, 0755)) < 0 ||
-        (step = "tmp dir", osb_gv_harden_rw(dir)) < 0 ||
         (step = "work dir", mkdir(work, 0700)) < 0 ||
         (step = "overlay", mount("overlay", root, "overlay", MS_NODEV, ovl_opts)) < 0 ||
         (step = osb_gv_trees_attach(trees, dir)) != NULL) {
@@ -279,7 +278,7 @@ static char *join_layers(char *const *layers, const char *host)
 static int prepare_dir(struct osb_gv *rt, const struct osb_sandbox_spec *s, const char *dir,
                        struct osb_err *err)
 {
-    static const char *const subs[] = {"sock", "bin", "rootfs", "rw", "vol", "tmp"};
+    static const char *const subs[] = {"sock", "bin", "rootfs", "rw", "vol", "tmp", "shm"};
     if (mkdir(dir, 0700) < 0)
         return errno == EEXIST ? osb_err_set(err, OSB_E_EXISTS, "sandbox `%s` exists", s->id)
                                : osb_err_sys(err, "mkdir %s", dir);

@@ -5,9 +5,8 @@
  * another uid), no_new_privs (a setuid binary gains nothing), native's
  * open-files limit, pids_max as RLIMIT_NPROC (the Sentry enforces it, per
  * uid as Linux does: a fork past it fails with EAGAIN inside, where the
- * host's pids.max would abort the whole Sentry; see cgroup.c), and the
- * mounts that keep every writable place under the disk limit (gVisor's
- * own /tmp would be the Sentry's memory).
+ * host's pids.max would abort the whole Sentry; see cgroup.c). (/tmp and
+ * /dev/shm stay under the disk limit through mounts.c.)
  *
  * execd's socket directory is a bind of the host directory <dir>/sock, in
  * which the gofer (--host-uds=create) makes the real host socket execd
@@ -64,34 +63,6 @@ void osb_gv_harden_process(const struct osb_sandbox_spec *s, json_t *process)
     json_object_set_new(
         process, "rlimits",
         json_pack("[o,o]", rlimit("RLIMIT_NOFILE", GV_NOFILE), rlimit("RLIMIT_NPROC", pids)));
-}
-
-/* /dev/shm: a directory on the writable layer's tmpfs (osb_gv_harden_rw
- * makes it), so it shares the disk limit; gVisor's own is a directory of
- * its /dev, the Sentry's memory with no bound but the memory limit. (/tmp
- * is the root's own, bound over gVisor's in-memory one: bundle.c.) */
-static const char *const rw_dirs[][2] = {{"/dev/shm", "shm"}};
-
-void osb_gv_harden_mounts(const char *dir, json_t *mounts)
-{
-    for (size_t i = 0; i < OSB_ARRAY_LEN(rw_dirs); i++) {
-        char src[PATH_MAX + 16];
-        snprintf(src, sizeof src, "%s/rw/%s", dir, rw_dirs[i][1]);
-        json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:[s,s,s,s]}", "destination",
-                                                rw_dirs[i][0], "type", "bind", "source", src,
-                                                "options", "rbind", "rw", "nosuid", "nodev"));
-    }
-}
-
-int osb_gv_harden_rw(const char *dir)
-{
-    for (size_t i = 0; i < OSB_ARRAY_LEN(rw_dirs); i++) {
-        char p[PATH_MAX + 16];
-        snprintf(p, sizeof p, "%s/rw/%s", dir, rw_dirs[i][1]);
-        if (mkdir(p, 0700) < 0 || chmod(p, 01777) < 0)
-            return -1;
-    }
-    return 0;
 }
 
 static int set_immutable(const char *path, bool on, struct osb_err *err)

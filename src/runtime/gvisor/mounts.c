@@ -186,6 +186,20 @@ static int attach_at(int tree, int dirfd, const char *rel)
         return -1;
     return move_mount(tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 }
+/* The root's own dir rel (made 01777 if missing) bound at <dir>/<stage>,
+ * which config.json mounts back at /rel: runsc would otherwise put the
+ * Sentry's memory there (its own /tmp tmpfs, /dev/shm in its /dev), bound
+ * by nothing but the memory limit and missing from snapshots. */
+static int stage_root_dir(int rootfd, const char *rel, const char *dir, const char *stage)
+{
+    char to[PATH_MAX];
+    _cleanup_close_ int fd = osb_mkdir_beneath(rootfd, rel, 01777, NULL);
+    _cleanup_close_ int tree =
+        fd < 0 ? -1 : open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    snprintf(to, sizeof to, "%s/%s", dir, stage);
+    return tree < 0 ? -1 : move_mount(tree, "", AT_FDCWD, to, MOVE_MOUNT_F_EMPTY_PATH);
+}
+
 
 const char *osb_gv_trees_attach(const struct osb_gv_trees *t, const char *dir)
 {
@@ -207,12 +221,10 @@ const char *osb_gv_trees_attach(const struct osb_gv_trees *t, const char *dir)
         if (move_mount(t->vol[i], "", AT_FDCWD, stage, MOVE_MOUNT_F_EMPTY_PATH) < 0)
             return "attach a volume's source";
     }
-    _cleanup_close_ int tmp = osb_mkdir_beneath(rootfd, "tmp", 01777, NULL);
-    _cleanup_close_ int tmptree =
-        tmp < 0 ? -1 : open_tree(tmp, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-    snprintf(stage, sizeof stage, "%s/tmp", dir);
-    if (tmptree < 0 || move_mount(tmptree, "", AT_FDCWD, stage, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-        return "bind the root's /tmp";
+    _cleanup_close_ int dev = osb_mkdir_beneath(rootfd, "dev", 0755, NULL);
+    if (dev < 0 || stage_root_dir(rootfd, "tmp", dir, "tmp") < 0 ||
+        stage_root_dir(rootfd, "dev/shm", dir, "shm") < 0)
+        return "bind the root's /tmp and /dev/shm";
     _cleanup_close_ int cover = osb_mkdir_beneath(rootfd, OSB_GV_BIN_DIR + 1, 0755, NULL);
     if (cover < 0 || move_mount(AT_FDCWD, rw, cover, "", MOVE_MOUNT_T_EMPTY_PATH) < 0 ||
         move_mount(t->bin, "", cover, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)

@@ -137,12 +137,6 @@ bool osb_gv_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle 
 /* harden.c */
 /* process.capabilities (native's set), noNewPrivileges and rlimits. */
 void osb_gv_harden_process(const struct osb_sandbox_spec *s, json_t *process);
-/* The mounts that keep /tmp and /dev/shm on the writable layer's tmpfs
- * (<dir>/rw/tmp, <dir>/rw/shm). */
-void osb_gv_harden_mounts(const char *dir, json_t *mounts);
-/* In create's forked child (system calls only), once <dir>/rw is
- * mounted: the directories those mounts bind. -1 with errno set. */
-int osb_gv_harden_rw(const char *dir);
 /* Once execd listens: <dir>/sock immutable, then checked to hold only
  * execd.sock (a socket). */
 int osb_gv_lock_sock_dir(const char *dir, struct osb_err *err) OSB_MUST_CHECK;
