@@ -38,6 +38,7 @@ struct osb_execd {
     struct rlimit orig_nofile; /* given back to children when raised */
     bool nofile_raised;
     bool has_default_user; /* the image's USER (--user) */
+    double cpu_limit;      /* --cpus: the runtime's CPU limit; 0: none given */
     uid_t default_uid;
     gid_t default_gid;
     char *child_stack; /* clone()'s stack, allocated on first spawn */

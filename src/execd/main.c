@@ -158,6 +158,8 @@ static void usage(FILE *f)
                "  --report-to-fd N    write that line on fd N instead, an open write end whose\n"
                "                      reader is the runtime (gVisor: a host FIFO as stdin); fd N\n"
                "                      becomes /dev/null, so no child inherits it\n"
+               "  --cpus N            the CPU limit the runtime enforces (e.g. 0.5), for\n"
+               "                      /metrics when no cgroup in the sandbox shows it (gVisor)\n"
                "  --version           print the version and exit\n");
 }
 
@@ -166,6 +168,7 @@ static void usage(FILE *f)
 struct opts {
     int port, ready_fd, listen_fd, n_keep, report_fd, report_to_fd;
     const char *host, *unix_path, *token, *workdir, *user;
+    double cpus; /* --cpus; 0: none given */
     char **entry;
 };
 
@@ -195,6 +198,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"listen-fd", required_argument, NULL, 'L'},
         {"report-fd", required_argument, NULL, 'R'},
         {"report-to-fd", required_argument, NULL, 'T'},
+        {"cpus", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -251,6 +255,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->report_to_fd = (int)strtol(optarg, &end, 10);
             if (*end || o->report_to_fd < 0 || fcntl(o->report_to_fd, F_GETFD) < 0) {
                 fprintf(stderr, "execd: invalid --report-to-fd '%s' (an open fd)\n", optarg);
+                return -1;
+            }
+            break;
+        case 'C':
+            o->cpus = strtod(optarg, &end);
+            if (*end || end == optarg || !(o->cpus > 0 && o->cpus <= 1024)) {
+                fprintf(stderr, "execd: invalid --cpus '%s' (a number of CPUs, 0 to 1024)\n",
+                        optarg);
                 return -1;
             }
             break;
@@ -436,7 +448,8 @@ int main(int argc, char **argv)
      * Static: libuv's exit-time cleanup still walks the loop's handles (the
      * context holds some) after main returns. */
     static struct osb_execd execd;
-    execd = (struct osb_execd){.loop = uv_default_loop(), .access_token = o.token};
+    execd =
+        (struct osb_execd){.loop = uv_default_loop(), .access_token = o.token, .cpu_limit = o.cpus};
     osb_execd_raise_nofile(&execd);
     osb_execd_pool_schedule(&execd);
     add_routes(&execd, o.token);

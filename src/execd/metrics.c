@@ -240,26 +240,34 @@ static double online_cpus(void)
     return n > 0 ? (double)n : 1;
 }
 
-/* CPUs the cgroup may use: its quota, capped by the CPUs we can run on. */
-static double cpu_count(const struct osb_metrics_src *cg)
+/* A v1 (cpu.cfs_*) or v2 (cpu.max) quota in CPUs; 0: none. */
+static double cgroup_quota(const struct osb_metrics_src *cg)
 {
-    double cpus = online_cpus();
     if (!cg->cpu_quota)
-        return cpus;
-    double q = 0;
+        return 0;
     if (cg->version == 1) {
         uint64_t quota, period;
         if (read_u64(cg->cpu_quota, "cpu.cfs_period_us", &period) == 0 && period &&
             read_u64(cg->cpu_quota, "cpu.cfs_quota_us", &quota) == 0 && quota < (1ULL << 62))
-            q = (double)quota / (double)period;
-    } else {
-        char path[PATH_MAX], buf[64];
-        unsigned long long quota, period;
-        snprintf(path, sizeof path, "%s/cpu.max", cg->cpu_quota);
-        if (read_text(path, buf, sizeof buf) == 0 &&
-            sscanf(buf, "%llu %llu", &quota, &period) == 2 && period)
-            q = (double)quota / (double)period;
+            return (double)quota / (double)period;
+        return 0;
     }
+    char path[PATH_MAX], buf[64];
+    unsigned long long quota, period;
+    snprintf(path, sizeof path, "%s/cpu.max", cg->cpu_quota);
+    if (read_text(path, buf, sizeof buf) == 0 && sscanf(buf, "%llu %llu", &quota, &period) == 2 &&
+        period)
+        return (double)quota / (double)period;
+    return 0;
+}
+
+/* CPUs the sandbox may use: its cgroup's quota, else the runtime's word
+ * (--cpus), capped by the CPUs we can run on. */
+static double cpu_count(const struct osb_metrics_src *cg)
+{
+    double cpus = online_cpus(), q = cgroup_quota(cg);
+    if (q <= 0)
+        q = cg->cpu_limit;
     return q > 0 && q < cpus ? q : cpus;
 }
 
@@ -510,6 +518,7 @@ void osb_execd_metrics_routes(struct osb_execd *x)
 {
     struct osb_execd_metrics *m = osb_xcalloc(1, sizeof *m);
     m->x = x;
+    m->src.cpu_limit = x->cpu_limit;
     x->metrics = m;
     const struct osb_http_route routes[] = {
         {"GET", "/metrics", h_metrics, 0, m},

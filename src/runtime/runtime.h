@@ -75,6 +75,7 @@ struct osb_rt_config {
      * runsc on PATH) */
     const char *gvisor_platform;
     const char *gvisor_runsc;
+    bool gvisor_debug; /* runsc --debug; logs in <state>/gvisor/sandboxes/<id>/debug/ */
 };
 
 /* A volume bind-mounted into the sandbox. The caller (the server) decides

@@ -31,7 +31,8 @@ int osb_backends_open(struct osb_server *srv, struct osb_err *err)
                                .userns_explicit = cfg->native.user_namespaces_set,
                                .userns_range = cfg->native.userns_range,
                                .gvisor_platform = cfg->gvisor.platform,
-                               .gvisor_runsc = cfg->gvisor.runsc};
+                               .gvisor_runsc = cfg->gvisor.runsc,
+                               .gvisor_debug = cfg->gvisor.debug};
     log_ignored(cfg);
     /* allowed[0] is the default ([runtime] type after [secure_runtime] type) */
     for (char *const *name = cfg->secure_runtime.allowed; *name; name++) {

@@ -126,6 +126,10 @@ static const struct option options[] = {
     {"gvisor", "platform", K_STR, OFF(gvisor.platform), 0, 0, "\"ptrace\"", false,
      "runsc --platform of the gvisor runtime: one this runsc lists in\n"
      "`runsc help platforms` (docs/internals/gvisor.md says which work here)."},
+    {"gvisor", "debug", K_BOOL, OFF(gvisor.debug), 0, 0, "false", false,
+     "runsc --debug for each sandbox's create: the Sentry's, the gofer's and\n"
+     "runsc's debug logs in <state>/gvisor/sandboxes/<id>/debug/ (kept while\n"
+     "the sandbox's log is; large and slow: for diagnosing)."},
     {"gvisor", "runsc", K_PATH, OFF(gvisor.runsc), 0, 0, "\"/usr/bin/runsc\"", true,
      "The runsc binary of the gvisor runtime. Default: runsc on PATH."},
     {"image", "insecure_registries", K_STRLIST, OFF(image.insecure_registries), 0, 0,

@@ -40,6 +40,7 @@ struct osb_config {
     struct {
         char *platform; /* runsc --platform, default "ptrace" */
         char *runsc;    /* NULL: runsc on PATH */
+        bool debug;     /* runsc --debug, logs in each sandbox's dir */
     } gvisor;
     struct {
         char **insecure_registries; /* NULL-terminated; NULL = none */

@@ -176,6 +176,27 @@ def main():
         test_end_report(s)
     t.eq(gv_parents(s), [], "a server that stops removes the empty gvisor parent cgroups")
     test_config_checks()
+    test_debug_logs()
+
+
+def test_debug_logs():
+    """[gvisor] debug = true: runsc's, the Sentry's and the gofer's debug logs land in
+    the sandbox's own directory under the state dir and go with the sandbox."""
+    t.current = "debug"
+    s = gvisor_server(extra="[gvisor]\ndebug = true\n")
+    import_busybox(s)
+    with s:
+        sid = s.new(image={"uri": "busybox"}, entrypoint=["sleep", "100000"])["id"]
+        t.eq(running(s, sid)["state"], "Running", "runs with runsc --debug")
+        d = os.path.join(s.state_dir, "gvisor", "sandboxes", sid, "debug")
+        names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+        for kind in ("create", "boot", "gofer"):
+            t.ok(any(n.endswith("." + kind + ".txt") for n in names),
+                 "a debug log of runsc's %s process in <state>/gvisor/sandboxes/<id>/debug" % kind,
+                 names)
+        t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete -> 204")
+        t.ok(wait_for(lambda: not os.path.exists(d), timeout=60),
+             "the debug logs go with the sandbox")
 
 
 LIMITS = {"cpu": "500m", "memory": "64Mi", "pids": "100", "disk": "16Mi"}
@@ -208,6 +229,9 @@ def test_limits(s):
     t.eq(cg_file(s, sid, "pids.max"), str(100 * 16 + 256),
          "host pids.max = pids x 16 + 256: a backstop above the Sentry's RLIMIT_NPROC")
     t.eq(sh(s.execd(sid), "ulimit -u"), "100", "inside, pids is RLIMIT_NPROC")
+    m = s.execd(sid).req("GET", "/metrics")
+    t.eq((m.status, m.json().get("cpu_count") if m.status == 200 else None), (200, 0.5),
+         "execd's /metrics counts the 500m limit (execd --cpus: no cgroupfs in the Sentry)")
     u = usage(s, sid)
     t.ok(u["memory"] and u["memory"] > 0 and u["memory"] <= 64 << 20,
          "stats: memory in use, under the limit", u)

@@ -30,6 +30,11 @@ static json_t *process_args(const struct osb_sandbox_spec *s)
         json_array_append_new(a, json_string("--user"));
         json_array_append_new(a, json_string(s->user));
     }
+    if (s->cpu_millicores > 0) { /* no cgroupfs inside the Sentry to read it from */
+        json_array_append_new(a, json_string("--cpus"));
+        json_array_append_new(a, json_sprintf("%lld.%03lld", (long long)(s->cpu_millicores / 1000),
+                                              (long long)(s->cpu_millicores % 1000)));
+    }
     if (!s->keep_running) { /* the end report: runsc create's stdin (watch.c) */
         json_array_append_new(a, json_string("--report-to-fd"));
         json_array_append_new(a, json_string("0"));

@@ -106,15 +106,21 @@ static int run_create(struct osb_gv_create *c, int log_fd, struct osb_err *err)
     snprintf(rootf, sizeof rootf, "--root=%s", rt->root_dir);
     snprintf(plat, sizeof plat, "--platform=%s", rt->platform);
     snprintf(bundle, sizeof bundle, "--bundle=%s", c->dir);
-    char *argv[] = {rt->runsc,
-                    rootf,
-                    plat,
-                    c->network ? "--network=host" : "--network=none",
-                    "--host-uds=create",
-                    "create",
-                    bundle,
-                    c->id,
-                    NULL};
+    /* The Sentry and the gofer inherit create's debug flags; runsc names
+     * each file by command and time (this version has no %ID%). */
+    char debug[PATH_MAX + 32];
+    snprintf(debug, sizeof debug, "--debug-log=%s/debug/", c->dir);
+    char *argv[12] = {rt->runsc, rootf, plat, c->network ? "--network=host" : "--network=none",
+                      "--host-uds=create"};
+    size_t n = 5;
+    if (rt->debug) {
+        argv[n++] = "--debug";
+        argv[n++] = debug;
+    }
+    argv[n++] = "create";
+    argv[n++] = bundle;
+    argv[n++] = c->id;
+    argv[n] = NULL;
     pid_t pid = fork();
     if (pid < 0)
         return osb_err_sys(err, "fork");

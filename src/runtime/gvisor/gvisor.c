@@ -34,6 +34,7 @@ static int gv_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb_
     rt->loop = loop;
     rt->closing = true; /* until it is complete: osb_gv_maybe_free frees it */
     rt->platform = osb_xstrdup(cfg->gvisor_platform ? cfg->gvisor_platform : "ptrace");
+    rt->debug = cfg->gvisor_debug;
     rt->root_dir = osb_xasprintf("%s/gvisor/runsc", cfg->state_dir);
     rt->sandboxes_dir = osb_xasprintf("%s/gvisor/sandboxes", cfg->state_dir);
     rt->execd_path = cfg->execd_path ? osb_xstrdup(cfg->execd_path) : default_execd();

@@ -264,8 +264,9 @@ void osb_gv_teardown(const struct osb_gv *rt, const char *id, bool keep_log)
         osb_fs_discard_tree(dir);
         return;
     }
-    static const char *const parts[] = {"config.json",   "rootfs",          "rw", "sock", "bin",
-                                        OSB_GV_LOG_FIFO, OSB_GV_REPORT_FIFO};
+    static const char *const parts[] = {
+        "config.json", "rootfs", "rw",  "sock",          "bin",
+        "vol",         "tmp",    "shm", OSB_GV_LOG_FIFO, OSB_GV_REPORT_FIFO};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char p[PATH_MAX + 32];
         snprintf(p, sizeof p, "%s/%s", dir, parts[i]);

@@ -53,6 +53,7 @@ struct osb_gv {
     char *sandboxes_dir;
     char *execd_path;
     char *platform;
+    bool debug; /* [gvisor] debug: runsc create --debug into <dir>/debug/ */
     char describe[256];
     struct osb_cg_plan plan;
     char cg_path[PATH_MAX]; /* cgroupsPath of a sandbox: this + "/<id>" */
