@@ -39,6 +39,7 @@ struct osb_execd {
     bool nofile_raised;
     bool has_default_user; /* the image's USER (--user) */
     double cpu_limit;      /* --cpus: the runtime's CPU limit; 0: none given */
+    uint64_t mem_limit;    /* --memory: the runtime's memory limit in bytes; 0: none */
     uid_t default_uid;
     gid_t default_gid;
     char *child_stack; /* clone()'s stack, allocated on first spawn */

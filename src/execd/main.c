@@ -160,6 +160,7 @@ static void usage(FILE *f)
                "                      becomes /dev/null, so no child inherits it\n"
                "  --cpus N            the CPU limit the runtime enforces (e.g. 0.5), for\n"
                "                      /metrics when no cgroup in the sandbox shows it (gVisor)\n"
+               "  --memory BYTES      the same for the memory limit\n"
                "  --version           print the version and exit\n");
 }
 
@@ -168,7 +169,8 @@ static void usage(FILE *f)
 struct opts {
     int port, ready_fd, listen_fd, n_keep, report_fd, report_to_fd;
     const char *host, *unix_path, *token, *workdir, *user;
-    double cpus; /* --cpus; 0: none given */
+    double cpus;        /* --cpus; 0: none given */
+    uint64_t mem_bytes; /* --memory; 0: none given */
     char **entry;
 };
 
@@ -199,6 +201,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"report-fd", required_argument, NULL, 'R'},
         {"report-to-fd", required_argument, NULL, 'T'},
         {"cpus", required_argument, NULL, 'C'},
+        {"memory", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -263,6 +266,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
             if (*end || end == optarg || !(o->cpus > 0 && o->cpus <= 1024)) {
                 fprintf(stderr, "execd: invalid --cpus '%s' (a number of CPUs, 0 to 1024)\n",
                         optarg);
+                return -1;
+            }
+            break;
+        case 'M':
+            errno = 0;
+            o->mem_bytes = strtoull(optarg, &end, 10);
+            if (*end || end == optarg || errno || !o->mem_bytes || *optarg == '-') {
+                fprintf(stderr, "execd: invalid --memory '%s' (bytes)\n", optarg);
                 return -1;
             }
             break;
@@ -448,8 +459,10 @@ int main(int argc, char **argv)
      * Static: libuv's exit-time cleanup still walks the loop's handles (the
      * context holds some) after main returns. */
     static struct osb_execd execd;
-    execd =
-        (struct osb_execd){.loop = uv_default_loop(), .access_token = o.token, .cpu_limit = o.cpus};
+    execd = (struct osb_execd){.loop = uv_default_loop(),
+                               .access_token = o.token,
+                               .cpu_limit = o.cpus,
+                               .mem_limit = o.mem_bytes};
     osb_execd_raise_nofile(&execd);
     osb_execd_pool_schedule(&execd);
     add_routes(&execd, o.token);

@@ -377,6 +377,10 @@ int osb_metrics_read(struct osb_metrics_src *cg, const struct osb_cpu_sample *a,
     bool cgroup = cg->mem && mem_cgroup(cg, &m->mem_total_mib, &m->mem_used_mib) == 0;
     if (!cgroup && mem_host(&m->mem_total_mib, &m->mem_used_mib) < 0)
         return osb_err_set(err, OSB_E_SYS, "failed to get memory info");
+    /* gVisor's /proc/meminfo shows the host cgroup's limit, which holds the
+     * Sentry's own headroom as well: the runtime's word is the sandbox's. */
+    if (!cgroup && cg->mem_limit && (double)cg->mem_limit / MIB < m->mem_total_mib)
+        m->mem_total_mib = (double)cg->mem_limit / MIB;
     m->timestamp = osb_now_ms();
     return 0;
 }
@@ -519,6 +523,7 @@ void osb_execd_metrics_routes(struct osb_execd *x)
     struct osb_execd_metrics *m = osb_xcalloc(1, sizeof *m);
     m->x = x;
     m->src.cpu_limit = x->cpu_limit;
+    m->src.mem_limit = x->mem_limit;
     x->metrics = m;
     const struct osb_http_route routes[] = {
         {"GET", "/metrics", h_metrics, 0, m},

@@ -35,8 +35,9 @@ struct osb_metrics_src {
     char *cpu_quota; /* v1 cpu dir (cpu.cfs_*) / v2 dir (cpu.max) */
     char *mem;       /* v1 memory dir / v2 dir */
     bool mem_v2;
-    double cpu_limit; /* the runtime's word (execd --cpus) when no cgroup shows a
-                         quota; 0: none */
+    double cpu_limit;   /* the runtime's word (execd --cpus) when no cgroup shows a
+                           quota; 0: none */
+    uint64_t mem_limit; /* execd --memory, likewise for the memory total; 0: none */
 };
 
 OSB_MUST_CHECK int osb_metrics_cpu_sample(struct osb_metrics_src *src, struct osb_cpu_sample *s,

@@ -230,8 +230,10 @@ def test_limits(s):
          "host pids.max = pids x 16 + 256: a backstop above the Sentry's RLIMIT_NPROC")
     t.eq(sh(s.execd(sid), "ulimit -u"), "100", "inside, pids is RLIMIT_NPROC")
     m = s.execd(sid).req("GET", "/metrics")
-    t.eq((m.status, m.json().get("cpu_count") if m.status == 200 else None), (200, 0.5),
-         "execd's /metrics counts the 500m limit (execd --cpus: no cgroupfs in the Sentry)")
+    mj = m.json() if m.status == 200 else {}
+    t.eq((m.status, mj.get("cpu_count"), mj.get("mem_total_mib")), (200, 0.5, 64),
+         "execd's /metrics shows the 500m and 64Mi limits (execd --cpus, --memory: no "
+         "cgroupfs in the Sentry, whose meminfo holds its own headroom too)")
     u = usage(s, sid)
     t.ok(u["memory"] and u["memory"] > 0 and u["memory"] <= 64 << 20,
          "stats: memory in use, under the limit", u)

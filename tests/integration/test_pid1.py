@@ -265,8 +265,22 @@ def test_no_dev_bind():
         t.eq(stdout_lines(res.events), ["ok-without-host-dev"], "commands run (stdin /dev/null)")
 
 
+def test_limit_flags():
+    """--cpus and --memory (the runtime's limits for /metrics) refuse what is not a
+    positive number, before execd listens or starts anything."""
+    for args in (["--cpus", "0"], ["--cpus", "x"], ["--cpus", "2000"], ["--cpus", ""],
+                 ["--memory", "0"], ["--memory", "-5"], ["--memory", "12k"],
+                 ["--memory", "99999999999999999999999"]):
+        p = subprocess.run([EXECD_BIN, "--port", "0", "--unix", "/nonexistent/x.sock"] + args,
+                           capture_output=True, text=True, timeout=30)
+        t.ok(p.returncode == 2 and ("invalid " + args[0]) in p.stderr,
+             "execd %s: refused with a message (exit 2)" % " ".join(repr(a) for a in args),
+             (p.returncode, p.stderr[-200:]))
+
+
 def main():
     t.run(test_static)
+    t.run(test_limit_flags)
     if not os.path.exists(EXECD_BIN):
         t.ok(False, "execd binary exists at %s" % EXECD_BIN)
         return

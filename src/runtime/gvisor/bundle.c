@@ -35,6 +35,10 @@ static json_t *process_args(const struct osb_sandbox_spec *s)
         json_array_append_new(a, json_sprintf("%lld.%03lld", (long long)(s->cpu_millicores / 1000),
                                               (long long)(s->cpu_millicores % 1000)));
     }
+    if (s->memory_bytes > 0) {
+        json_array_append_new(a, json_string("--memory"));
+        json_array_append_new(a, json_sprintf("%lld", (long long)s->memory_bytes));
+    }
     if (!s->keep_running) { /* the end report: runsc create's stdin (watch.c) */
         json_array_append_new(a, json_string("--report-to-fd"));
         json_array_append_new(a, json_string("0"));
