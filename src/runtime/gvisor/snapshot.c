@@ -7,7 +7,7 @@
  * copy of it, lifts the bind of execd's directory that covers the tmpfs
  * there (the gofer's own mounts stay as they are) and
  * passes the upper dir back over a socketpair (SCM_RIGHTS). The copy is
- * put into the native backend's one layer form (native/idshift.h; ids are
+ * put into the native backend's one layer form (../idshift.h; ids are
  * as inside already: the Sentry has no user namespace on the host). */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +31,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "runtime/gvisor/state.h"
-#include "runtime/native/idshift.h"
+#include "runtime/idshift.h"
 
 struct gv_snap {
     uv_work_t work;

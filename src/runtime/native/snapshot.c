@@ -19,7 +19,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "runtime/init/spec.h"
-#include "runtime/native/idshift.h"
+#include "runtime/idshift.h"
 #include "runtime/native/state.h"
 
 struct nat_snap {

@@ -3,13 +3,12 @@
  * only those above it in this list (no call circles):
  *   idrange.c   the pool of user namespace id ranges (pure bookkeeping)
  *   idclaim.c   the host-wide claim of the whole range (at open)
- *   idshift.c   a snapshot layer's ids and overlay marks made mode-free
  *   probe.c     can this host do user namespaces (at open)
  *   base.c      lifetime, children, ids and dirs, freeze, liveness, the
  *               creates in flight
  *   watch.c     pidfd + report-pipe watches
  *   log.c       the drain of each sandbox's output pipe; adopt
- *   snapshot.c  freeze, copy the writable layer on the pool (idshift), thaw
+ *   snapshot.c  freeze, copy the writable layer on the pool (../idshift.c), thaw
  *   destroy.c   destroy, stop, orphans
  *   validate.c  the spec's checks
  *   create.c    encode the helper's spec, spawn and read the helper

@@ -11,7 +11,7 @@
 
 #include "common/cleanup.h"
 #include "runtime/init/spec.h"
-#include "runtime/native/idshift.h"
+#include "runtime/idshift.h"
 
 #define CAP_XATTR "security.capability"
 

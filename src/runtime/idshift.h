@@ -14,8 +14,8 @@
  *     sandbox (overlayfs's copy-up rules for a lower layer).
  * Runs on the thread pool, after the copy, on a directory no sandbox
  * uses yet. */
-#ifndef OSB_RT_NATIVE_IDSHIFT_H
-#define OSB_RT_NATIVE_IDSHIFT_H
+#ifndef OSB_RT_IDSHIFT_H
+#define OSB_RT_IDSHIFT_H
 #include <stdint.h>
 
 #include "common/err.h"
