@@ -67,10 +67,10 @@ void osb_backends_close(struct osb_server *srv)
  * have ("native, gvisor"). */
 static struct osb_rt *find(struct osb_server *srv, const char *name, char *have, size_t n)
 {
+    have[0] = '\0';
     for (size_t i = 0; i < srv->n_rts; i++)
         if (strcmp(osb_rt_name(srv->rts[i]), name) == 0)
             return srv->rts[i];
-    have[0] = '\0';
     for (size_t i = 0; i < srv->n_rts; i++)
         snprintf(have + strlen(have), n - strlen(have), "%s%s", i ? ", " : "",
                  osb_rt_name(srv->rts[i]));
