@@ -50,6 +50,7 @@ struct osb_net {
     struct osb_nft_cidr4 *allow_host;
     size_t n_allow_host;
     int host_nsfd;
+    struct osb_nft_conn *nft; /* every commit and conntrack flush */
     struct slot *slots;
     unsigned ready, claimed, busy, building; /* building: pool slots under construction */
     uint64_t created, destroyed, claims, sync_creates;
@@ -174,7 +175,7 @@ static int nft_slot_apply(struct osb_net *net, unsigned idx, bool add, bool rest
         osb_nft_add_slot(b, &s, restricted);
     else
         osb_nft_del_slot(b, &s);
-    int r = osb_nft_commit(b, err);
+    int r = osb_nft_commit(net->nft, b, err);
     osb_nft_batch_free(b);
     return r;
 }
@@ -247,18 +248,14 @@ static int slot_clean(struct osb_net *net, unsigned idx, struct osb_err *err)
     osb_nft_set_restricted(b, &s, false);
     osb_nft_flush_allow(b, idx);
     osb_nft_flush_deny(b, idx);
-    int r = osb_nft_commit(b, err);
+    int r = osb_nft_commit(net->nft, b, err);
     osb_nft_batch_free(b);
     if (r < 0)
         return r;
     /* Stale NAT mappings would deliver old flows' answers to the next user. */
-    struct osb_nl ct = {0};
-    if (osb_nl_open(&ct, NETLINK_NETFILTER, err) < 0)
-        return -1;
-    r = osb_nl_talk(&ct, osb_nl_build_ct_flush_src4(buf, ++ct.seq, s.sandbox), err);
+    r = osb_nft_conn_talk(net->nft, osb_nl_build_ct_flush_src4(buf, 0, s.sandbox), err);
     if (r < 0 && err->sys_errno == ENOENT) /* nothing tracked */
         r = 0;
-    osb_nl_close(&ct);
     return r < 0 ? osb_err_wrap(err, "flush conntrack of slot %u", idx) : 0;
 }
 
@@ -534,7 +531,7 @@ static int recover(struct osb_net *net, const struct osb_net_inuse *inuse, size_
         struct osb_nft_slot s = nft_slot(net, inuse[i].index, names[0]);
         osb_nft_add_slot(b, &s, inuse[i].restricted);
     }
-    int r = osb_nft_commit(b, err);
+    int r = osb_nft_commit(net->nft, b, err);
     osb_nft_batch_free(b);
     if (r < 0)
         return osb_err_wrap(err, "network: rebuild nftables table %s", net->table);
@@ -564,6 +561,7 @@ static void net_free(struct osb_net *net)
     free(net->slots);
     free(net->allow_host);
     free(net->netns_dir);
+    osb_nft_conn_free(net->nft);
     pthread_mutex_destroy(&net->mu);
     pthread_cond_destroy(&net->cv);
     free(net);
@@ -576,6 +574,7 @@ int osb_net_open(const struct osb_net_config *cfg, const struct osb_net_inuse *i
     pthread_mutex_init(&net->mu, NULL);
     pthread_cond_init(&net->cv, NULL);
     net->host_nsfd = -1;
+    net->nft = osb_nft_conn_new();
     if (parse_config(net, cfg, err) < 0 || check_inuse(net, inuse, n, err) < 0 ||
         osb_mkdir_p(cfg->state_dir, 0700, err) < 0 ||
         name_from_state(net, cfg->state_dir, err) < 0 || osb_mkdir_p(net->netns_dir, 0700, err) < 0)
@@ -626,7 +625,7 @@ void osb_net_close(struct osb_net *net)
         struct osb_nft_batch *b = osb_nft_batch_new(net->table);
         struct osb_err e;
         osb_nft_delete_table(b);
-        if (osb_nft_commit(b, &e) < 0)
+        if (osb_nft_commit(net->nft, b, &e) < 0)
             osb_warn("drop nftables table %s: %s", net->table, e.msg);
         osb_nft_batch_free(b);
     }
@@ -770,7 +769,7 @@ int osb_net_restrict(struct osb_net *net, unsigned index, bool on, struct osb_er
     struct osb_nft_slot s = nft_slot(net, index, name);
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
     osb_nft_set_restricted(b, &s, on);
-    int r = osb_nft_commit(b, err);
+    int r = osb_nft_commit(net->nft, b, err);
     osb_nft_batch_free(b);
     if (r < 0)
         return osb_err_wrap(err, "restrict network slot %u", index);
@@ -781,10 +780,10 @@ int osb_net_restrict(struct osb_net *net, unsigned index, bool on, struct osb_er
 }
 
 /* Commits b (one allow or deny element); what: "allow" / "deny". */
-static int commit_addr(struct osb_nft_batch *b, unsigned index, const char *what,
-                       unsigned prefix_len, struct osb_err *err)
+static int commit_addr(struct osb_net *net, struct osb_nft_batch *b, unsigned index,
+                       const char *what, unsigned prefix_len, struct osb_err *err)
 {
-    int r = osb_nft_commit(b, err);
+    int r = osb_nft_commit(net->nft, b, err);
     osb_nft_batch_free(b);
     if (r == 0)
         return 0;
@@ -806,7 +805,7 @@ int osb_net_allow(struct osb_net *net, unsigned index, int family, const void *a
         osb_nft_batch_free(b);
         return -1;
     }
-    return commit_addr(b, index, "allow", prefix_len, err);
+    return commit_addr(net, b, index, "allow", prefix_len, err);
 }
 
 int osb_net_deny(struct osb_net *net, unsigned index, int family, const void *addr,
@@ -819,7 +818,7 @@ int osb_net_deny(struct osb_net *net, unsigned index, int family, const void *ad
         osb_nft_batch_free(b);
         return -1;
     }
-    return commit_addr(b, index, "deny", prefix_len, err);
+    return commit_addr(net, b, index, "deny", prefix_len, err);
 }
 
 int osb_net_reset_allow(struct osb_net *net, unsigned index, struct osb_err *err)
@@ -829,7 +828,7 @@ int osb_net_reset_allow(struct osb_net *net, unsigned index, struct osb_err *err
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
     osb_nft_flush_allow(b, index);
     osb_nft_flush_deny(b, index);
-    int r = osb_nft_commit(b, err);
+    int r = osb_nft_commit(net->nft, b, err);
     osb_nft_batch_free(b);
     return r < 0 ? osb_err_wrap(err, "reset allow/deny sets of network slot %u", index) : 0;
 }

@@ -12,6 +12,7 @@
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
 #include <libnftnl/udata.h>
+#include <pthread.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_conntrack_tuple_common.h>
@@ -704,7 +705,91 @@ static int drain(struct mnl_socket *nl, struct ack_ctx *c, struct osb_err *err)
     }
 }
 
-int osb_nft_commit(struct osb_nft_batch *b, struct osb_err *err)
+struct osb_nft_conn {
+    pthread_mutex_t mu;
+    struct mnl_socket *nl; /* NULL until first used, and after a socket error */
+    int sndbuf;
+};
+
+struct osb_nft_conn *osb_nft_conn_new(void)
+{
+    struct osb_nft_conn *c = osb_xcalloc(1, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+void osb_nft_conn_free(struct osb_nft_conn *c)
+{
+    if (!c)
+        return;
+    if (c->nl)
+        mnl_socket_close(c->nl);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+/* With c->mu held. */
+static int conn_socket(struct osb_nft_conn *c, struct osb_err *err)
+{
+    if (c->nl)
+        return 0;
+    c->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+    if (!c->nl)
+        return osb_err_sys(err, "nftables socket");
+    int one = 1;
+    mnl_socket_setsockopt(c->nl, NETLINK_CAP_ACK, &one, sizeof(one));
+    mnl_socket_setsockopt(c->nl, NETLINK_EXT_ACK, &one, sizeof(one));
+    /* Big batches answer with one ACK per message: make room for them. */
+    int rcv = 4 << 20;
+    setsockopt(mnl_socket_get_fd(c->nl), SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv));
+    if (mnl_socket_bind(c->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+        osb_err_sys(err, "nftables bind");
+        mnl_socket_close(c->nl);
+        c->nl = NULL;
+        return -1;
+    }
+    c->sndbuf = 0;
+    return 0;
+}
+
+/* Sends len bytes and collects the answers into *ack, with c->mu held. A
+ * socket that failed is dropped (the next call opens another): its queue
+ * may hold answers to this message. */
+static int conn_send(struct osb_nft_conn *c, const void *buf, size_t len, struct ack_ctx *ack,
+                     struct osb_err *err)
+{
+    if (conn_socket(c, err) < 0)
+        return -1;
+    if ((int)len + 65536 > c->sndbuf) { /* netlink refuses a message above sndbuf */
+        c->sndbuf = (int)len + 65536;
+        setsockopt(mnl_socket_get_fd(c->nl), SOL_SOCKET, SO_SNDBUFFORCE, &c->sndbuf,
+                   sizeof(c->sndbuf));
+    }
+    int r = mnl_socket_sendto(c->nl, buf, len) < 0 ? osb_err_sys(err, "nftables send")
+                                                   : drain(c->nl, ack, err);
+    if (r < 0) {
+        mnl_socket_close(c->nl);
+        c->nl = NULL;
+    }
+    return r;
+}
+
+int osb_nft_conn_talk(struct osb_nft_conn *c, const struct nlmsghdr *nlh, struct osb_err *err)
+{
+    struct ack_ctx ack = {0};
+    pthread_mutex_lock(&c->mu);
+    int r = conn_send(c, nlh, nlh->nlmsg_len, &ack, err);
+    pthread_mutex_unlock(&c->mu);
+    if (r < 0)
+        return -1;
+    if (ack.first_errno) {
+        errno = ack.first_errno;
+        return osb_err_sys(err, "netfilter request (type %u)", nlh->nlmsg_type);
+    }
+    return 0;
+}
+
+int osb_nft_commit(struct osb_nft_conn *conn, struct osb_nft_batch *b, struct osb_err *err)
 {
     size_t head = MNL_ALIGN(sizeof(struct nlmsghdr) + sizeof(struct nfgenmsg));
     if (!b->count)
@@ -719,37 +804,20 @@ int osb_nft_commit(struct osb_nft_batch *b, struct osb_err *err)
     b->len = head;                           /* emptied whatever happens */
     b->count = 0;
 
-    struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-    if (!nl)
-        return osb_err_sys(err, "nftables socket");
-    int r = -1;
-    int one = 1;
-    mnl_socket_setsockopt(nl, NETLINK_CAP_ACK, &one, sizeof(one));
-    mnl_socket_setsockopt(nl, NETLINK_EXT_ACK, &one, sizeof(one));
-    /* Big batches answer with one ACK per message: make room for them. */
-    int rcv = 4 << 20;
-    setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv));
-    if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-        osb_err_sys(err, "nftables bind");
-        goto out;
+    struct osb_nft_conn *own = conn ? NULL : osb_nft_conn_new();
+    struct osb_nft_conn *c = conn ? conn : own;
+    struct ack_ctx ack = {0};
+    pthread_mutex_lock(&c->mu);
+    int r = conn_send(c, b->buf, total, &ack, err);
+    pthread_mutex_unlock(&c->mu);
+    osb_nft_conn_free(own);
+    if (r < 0)
+        return osb_err_wrap(err, "nftables batch of %u messages on table %s", count, b->table);
+    if (ack.first_errno) {
+        errno = ack.first_errno;
+        return osb_err_sys(err, "nftables: message %u of %u (type %u%s%s) on table %s",
+                           ack.seq - first_seq, count, ack.type, ack.msg[0] ? ", " : "", ack.msg,
+                           b->table);
     }
-    int snd = (int)total + 65536; /* netlink refuses a message above sndbuf */
-    setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof(snd));
-    if (mnl_socket_sendto(nl, b->buf, total) < 0) {
-        osb_err_sys(err, "nftables send (%u messages)", count);
-        goto out;
-    }
-    struct ack_ctx c = {0};
-    if (drain(nl, &c, err) < 0)
-        goto out;
-    if (c.first_errno) {
-        errno = c.first_errno;
-        osb_err_sys(err, "nftables: message %u of %u (type %u%s%s) on table %s", c.seq - first_seq,
-                    count, c.type, c.msg[0] ? ", " : "", c.msg, b->table);
-        goto out;
-    }
-    r = 0;
-out:
-    mnl_socket_close(nl);
-    return r;
+    return 0;
 }

@@ -94,8 +94,25 @@ OSB_MUST_CHECK int osb_nft_deny(struct osb_nft_batch *b, unsigned index, int fam
 void osb_nft_flush_allow(struct osb_nft_batch *b, unsigned index);
 void osb_nft_flush_deny(struct osb_nft_batch *b, unsigned index);
 
-/* Sends the batch over a fresh NETLINK_NETFILTER socket; the first error
- * reported by the kernel fails the whole batch (nothing applied). An empty
- * batch is a no-op. The batch may be reused afterwards (it is emptied). */
-OSB_MUST_CHECK int osb_nft_commit(struct osb_nft_batch *b, struct osb_err *err);
+/* A NETLINK_NETFILTER socket kept open for the owner's life, shareable
+ * between threads. Closing such a socket waits for the kernel to finish
+ * destroying what the last commit removed (nf_tables flushes its deferred
+ * destroy work, an RCU grace period: 10-20 ms here), so a socket per commit
+ * put that wait on the server's loop for every create and delete. The
+ * socket is opened on first use and reopened after an error. */
+struct osb_nft_conn;
+struct osb_nft_conn *osb_nft_conn_new(void);
+void osb_nft_conn_free(struct osb_nft_conn *c);
+/* Sends one netfilter request built with NLM_F_ACK (e.g. a conntrack
+ * flush) on c; the kernel's error becomes OSB_E_SYS with err->sys_errno. */
+struct nlmsghdr;
+OSB_MUST_CHECK int osb_nft_conn_talk(struct osb_nft_conn *c, const struct nlmsghdr *nlh,
+                                     struct osb_err *err);
+
+/* Sends the batch on conn (NULL: a socket of its own, closed after); the
+ * first error reported by the kernel fails the whole batch (nothing
+ * applied). An empty batch is a no-op. The batch may be reused afterwards
+ * (it is emptied). */
+OSB_MUST_CHECK int osb_nft_commit(struct osb_nft_conn *conn, struct osb_nft_batch *b,
+                                  struct osb_err *err);
 #endif
