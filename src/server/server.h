@@ -1,5 +1,5 @@
 /* The lifecycle server's shared state and the seams between its modules:
- * api_*.c (HTTP handlers), lifecycle.c (state machine, TTL, restart
+ * api_*.c (HTTP handlers), create.c (the create pipeline as a job), lifecycle.c (state machine, TTL, restart
  * recovery), record.c (persisting a record), store.c (SQLite), registry.c
  * (in-memory index), backends.c (the runtime backends it opened),
  * images.c (the image store's users). Everything runs on one libuv loop
