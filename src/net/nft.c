@@ -515,6 +515,7 @@ static void put_input(struct osb_nft_batch *b, const struct osb_nft_table_cfg *c
     put_verdict(b, r, NF_ACCEPT, NULL);
     for (int k = 0; k < 2; k++) { /* DNS to the slot's own host address */
         r = rule(b, "to_host");
+        m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4); /* (for `nft list`: ip saddr, not @nh) */
         m_dport(r, k ? IPPROTO_TCP : IPPROTO_UDP, 53);
         e_payload_to(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4, NFT_REG32_00);
         e_payload_to(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4, NFT_REG32_01);
@@ -522,6 +523,7 @@ static void put_input(struct osb_nft_batch *b, const struct osb_nft_table_cfg *c
         put_verdict(b, r, NF_ACCEPT, NULL);
     }
     r = rule(b, "to_host");
+    m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4);
     e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4);
     e_lookup(r, "allow_host", false, false);
     put_verdict(b, r, NF_ACCEPT, NULL);
