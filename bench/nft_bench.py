@@ -47,10 +47,8 @@ def find_table(s):
     names = re.findall(r"table inet (osb_[0-9a-f]{4})",
                        subprocess.run(["nft", "list", "tables"], capture_output=True,
                                       text=True).stdout)
-    for d in (os.path.join(s.state_dir, "network"), s.state_dir):
-        if os.path.isdir(d) and table_name(d) in names:
-            return table_name(d)
-    return names[0] if len(names) == 1 else None
+    t = table_name(s.state_dir)  # the server's [native] state_dir
+    return t if t in names else None
 
 
 def objects(table):
