@@ -51,6 +51,11 @@ def find_table(s):
     return t if t in names else None
 
 
+def links(prefix):
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return len(re.findall(r"^\d+: %s\d+[@:]" % prefix, out, re.M))
+
+
 def objects(table):
     out = subprocess.run(["nft", "-a", "list", "table", "inet", table], capture_output=True,
                          text=True).stdout
@@ -142,6 +147,15 @@ def main():
                 s.delete("/v1/sandboxes/" + sid)
             except Exception:
                 pass
+        # Deletes finish in the background, and the slots beyond the pool
+        # are destroyed by the server's pool thread: stop once they are
+        # gone, so the server's shutdown does not race a thousand teardowns.
+        t0 = time.monotonic()
+        prefix = "osb" + table_name(s.state_dir)[4:]
+        while (s.list_all(pageSize=1) or links(prefix) > 8) and time.monotonic() < t0 + 600:
+            time.sleep(0.2)
+        print("teardown: %d sandboxes deleted and their slots destroyed in %.1f s" %
+              (len(alive), time.monotonic() - t0))
         problems = s.stop()
         if problems:
             print("# teardown: " + "; ".join(problems))
