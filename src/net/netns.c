@@ -793,25 +793,28 @@ static int claimed_slot(struct osb_net *net, unsigned index, struct osb_err *err
     return 0;
 }
 
+/* The egress changes check that the slot is claimed with net->pmu held, as
+ * a release cleans the slot under pmu after unclaiming it: a change either
+ * lands before that clean (which undoes it) or is refused. */
 int osb_net_restrict(struct osb_net *net, unsigned index, bool on, struct osb_err *err)
 {
-    if (claimed_slot(net, index, err) < 0)
-        return -1;
     char name[16];
     slot_ifname(net, index, name);
     struct osb_nft_slot s = nft_slot(net, index, name);
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
     osb_nft_set_restricted(b, &s, on);
     pthread_mutex_lock(&net->pmu);
-    int r = osb_nft_commit(net->nft, b, err);
+    int r = claimed_slot(net, index, err);
+    if (r == 0 && (r = osb_nft_commit(net->nft, b, err)) == 0) {
+        pthread_mutex_lock(&net->mu);
+        net->slots[index].restricted = on;
+        pthread_mutex_unlock(&net->mu);
+    } else if (r < 0 && err->code != OSB_E_NOTFOUND) {
+        osb_err_wrap(err, "restrict network slot %u", index);
+    }
     pthread_mutex_unlock(&net->pmu);
     osb_nft_batch_free(b);
-    if (r < 0)
-        return osb_err_wrap(err, "restrict network slot %u", index);
-    pthread_mutex_lock(&net->mu);
-    net->slots[index].restricted = on;
-    pthread_mutex_unlock(&net->mu);
-    return 0;
+    return r;
 }
 
 static int64_t now_ms(void)
@@ -828,20 +831,17 @@ static int add_entry(struct osb_net *net, unsigned index, const struct osb_nft_a
                      uint32_t timeout_s, struct osb_err *err)
 {
     const char *what = a->deny ? "deny" : "allow";
-    if (claimed_slot(net, index, err) < 0)
-        return -1;
-    if (osb_nft_addr_check(a, err) < 0)
-        return -1;
     char name[16];
     slot_ifname(net, index, name);
     struct osb_nft_slot s = nft_slot(net, index, name);
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
     pthread_mutex_lock(&net->pmu);
-    struct osb_track *t = &net->slots[index].track;
-    int r = osb_track_check(t, a, now_ms(), err);
-    if (r == 0)
-        r = osb_nft_add_addr(b, &s, a, (uint64_t)timeout_s * 1000, err);
-    if (r == 0 && (r = osb_nft_commit(net->nft, b, err)) == 0) {
+    int r = claimed_slot(net, index, err);
+    struct osb_track *t = r == 0 ? &net->slots[index].track : NULL;
+    if (r == 0 && (r = osb_nft_addr_check(a, err)) == 0 &&
+        (r = osb_track_check(t, a, now_ms(), err)) == 0 &&
+        (r = osb_nft_add_addr(b, &s, a, (uint64_t)timeout_s * 1000, err)) == 0 &&
+        (r = osb_nft_commit(net->nft, b, err)) == 0) {
         int64_t now = now_ms(); /* after the commit: never earlier than the kernel's expiry */
         osb_track_put(t, a, timeout_s ? now + (int64_t)timeout_s * 1000 : 0, now);
     }
@@ -856,7 +856,7 @@ static int add_entry(struct osb_net *net, unsigned index, const struct osb_nft_a
                            "%s on network slot %u: the /%u range overlaps "
                            "a range already in the %s sets",
                            what, index, a->prefix, what);
-    if (err->code == OSB_E_INVALID)
+    if (err->code == OSB_E_INVALID || err->code == OSB_E_NOTFOUND)
         return -1;
     return osb_err_wrap(err, "%s on network slot %u", what, index);
 }
@@ -892,20 +892,22 @@ int osb_net_deny(struct osb_net *net, unsigned index, int family, const void *ad
 
 int osb_net_reset_allow(struct osb_net *net, unsigned index, struct osb_err *err)
 {
-    if (claimed_slot(net, index, err) < 0)
-        return -1;
     char name[16];
     slot_ifname(net, index, name);
     struct osb_nft_slot s = nft_slot(net, index, name);
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
     pthread_mutex_lock(&net->pmu);
-    forget_tracked(net, b, &s);
-    int r = osb_nft_commit(net->nft, b, err);
-    if (r == 0)
-        osb_track_clear(&net->slots[index].track);
+    int r = claimed_slot(net, index, err);
+    if (r == 0) {
+        forget_tracked(net, b, &s);
+        if ((r = osb_nft_commit(net->nft, b, err)) == 0)
+            osb_track_clear(&net->slots[index].track);
+        else
+            osb_err_wrap(err, "reset allow/deny sets of network slot %u", index);
+    }
     pthread_mutex_unlock(&net->pmu);
     osb_nft_batch_free(b);
-    return r < 0 ? osb_err_wrap(err, "reset allow/deny sets of network slot %u", index) : 0;
+    return r;
 }
 
 /* --- stats ----------------------------------------------------------------- */

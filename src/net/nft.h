@@ -41,7 +41,8 @@
  * Sets cannot be flushed by key prefix, so the caller tracks what it added
  * to a slot's allow and deny sets and removes exactly that (osb_nft_forget,
  * with "destroy" messages: an element the kernel already expired is no
- * error). Only packets entering from our own interfaces are ever dropped, so
+ * error; destroy needs Linux 6.3, concatenated range sets 5.6). Only packets
+ * entering from our own interfaces are ever dropped, so
  * the table never interferes with the host's other traffic. */
 #ifndef OSB_NET_NFT_H
 #define OSB_NET_NFT_H
