@@ -84,8 +84,8 @@ const void *osb_nft_batch_data(const struct osb_nft_batch *b, size_t *len);
 /* Deletes the table if it exists (add-then-delete, so a missing table is no
  * error). */
 void osb_nft_delete_table(struct osb_nft_batch *b);
-/* Deletes the table if it exists and creates it afresh with the global sets,
- * maps and chains and no slot. */
+/* Deletes the table if it exists and creates it afresh with its fixed sets
+ * and chains and no slot. */
 void osb_nft_reset_table(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg);
 /* The slot's elements in @slots and @dns_host (and @restricted). */
 void osb_nft_add_slot(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool restricted);
