@@ -21,3 +21,5 @@ export EXECD_BIN=$PWD/$BUILD/bin/execd
 # Secure runtimes (issue #11): create-to-ready for native, native+userns and gVisor beside a bare
 # `runsc run`, and the memory of one idle sandbox of each kind.
 /usr/bin/python3 bench/secure_bench.py
+# Create/delete p50 with 10 and 1000 idle sandboxes alive, and the nft table's object count (issue #12).
+/usr/bin/python3 bench/nft_bench.py
