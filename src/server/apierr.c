@@ -60,6 +60,9 @@ static const struct code_row codes[] = {
     ROW("SANDBOX::NOT_PAUSED", 409),
     ROW("SANDBOX::SNAPSHOT_IN_PROGRESS", 409),
     ROW("SANDBOX::DELETED", 409),
+    /* admission (server/admit.h) and idempotency keys (server/idem.h) */
+    ROW("SANDBOX::CAPACITY", 429),
+    ROW("SANDBOX::IDEMPOTENCY_KEY_REUSED", 409),
     /* sandboxes: failures */
     ROW("SANDBOX::START_FAILED", 500),
     /* a capacity limit, not a fault; create lists no 503, so 500 on the wire */
@@ -170,7 +173,8 @@ void osb_apierr_respond(struct osb_http_req *req, const struct osb_apierr *e)
  * keep their statuses. */
 static const struct osb_status_rule lifecycle_rules[] = {
     {"GET", "/sandboxes", "400 401 500"},
-    {"POST", "/sandboxes", "400 401 409 500"},
+    /* + 429: admission control (ours; upstream's Kubernetes pools answer it too) */
+    {"POST", "/sandboxes", "400 401 409 429 500"},
     {"GET", "/sandboxes/:id", "401 403 404 500"},
     {"DELETE", "/sandboxes/:id", "401 403 404 409 500"},
     {"PATCH", "/sandboxes/:id/metadata", "400 401 403 404 409 500"},

@@ -21,6 +21,7 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/random.h"
+#include "server/admit.h"
 #include "server/create.h"
 #include "server/ending.h"
 #include "server/network.h"
@@ -59,6 +60,7 @@ static void forget(struct osb_server *srv, struct osb_sbx *s)
     osb_vol_release(srv, s);
     osb_network_detach(srv, s);
     osb_sbx_free(s);
+    osb_admit_kick(srv); /* its room may admit a queued create */
 }
 
 /* rt may be NULL (a record of a backend this server has not opened):
@@ -94,6 +96,7 @@ static void end_sandbox(struct osb_server *srv, struct osb_sbx *s, const struct 
                 e->message);
     osb_sbx_set_status(s, e->state, e->reason, e->message, osb_now_us());
     osb_sbx_record(srv, s, osb_state_name(e->state), e->message);
+    osb_admit_kick(srv);
 }
 
 /* Watch the sandbox (its PID 1 and execd's report of the entrypoint). */
