@@ -173,8 +173,7 @@ void osb_apierr_respond(struct osb_http_req *req, const struct osb_apierr *e)
  * keep their statuses. */
 static const struct osb_status_rule lifecycle_rules[] = {
     {"GET", "/sandboxes", "400 401 500"},
-    /* + 429: admission control (ours; upstream's Kubernetes pools answer it too) */
-    {"POST", "/sandboxes", "400 401 409 429 500"},
+    {"POST", "/sandboxes", "400 401 409 500"},
     {"GET", "/sandboxes/:id", "401 403 404 500"},
     {"DELETE", "/sandboxes/:id", "401 403 404 409 500"},
     {"PATCH", "/sandboxes/:id/metadata", "400 401 403 404 409 500"},
@@ -203,7 +202,10 @@ static int status_map(const struct osb_http_req *req, int status, void *ud)
 {
     (void)ud;
     const char *pat = osb_http_req_route_pattern(req), *m = osb_http_req_method(req);
-    if (!pat)
+    /* Admission control's 429 (server/admit.h) is not in the spec, but a
+     * client must see it as such to honour its Retry-After; upstream's
+     * Kubernetes pools answer 429 too (docs/errors.md, "Exceptions"). */
+    if (!pat || status == 429)
         return status;
     if (strncmp(pat, "/v1/", 4) == 0)
         pat += 3;
