@@ -21,3 +21,6 @@ export EXECD_BIN=$PWD/$BUILD/bin/execd
 # Secure runtimes (issue #11): create-to-ready for native, native+userns and gVisor beside a bare
 # `runsc run`, and the memory of one idle sandbox of each kind.
 /usr/bin/python3 bench/secure_bench.py
+# Concurrent creates against [server] max_concurrent_creates (issue #12): first ready, p50, wall,
+# CPU per create and the server's phase split, per limit and network mode.
+/usr/bin/python3 bench/admission_bench.py

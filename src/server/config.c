@@ -91,8 +91,10 @@ static const struct option options[] = {
     {"server", "max_sandboxes", K_I64, OFF(server.max_sandboxes), 0, 10000000, "0", false,
      "Live sandboxes at most (Pending, Running, Paused, Stopping); 0 = no cap.\n"
      "A create beyond it waits up to admission_wait_seconds, then gets 429."},
-    {"server", "max_concurrent_creates", K_I64, OFF(server.max_concurrent_creates), 0, 100000, "4",
-     false, "Creates in progress at once; more wait in a FIFO queue; 0 = no cap."},
+    {"server", "max_concurrent_creates", K_I64, OFF(server.max_concurrent_creates), 0, 100000, "8",
+     true,
+     "Creates in progress at once; more wait in a FIFO queue; 0 = no cap.\n"
+     "Unset: the number of online CPUs (measured best: docs/configuration.md)."},
     {"server", "admission_wait_seconds", K_I64, OFF(server.admission_wait_seconds), 0, 3600, "30",
      false, "How long a create waits for room before its 429; 0 = fail at once."},
     /* upstream (uvicorn) knobs: accepted so upstream files load */
@@ -273,7 +275,10 @@ static void set_defaults(struct osb_config *cfg)
     cfg->server.port = 8080;
     cfg->server.min_sandbox_timeout_seconds = 60;
     cfg->server.log_level = osb_xstrdup("info");
-    cfg->server.max_concurrent_creates = 4;
+    /* bench/admission_bench.py: one create per CPU gives the best p50 with
+     * the first ready close to a serial create (docs/configuration.md) */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->server.max_concurrent_creates = cpus > 0 ? cpus : 1;
     cfg->server.admission_wait_seconds = 30;
     cfg->runtime.type = osb_xstrdup("native");
     cfg->runtime.execd_path = default_exe("execd");

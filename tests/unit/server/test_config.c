@@ -91,9 +91,6 @@ static struct osb_config load_ok(const char *text, const char *what)
     return c;
 }
 
-/* [server] max_concurrent_creates when the file does not set it (config.c). */
-#define ADM_CREATES 4
-
 static void test_defaults(void)
 {
     clean_env();
@@ -109,7 +106,8 @@ static void test_defaults(void)
     IS_INT(c.server.min_sandbox_timeout_seconds, 60, "min timeout 60 by default");
     IS_STR(c.server.log_level, "info", "default log level");
     IS_INT(c.server.max_sandboxes, 0, "no sandbox cap by default");
-    IS_INT(c.server.max_concurrent_creates, ADM_CREATES, "max_concurrent_creates default");
+    IS_INT(c.server.max_concurrent_creates, sysconf(_SC_NPROCESSORS_ONLN),
+           "max_concurrent_creates: online CPUs by default");
     IS_INT(c.server.admission_wait_seconds, 30, "admission wait 30 s by default");
     IS_STR(c.runtime.type, "native", "default runtime");
     char *dir = exe_dir();
