@@ -1,9 +1,12 @@
 /* Admission control (admit.h). The queue is a doubly linked list of the
- * jobs' own slots; every waiter has the same wait, so deadlines grow from
- * head to tail and one timer on the head's deadline serves them all.
- * Admitting from the queue runs from a zero timer, never from inside the
- * call that freed room: a create that finishes inside its own start must
- * not start the next one on the same stack. */
+ * jobs' own slots: first the creates resumed after a pull (admitted
+ * before everything else waiting; they need only a create slot), then the
+ * new ones in arrival order. Every new one has the same wait, so their
+ * deadlines grow towards the tail and one timer on the first one's
+ * deadline serves them all. Admitting from the queue runs from a zero
+ * timer, never from inside the call that freed room: a create that
+ * finishes inside its own start must not start the next one on the same
+ * stack. */
 #include "server/admit.h"
 
 #include <stdio.h>
@@ -19,7 +22,8 @@ struct osb_admit {
     struct osb_server *srv;
     struct osb_admit_slot *head, *tail;
     size_t queued;
-    size_t creating; /* admitted, not yet over */
+    size_t places;   /* admitted creates not over (for max_sandboxes) */
+    size_t creating; /* of those, the ones not waiting for a pull */
     int64_t max_sandboxes, max_creates, wait_ms;
     int64_t avg_create_ms; /* moving average, for Retry-After */
     uv_timer_t pump, deadline;
@@ -43,12 +47,17 @@ static size_t live_records(const struct osb_server *srv)
     return n;
 }
 
-static bool has_room(const struct osb_admit *a)
+static bool slot_free(const struct osb_admit *a)
 {
-    if (a->max_creates > 0 && (int64_t)a->creating >= a->max_creates)
+    return a->max_creates <= 0 || (int64_t)a->creating < a->max_creates;
+}
+
+static bool has_room(const struct osb_admit *a, const struct osb_admit_slot *sl)
+{
+    if (!slot_free(a))
         return false;
-    return a->max_sandboxes <= 0 ||
-           (int64_t)(live_records(a->srv) + a->creating) < a->max_sandboxes;
+    return sl->resume || a->max_sandboxes <= 0 ||
+           (int64_t)(live_records(a->srv) + a->places) < a->max_sandboxes;
 }
 
 static void unlink_slot(struct osb_admit *a, struct osb_admit_slot *sl)
@@ -66,22 +75,38 @@ static void unlink_slot(struct osb_admit *a, struct osb_admit_slot *sl)
     a->queued--;
 }
 
+/* The first new create waiting (resumed ones have no deadline). */
+static struct osb_admit_slot *first_new(const struct osb_admit *a)
+{
+    struct osb_admit_slot *sl = a->head;
+    while (sl && sl->resume)
+        sl = sl->next;
+    return sl;
+}
+
 static void on_deadline(uv_timer_t *t);
 
 static void arm_deadline(struct osb_admit *a)
 {
-    if (!a->head) {
+    struct osb_admit_slot *sl = first_new(a);
+    if (!sl) {
         uv_timer_stop(&a->deadline);
         return;
     }
-    int64_t left = a->head->deadline_ms - osb_mono_ms();
+    int64_t left = sl->deadline_ms - osb_mono_ms();
     uv_timer_start(&a->deadline, on_deadline, left > 0 ? (uint64_t)left : 0, 0);
 }
 
 static void admit_slot(struct osb_admit *a, struct osb_admit_slot *sl)
 {
     sl->state = OSB_ADMIT_IN;
-    sl->deadline_ms = osb_mono_ms(); /* from now on: when the create began */
+    if (!sl->place) {
+        sl->place = true;
+        a->places++;
+        sl->deadline_ms = osb_mono_ms(); /* from now on: when the create began */
+    }
+    sl->slot = true;
+    sl->resume = false;
     a->creating++;
     sl->go(sl, NULL);
 }
@@ -89,7 +114,7 @@ static void admit_slot(struct osb_admit *a, struct osb_admit_slot *sl)
 static void refuse(struct osb_admit *a, struct osb_admit_slot *sl)
 {
     struct osb_apierr e;
-    if (a->max_creates > 0 && (int64_t)a->creating >= a->max_creates)
+    if (!slot_free(a))
         osb_apierr(&e, "SANDBOX::CAPACITY",
                    "The server is at capacity: %zu creates in progress "
                    "([server] max_concurrent_creates = %lld) and none finished within "
@@ -109,8 +134,8 @@ static void on_deadline(uv_timer_t *t)
 {
     struct osb_admit *a = t->data;
     int64_t now = osb_mono_ms();
-    while (a->head && a->head->deadline_ms <= now) {
-        struct osb_admit_slot *sl = a->head;
+    struct osb_admit_slot *sl;
+    while ((sl = first_new(a)) && sl->deadline_ms <= now) {
         unlink_slot(a, sl);
         refuse(a, sl);
     }
@@ -121,7 +146,7 @@ static void on_pump(uv_timer_t *t)
 {
     struct osb_admit *a = t->data;
     bool moved = false;
-    while (a->head && has_room(a)) {
+    while (a->head && has_room(a, a->head)) {
         struct osb_admit_slot *sl = a->head;
         unlink_slot(a, sl);
         moved = true;
@@ -138,16 +163,24 @@ void osb_admit_kick(struct osb_server *srv)
         uv_timer_start(&a->pump, on_pump, 0, 0);
 }
 
+static void log_queued(const struct osb_admit *a)
+{
+    osb_info("create queued: %zu waiting, %zu creating (max_sandboxes %lld, "
+             "max_concurrent_creates %lld)",
+             a->queued, a->creating, (long long)a->max_sandboxes, (long long)a->max_creates);
+}
+
 void osb_admit(struct osb_server *srv, struct osb_admit_slot *sl, osb_admit_go go)
 {
     struct osb_admit *a = adm(srv);
     sl->go = go;
     sl->prev = sl->next = NULL;
+    sl->place = sl->slot = sl->resume = false;
     if (!a) { /* shutting down: the create fails on its own */
         go(sl, NULL);
         return;
     }
-    if (!a->head && has_room(a)) {
+    if (!a->head && has_room(a, sl)) {
         admit_slot(a, sl);
         return;
     }
@@ -164,11 +197,58 @@ void osb_admit(struct osb_server *srv, struct osb_admit_slot *sl, osb_admit_go g
         a->head = sl;
     a->tail = sl;
     a->queued++;
-    osb_info("create queued: %zu waiting, %zu creating (max_sandboxes %lld, "
-             "max_concurrent_creates %lld)",
-             a->queued, a->creating, (long long)a->max_sandboxes, (long long)a->max_creates);
-    if (a->head == sl)
+    log_queued(a);
+    if (first_new(a) == sl)
         arm_deadline(a);
+}
+
+static void give_slot(struct osb_admit *a, struct osb_admit_slot *sl)
+{
+    if (sl->slot) {
+        sl->slot = false;
+        a->creating--;
+    }
+}
+
+void osb_admit_suspend(struct osb_server *srv, struct osb_admit_slot *sl)
+{
+    struct osb_admit *a = adm(srv);
+    if (!a || sl->state != OSB_ADMIT_IN)
+        return;
+    give_slot(a, sl);
+    osb_admit_kick(srv);
+}
+
+void osb_admit_resume(struct osb_server *srv, struct osb_admit_slot *sl, osb_admit_go go)
+{
+    struct osb_admit *a = adm(srv);
+    sl->go = go;
+    if (!a || sl->state != OSB_ADMIT_IN || sl->slot) {
+        go(sl, NULL);
+        return;
+    }
+    sl->resume = true;
+    if ((!a->head || !a->head->resume) && slot_free(a)) {
+        admit_slot(a, sl);
+        return;
+    }
+    /* after the other resumed ones, before every new one */
+    struct osb_admit_slot *after = NULL;
+    for (struct osb_admit_slot *p = a->head; p && p->resume; p = p->next)
+        after = p;
+    sl->state = OSB_ADMIT_QUEUED;
+    sl->prev = after;
+    sl->next = after ? after->next : a->head;
+    if (sl->next)
+        sl->next->prev = sl;
+    else
+        a->tail = sl;
+    if (after)
+        after->next = sl;
+    else
+        a->head = sl;
+    a->queued++;
+    log_queued(a);
 }
 
 void osb_admit_leave(struct osb_server *srv, struct osb_admit_slot *sl)
@@ -177,21 +257,21 @@ void osb_admit_leave(struct osb_server *srv, struct osb_admit_slot *sl)
     if (!a)
         return;
     if (sl->state == OSB_ADMIT_QUEUED) {
-        bool was_head = a->head == sl;
+        bool was_first = first_new(a) == sl;
         unlink_slot(a, sl);
         osb_info("queued create left the queue (client gone): %zu waiting", a->queued);
-        if (was_head)
+        if (was_first)
             arm_deadline(a);
-        osb_admit_kick(srv); /* the next one may fit where this one did not */
-        return;
     }
-    if (sl->state != OSB_ADMIT_IN)
-        return;
     sl->state = OSB_ADMIT_NONE;
-    a->creating--;
-    int64_t took = osb_mono_ms() - sl->deadline_ms;
-    a->avg_create_ms = a->avg_create_ms ? (a->avg_create_ms * 7 + took) / 8 : took;
-    osb_admit_kick(srv);
+    give_slot(a, sl);
+    if (sl->place) {
+        sl->place = false;
+        a->places--;
+        int64_t took = osb_mono_ms() - sl->deadline_ms;
+        a->avg_create_ms = a->avg_create_ms ? (a->avg_create_ms * 7 + took) / 8 : took;
+    }
+    osb_admit_kick(srv); /* the next one may fit where this one did not */
 }
 
 size_t osb_admit_queued(const struct osb_server *srv)
@@ -220,8 +300,6 @@ void osb_admit_respond(struct osb_server *srv, struct osb_http_req *req, const s
     osb_apierr_respond(req, e);
 }
 
-/* The default of max_concurrent_creates when the file does not set it:
- * see docs/configuration.md for the measurement behind it. */
 void osb_admit_init(struct osb_server *srv)
 {
     struct osb_admit *a = osb_xcalloc(1, sizeof *a);

@@ -115,6 +115,21 @@ static void resolve(struct osb_create_job *job)
     complete(job);
 }
 
+static struct osb_create_job *job_of(struct osb_admit_slot *slot)
+{
+    return (struct osb_create_job *)((char *)slot - offsetof(struct osb_create_job, adm));
+}
+
+/* A create slot again after the pull (admit.h): resolve. */
+static void on_resumed(struct osb_admit_slot *slot, const struct osb_apierr *e)
+{
+    struct osb_create_job *job = job_of(slot);
+    if (e)
+        fail(job, "admission", e); /* only at shutdown */
+    else
+        resolve(job);
+}
+
 static void on_pulled(void *ud, const struct osb_err *err)
 {
     struct osb_create_job *job = ud;
@@ -125,7 +140,7 @@ static void on_pulled(void *ud, const struct osb_err *err)
     } else if (!job->done) {
         osb_create_finish(job, NULL, NULL);
     } else {
-        resolve(job);
+        osb_admit_resume(job->srv, &job->adm, on_resumed);
     }
 }
 
@@ -163,8 +178,11 @@ static void run(struct osb_create_job *job)
         resolve(job);
     else if (osb_spec_resolve(job->srv->images, &job->spec, &ierr) == 0)
         complete(job);
-    else
+    else {
+        /* the pull is the network's time: its create slot goes to another */
+        osb_admit_suspend(job->srv, &job->adm);
         osb_pull_ensure(job->srv, &job->spec, on_pulled, job);
+    }
 }
 
 bool osb_create_queued(const struct osb_create_job *job)
@@ -175,8 +193,7 @@ bool osb_create_queued(const struct osb_create_job *job)
 /* Admitted: the pipeline starts; or refused (429): the job is over. */
 static void on_admit(struct osb_admit_slot *slot, const struct osb_apierr *e)
 {
-    struct osb_create_job *job =
-        (struct osb_create_job *)((char *)slot - offsetof(struct osb_create_job, adm));
+    struct osb_create_job *job = job_of(slot);
     if (e)
         fail(job, "admission", e);
     else if (choose_backend(job))
