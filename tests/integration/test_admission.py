@@ -5,9 +5,11 @@ SANDBOX::CAPACITY with Retry-After and nothing of it is left (list, store,
 network links, state dirs, cgroups); a client leaving the queue leaves nothing
 and frees its place. Every wait is for a condition: the server logs each
 queued create ("create queued: N waiting")."""
+import http.server
 import json
 import os
 import re
+import socketserver
 import sqlite3
 import subprocess
 import sys
@@ -155,6 +157,56 @@ def test_one_create_at_a_time(s):
     s.delete_all()
 
 
+class StallingRegistry:
+    """A registry that holds every request until release(), then answers 404:
+    a pull that takes as long as the test wants."""
+
+    def __init__(self):
+        self.asked, self.go = threading.Event(), threading.Event()
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                outer.asked.set()
+                outer.go.wait(60)
+                body = b'{"errors":[{"code":"MANIFEST_UNKNOWN","message":"no such image"}]}'
+                self.send_response(404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_HEAD = do_GET
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), H)
+        self.srv.daemon_threads = True
+        self.addr = "127.0.0.1:%d" % self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.go.set()
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def test_pull_gives_its_slot(s, reg):
+    before = footprint(s)
+    a = Bg(s, dict(BODY, image={"uri": reg.addr + "/stalled/img:1"}))
+    t.ok(reg.asked.wait(30), "create A is pulling (the registry was asked)")
+    r = s.create()
+    t.eq(r.status, 202, "with max_concurrent_creates = 1, create B runs while A pulls", r)
+    t.ok(a.resp is None, "A still waits for its pull")
+    s.delete("/v1/sandboxes/" + r.json()["id"])
+    reg.go.set()
+    ra = a.wait()
+    t.ok(ra is not None and 400 <= ra.status < 600 and ra.status != 429,
+         "A gets the pull's error once the registry answers", ra)
+    t.eq(footprint(s), before, "nothing left of either")
+
+
 def main():
     with Server(server="max_sandboxes = 2\nadmission_wait_seconds = 2") as s:
         t.run(test_waits_then_admitted, s, timeout=60)
@@ -166,6 +218,14 @@ def main():
     with Server(server="max_concurrent_creates = 1\nadmission_wait_seconds = 60",
                 extra='[network]\nmode = "none"') as s:
         t.run(test_one_create_at_a_time, s, timeout=120)
+    reg = StallingRegistry()
+    try:
+        with Server(server="max_concurrent_creates = 1\nadmission_wait_seconds = 60",
+                    extra='[network]\nmode = "none"\n[image]\npull_policy = "missing"\n'
+                          'insecure_registries = ["%s"]' % reg.addr) as s:
+            t.run(test_pull_gives_its_slot, s, reg, timeout=120)
+    finally:
+        reg.close()
 
 
 t.run(main, timeout=500)

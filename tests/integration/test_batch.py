@@ -99,7 +99,8 @@ def main():
     with Server() as s:
         t.run(test_five, s, timeout=120)
         t.run(test_bad_input, s, timeout=60)
-    with Server(server="max_sandboxes = 3\nadmission_wait_seconds = 0", extra=none) as s:
+    with Server(server="max_sandboxes = 3\nmax_concurrent_creates = 0\nadmission_wait_seconds = 0",
+                extra=none) as s:
         t.run(test_partial, s, timeout=120)
     with Server(server="max_sandboxes = 2\nadmission_wait_seconds = 60", extra=none) as s:
         t.run(test_client_leaves, s, timeout=120)
