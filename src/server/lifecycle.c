@@ -39,8 +39,8 @@ struct osb_create_op {
     size_t nwaiters;
     struct osb_ping *ping;
     bool cancelled;
-    /* monotonic us, for the debug line of a ready sandbox (docs/internals/
-     * server.md, "Where a create's time goes") */
+    /* monotonic us, for the debug line of a ready sandbox (docs/server.md,
+     * "Performance"): Pending stored, network slot, runtime called, reported */
     int64_t t_start, t_stored, t_net, t_called, t_runtime;
 };
 
