@@ -26,7 +26,8 @@ struct item {
 
 struct batch {
     struct osb_http_req *req;
-    size_t n, pending; /* pending: items not over, + 1 while starting */
+    size_t n, pending; /* items not over */
+    bool starting;     /* inside the loop that starts them: answer after it */
     struct item *items;
 };
 
@@ -54,14 +55,21 @@ static void answer(struct batch *b)
     batch_free(b);
 }
 
-static void item_done(void *ud, struct osb_sbx *s, const struct osb_apierr *e)
+/* The item's answer; the batch is answered by the caller. */
+static void item_set(struct item *it, struct osb_sbx *s, const struct osb_apierr *e)
 {
-    struct item *it = ud;
     it->job = NULL;
     it->ok = s != NULL;
     it->answer = s ? osb_api_sandbox_json(s, false)
                    : json_pack("{s:{s:s,s:s}}", "error", "code", e->code, "message", e->msg);
-    if (--it->b->pending == 0)
+    it->b->pending--;
+}
+
+static void item_done(void *ud, struct osb_sbx *s, const struct osb_apierr *e)
+{
+    struct item *it = ud;
+    item_set(it, s, e);
+    if (it->b->pending == 0 && !it->b->starting)
         answer(it->b);
 }
 
@@ -147,7 +155,8 @@ void osb_api_batch_create(struct osb_http_req *req, void *ud)
     struct batch *b = osb_xcalloc(1, sizeof *b);
     b->req = req;
     b->n = n;
-    b->pending = n + 1;
+    b->pending = n;
+    b->starting = true;
     b->items = osb_xcalloc(n, sizeof *b->items);
     osb_info("batch create: %zu sandboxes", n);
     for (size_t i = 0; i < n; i++) {
@@ -156,13 +165,14 @@ void osb_api_batch_create(struct osb_http_req *req, void *ud)
         /* Each job takes its spec: the first is the one parsed above, the
          * others parse the same JSON, which gives the same spec. */
         if (i > 0 && osb_spec_parse_create(tpl, &srv->limits, &spec, &e) < 0) {
-            item_done(it, NULL, &e);
+            item_set(it, NULL, &e);
             continue;
         }
         it->job = osb_create_start(srv, &spec, item_done, it);
     }
     json_decref(tpl);
-    if (--b->pending == 0)
+    b->starting = false;
+    if (b->pending == 0)
         answer(b);
     else
         osb_http_req_on_close(req, on_gone, b);
