@@ -84,13 +84,16 @@ def burst(srv, c):
 
 
 def serial(srv, n):
+    """p50 ms, and CPU ms per create+delete (server process, whole machine)."""
     cl = Client(srv)
     secs = []
+    cpu0, busy0 = proc_cpu_s(srv.proc.pid), machine_busy_s()
     for _ in range(n):
         sid, s = cl.create_ready()
         secs.append(s)
         cl.delete(sid)
-    return statistics.median(secs) * 1000
+    cpu1, busy1 = proc_cpu_s(srv.proc.pid), machine_busy_s()
+    return (statistics.median(secs) * 1000, (cpu1 - cpu0) * 1000 / n, (busy1 - busy0) * 1000 / n)
 
 
 def med(rows, k):
@@ -125,14 +128,16 @@ def main():
     finally:
         for srv in servers.values():
             srv.stop()
-    out = {"serial_p50_ms": ser, "cpus": os.cpu_count(), "bursts": [
+    out = {"serial": {m: {"p50_ms": v[0], "server_cpu_ms": v[1], "machine_cpu_ms": v[2]}
+                      for m, v in ser.items()}, "cpus": os.cpu_count(), "bursts": [
         {"network": m, "max_concurrent_creates": lim, "conc": c, "rounds": rows}
         for (m, lim), byc in res.items() for c, rows in byc.items()]}
     if a.json:
         print(json.dumps(out, indent=1))
         return
-    print(f"# online CPUs: {os.cpu_count()}; serial create-to-ready p50: " +
-          ", ".join(f"{m} {v:.1f} ms" for m, v in ser.items()))
+    print(f"# online CPUs: {os.cpu_count()}; serial create-to-ready p50 (CPU per create+delete: "
+          "server process | machine): " +
+          ", ".join(f"{m} {v[0]:.1f} ms ({v[1]:.1f} | {v[2]:.1f} ms)" for m, v in ser.items()))
     print(f"# medians over {a.rounds} rounds; limit 0 = none; cpu = per create (server process | "
           "whole machine)")
     print("net  limit conc  ok/n     first    p50    p90   wall  | cpu srv  machine | phases us "
