@@ -9,6 +9,7 @@ import http.server
 import json
 import os
 import re
+import signal
 import socketserver
 import sqlite3
 import subprocess
@@ -148,6 +149,20 @@ def test_fifo(s):
     s.delete_all()
 
 
+def test_room_when_one_ends(s):
+    a = s.new()
+    s.new()
+    n = queued_lines(s)
+    c = Bg(s)
+    t.ok(wait_for(lambda: queued_lines(s) > n, 10), "the 3rd create is queued")
+    os.kill(s.pid_of(a["id"]), signal.SIGKILL)  # its PID 1 dies: the sandbox ends
+    r = c.wait()
+    t.eq(r.status, 202, "admitted once the first one ended", r)
+    t.eq(s.get_sbx(a["id"]).json()["status"]["state"], "Failed",
+         "an ended sandbox holds no room (it is kept until deleted)")
+    s.delete_all()
+
+
 def test_one_create_at_a_time(s):
     ws = [Bg(s) for _ in range(5)]
     rs = [w.wait() for w in ws]
@@ -215,6 +230,7 @@ def main():
     with Server(server="max_sandboxes = 2\nadmission_wait_seconds = 60",
                 extra='[network]\nmode = "none"') as s:
         t.run(test_fifo, s, timeout=120)
+        t.run(test_room_when_one_ends, s, timeout=120)
     with Server(server="max_concurrent_creates = 1\nadmission_wait_seconds = 60",
                 extra='[network]\nmode = "none"') as s:
         t.run(test_one_create_at_a_time, s, timeout=120)
