@@ -23,3 +23,6 @@ export EXECD_BIN=$PWD/$BUILD/bin/execd
 /usr/bin/python3 bench/secure_bench.py
 # Create/delete p50 with 10 and 1000 idle sandboxes alive, and the nft table's object count (issue #12).
 /usr/bin/python3 bench/nft_bench.py
+# Concurrent creates against [server] max_concurrent_creates (issue #12): first ready, p50, wall,
+# CPU per create and the server's phase split, per limit and network mode.
+/usr/bin/python3 bench/admission_bench.py

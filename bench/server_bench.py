@@ -46,8 +46,9 @@ def pct(xs, p):
 class Server:
     """A private opensandbox-server: temp state dir, API key, free port."""
 
-    def __init__(self, extra=""):
-        """extra: TOML text appended to the config (e.g. an [image] table)."""
+    def __init__(self, extra="", server=""):
+        """extra: TOML text appended to the config (e.g. an [image] table);
+        server: lines added to its [server] table."""
         if not os.access(SERVER, os.X_OK):
             raise SystemExit(f"{SERVER} does not exist: run make first")
         # Under $HOME, like the default state dir (~/.opensandbox): on this
@@ -62,7 +63,7 @@ class Server:
         # servers may run beside this one): 100 ranges in [2^24, 2^31).
         userns = (1 << 24) + secrets.randbelow(32000) * 65536
         with open(cfg, "w") as f:
-            f.write(f'[server]\nhost = "127.0.0.1"\nport = {self.port}\napi_key = "{self.key}"\n\n'
+            f.write(f'[server]\nhost = "127.0.0.1"\nport = {self.port}\napi_key = "{self.key}"\n{server}\n'
                     f'[runtime]\ntype = "native"\n\n[native]\nstate_dir = "{self.state}"\n'
                     f'userns_range = "{userns}:6553600"\n{extra}\n')
         env = {k: v for k, v in os.environ.items()
@@ -82,8 +83,9 @@ class Server:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
+        tail = self.log_tail()
         self.stop()
-        raise SystemExit("opensandbox-server did not start; log:\n" + self.log_tail())
+        raise SystemExit("opensandbox-server did not start; log:\n" + tail)
 
     def log_tail(self, n=20):
         with open(os.path.join(self.tmp, "server.log"), errors="replace") as f:

@@ -8,7 +8,9 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "common/xalloc.h"
+#include "server/admit.h"
 #include "server/create.h"
+#include "server/idem.h"
 #include "server/server.h"
 #include "server/timefmt.h"
 
@@ -16,20 +18,49 @@
 
 /* -------------------------------------------------------------- create */
 
+/* A create without an idempotency key belongs to its client. */
+struct created {
+    struct osb_server *srv;
+    struct osb_http_req *req;
+    struct osb_create_job *job;
+};
+
 static void on_client_gone(struct osb_http_req *req, void *ud)
 {
     (void)req;
-    osb_create_detach(ud);
+    struct created *c = ud;
+    osb_create_detach(c->job);
+    free(c);
 }
 
 static void on_created(void *ud, struct osb_sbx *s, const struct osb_apierr *e)
 {
-    struct osb_http_req *req = ud;
-    osb_http_req_on_close(req, NULL, NULL);
+    struct created *c = ud;
+    osb_http_req_on_close(c->req, NULL, NULL);
     if (e)
-        osb_apierr_respond(req, e);
+        osb_admit_respond(c->srv, c->req, e);
     else
-        osb_http_respond_json(req, 202, osb_api_sandbox_json(s, false));
+        osb_http_respond_json(c->req, 202, osb_api_sandbox_json(s, false));
+    free(c);
+}
+
+/* The spec parsed and started: by the key's owner (idem.h) when op is
+ * set, else by the request. */
+static void start(struct osb_server *srv, struct osb_http_req *req, struct osb_idem_op *op,
+                  struct osb_create_spec *spec)
+{
+    if (op) {
+        struct osb_create_job *job = osb_create_start(srv, spec, osb_idem_done, op);
+        if (job)
+            osb_idem_set_job(op, job);
+        return;
+    }
+    struct created *c = osb_xcalloc(1, sizeof *c);
+    c->srv = srv;
+    c->req = req;
+    c->job = osb_create_start(srv, spec, on_created, c);
+    if (c->job)
+        osb_http_req_on_close(req, on_client_gone, c);
 }
 
 static void h_create(struct osb_http_req *req, void *ud)
@@ -43,19 +74,25 @@ static void h_create(struct osb_http_req *req, void *ud)
         osb_lc_create_failed(id, "request", 400, BAD, "the request body is not valid JSON");
         return;
     }
+    struct osb_idem_op *op = NULL;
+    if (osb_idem_begin(srv, req, body, &op) < 0) {
+        json_decref(body);
+        return;
+    }
     struct osb_create_spec spec;
     struct osb_apierr e;
     int rc = osb_spec_parse_create(body, &srv->limits, &spec, &e);
     json_decref(body);
     if (rc < 0) {
         osb_lc_create_failed(id, "request", e.status, e.code, e.msg);
-        osb_apierr_respond(req, &e);
+        if (op)
+            osb_idem_done(op, NULL, &e);
+        else
+            osb_apierr_respond(req, &e);
         return;
     }
     memcpy(spec.id, id, sizeof spec.id);
-    struct osb_create_job *job = osb_create_start(srv, &spec, on_created, req);
-    if (job)
-        osb_http_req_on_close(req, on_client_gone, job);
+    start(srv, req, op, &spec);
 }
 
 /* ---------------------------------------------------------------- list */
@@ -356,6 +393,7 @@ static void h_renew(struct osb_http_req *req, void *ud)
 
 const struct osb_http_route osb_api_sandbox_routes[] = {
     {"POST", "/sandboxes", h_create, 0, NULL},
+    {"POST", "/sandboxes/batch", osb_api_batch_create, 0, NULL},
     {"GET", "/sandboxes", h_list, 0, NULL},
     {"GET", "/sandboxes/:id", h_get, 0, NULL},
     {"DELETE", "/sandboxes/:id", h_delete, 0, NULL},

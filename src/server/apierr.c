@@ -60,6 +60,9 @@ static const struct code_row codes[] = {
     ROW("SANDBOX::NOT_PAUSED", 409),
     ROW("SANDBOX::SNAPSHOT_IN_PROGRESS", 409),
     ROW("SANDBOX::DELETED", 409),
+    /* admission (server/admit.h) and idempotency keys (server/idem.h) */
+    ROW("SANDBOX::CAPACITY", 429),
+    ROW("SANDBOX::IDEMPOTENCY_KEY_REUSED", 409),
     /* sandboxes: failures */
     ROW("SANDBOX::START_FAILED", 500),
     /* a capacity limit, not a fault; create lists no 503, so 500 on the wire */
@@ -199,7 +202,10 @@ static int status_map(const struct osb_http_req *req, int status, void *ud)
 {
     (void)ud;
     const char *pat = osb_http_req_route_pattern(req), *m = osb_http_req_method(req);
-    if (!pat)
+    /* Admission control's 429 (server/admit.h) is not in the spec, but a
+     * client must see it as such to honour its Retry-After; upstream's
+     * Kubernetes pools answer 429 too (docs/errors.md, "Exceptions"). */
+    if (!pat || status == 429)
         return status;
     if (strncmp(pat, "/v1/", 4) == 0)
         pat += 3;

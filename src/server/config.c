@@ -87,6 +87,16 @@ static const struct option options[] = {
      TEN_YEARS, "60", false, "Smallest sandbox timeout a client may ask for."},
     {"server", "log_level", K_LOGLEVEL, OFF(server.log_level), 0, 0, "\"info\"", false,
      "One of \"error\", \"warn\", \"info\", \"debug\"."},
+    /* admission control (server/admit.h) */
+    {"server", "max_sandboxes", K_I64, OFF(server.max_sandboxes), 0, 10000000, "0", false,
+     "Live sandboxes at most (Pending, Running, Paused, Stopping); 0 = no cap.\n"
+     "A create beyond it waits up to admission_wait_seconds, then gets 429."},
+    {"server", "max_concurrent_creates", K_I64, OFF(server.max_concurrent_creates), 0, 100000, "8",
+     true,
+     "Creates in progress at once; more wait in a FIFO queue; 0 = no cap.\n"
+     "Unset: the number of online CPUs (measured best: docs/configuration.md)."},
+    {"server", "admission_wait_seconds", K_I64, OFF(server.admission_wait_seconds), 0, 3600, "30",
+     false, "How long a create waits for room before its 429; 0 = fail at once."},
     /* upstream (uvicorn) knobs: accepted so upstream files load */
     {"server", "timeout_keep_alive", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"server", "limit_concurrency", K_IGNORED, 0, 0, 0, NULL, false, NULL},
@@ -265,6 +275,11 @@ static void set_defaults(struct osb_config *cfg)
     cfg->server.port = 8080;
     cfg->server.min_sandbox_timeout_seconds = 60;
     cfg->server.log_level = osb_xstrdup("info");
+    /* bench/admission_bench.py: one create per CPU gives the best p50 with
+     * the first ready close to a serial create (docs/configuration.md) */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->server.max_concurrent_creates = cpus > 0 ? cpus : 1;
+    cfg->server.admission_wait_seconds = 30;
     cfg->runtime.type = osb_xstrdup("native");
     cfg->runtime.execd_path = default_exe("execd");
     cfg->runtime.init_path = default_exe("osb-sandbox-init");

@@ -21,6 +21,9 @@ struct osb_config {
         int64_t max_sandbox_timeout_seconds; /* 0 = no cap */
         int64_t min_sandbox_timeout_seconds; /* create timeout below it -> 400; default 60 */
         char *log_level;                     /* "error" | "warn" | "info" (default) | "debug" */
+        int64_t max_sandboxes;               /* live sandboxes; 0 = no cap (server/admit.h) */
+        int64_t max_concurrent_creates;      /* creates at once; 0 = no cap */
+        int64_t admission_wait_seconds;      /* queued at capacity this long; default 30 */
     } server;
     struct {
         char *type;       /* the default backend: "native" or "gvisor", after

@@ -1,10 +1,12 @@
 /* The create pipeline (create.h) as a job, so that the POST handler and
  * the server's own creators (batch, pools) share one path. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/random.h"
 #include "common/xalloc.h"
+#include "server/admit.h"
 #include "server/complete.h"
 #include "server/create.h"
 #include "server/pull.h"
@@ -19,6 +21,7 @@ struct osb_create_job {
     void *ud;
     bool starting; /* inside osb_create_start: finish must not free */
     bool finished;
+    struct osb_admit_slot adm; /* admission (admit.h) */
 };
 
 void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const struct osb_apierr *e)
@@ -26,6 +29,7 @@ void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const stru
     osb_create_done done = job->done;
     job->done = NULL;
     job->finished = true;
+    osb_admit_leave(job->srv, &job->adm);
     if (done)
         done(job->ud, s, e);
     if (job->starting)
@@ -34,8 +38,20 @@ void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const stru
     free(job);
 }
 
+static void job_free(struct osb_create_job *job)
+{
+    osb_spec_release(&job->spec);
+    free(job);
+}
+
 void osb_create_detach(struct osb_create_job *job)
 {
+    if (job->adm.state == OSB_ADMIT_QUEUED) {
+        /* Not started: nothing exists yet, and its place goes at once. */
+        osb_admit_leave(job->srv, &job->adm);
+        job_free(job);
+        return;
+    }
     /* A pull or claim in flight sees it when it calls back; the lifecycle
      * finishes the job without an answer. */
     job->done = NULL;
@@ -99,6 +115,21 @@ static void resolve(struct osb_create_job *job)
     complete(job);
 }
 
+static struct osb_create_job *job_of(struct osb_admit_slot *slot)
+{
+    return (struct osb_create_job *)((char *)slot - offsetof(struct osb_create_job, adm));
+}
+
+/* A create slot again after the pull (admit.h): resolve. */
+static void on_resumed(struct osb_admit_slot *slot, const struct osb_apierr *e)
+{
+    struct osb_create_job *job = job_of(slot);
+    if (e)
+        fail(job, "admission", e); /* only at shutdown */
+    else
+        resolve(job);
+}
+
 static void on_pulled(void *ud, const struct osb_err *err)
 {
     struct osb_create_job *job = ud;
@@ -109,7 +140,7 @@ static void on_pulled(void *ud, const struct osb_err *err)
     } else if (!job->done) {
         osb_create_finish(job, NULL, NULL);
     } else {
-        resolve(job);
+        osb_admit_resume(job->srv, &job->adm, on_resumed);
     }
 }
 
@@ -147,8 +178,26 @@ static void run(struct osb_create_job *job)
         resolve(job);
     else if (osb_spec_resolve(job->srv->images, &job->spec, &ierr) == 0)
         complete(job);
-    else
+    else {
+        /* the pull is the network's time: its create slot goes to another */
+        osb_admit_suspend(job->srv, &job->adm);
         osb_pull_ensure(job->srv, &job->spec, on_pulled, job);
+    }
+}
+
+bool osb_create_queued(const struct osb_create_job *job)
+{
+    return job->adm.state == OSB_ADMIT_QUEUED;
+}
+
+/* Admitted: the pipeline starts; or refused (429): the job is over. */
+static void on_admit(struct osb_admit_slot *slot, const struct osb_apierr *e)
+{
+    struct osb_create_job *job = job_of(slot);
+    if (e)
+        fail(job, "admission", e);
+    else if (choose_backend(job))
+        run(job);
 }
 
 struct osb_create_job *osb_create_start(struct osb_server *srv, struct osb_create_spec *spec,
@@ -163,8 +212,7 @@ struct osb_create_job *osb_create_start(struct osb_server *srv, struct osb_creat
     job->starting = true;
     if (!job->spec.id[0])
         osb_random_uuid4(job->spec.id);
-    if (choose_backend(job))
-        run(job);
+    osb_admit(srv, &job->adm, on_admit);
     job->starting = false;
     if (!job->finished)
         return job;

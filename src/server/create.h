@@ -4,6 +4,9 @@
  *   backend -> snapshot's image -> resolve (pull first when missing)
  *   -> complete -> claims -> lifecycle (record, runtime, /ping)
  *
+ * Admission (admit.h) comes first: a job may wait in its queue, or be
+ * refused with 429, before the backend is chosen.
+ *
  * Everything runs on the loop thread; done is called exactly once per job,
  * unless the job is detached first. */
 #ifndef OSB_SERVER_CREATE_H
@@ -32,6 +35,8 @@ struct osb_create_job *osb_create_start(struct osb_server *srv, struct osb_creat
  * there and leaves nothing; one that has a record goes on, and its
  * sandbox stays, as Docker's does. */
 void osb_create_detach(struct osb_create_job *job);
+/* Waiting for admission (admit.h): detaching it now leaves nothing. */
+bool osb_create_queued(const struct osb_create_job *job);
 
 /* ---- for lifecycle.c: the end of the job's last phase ---- */
 void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const struct osb_apierr *e);

@@ -15,12 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/random.h"
+#include "server/admit.h"
 #include "server/create.h"
 #include "server/ending.h"
 #include "server/network.h"
@@ -37,8 +39,17 @@ struct osb_create_op {
     size_t nwaiters;
     struct osb_ping *ping;
     bool cancelled;
-    int64_t t_start, t_runtime; /* monotonic ms: create accepted, runtime reported */
+    /* monotonic us, for the debug line of a ready sandbox (docs/server.md,
+     * "Performance"): Pending stored, network slot, runtime called, reported */
+    int64_t t_start, t_stored, t_net, t_called, t_runtime;
 };
+
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 static void on_exit_cb(void *ud, const char *id, const struct osb_rt_end *end);
 
@@ -59,6 +70,7 @@ static void forget(struct osb_server *srv, struct osb_sbx *s)
     osb_vol_release(srv, s);
     osb_network_detach(srv, s);
     osb_sbx_free(s);
+    osb_admit_kick(srv); /* its room may admit a queued create */
 }
 
 /* rt may be NULL (a record of a backend this server has not opened):
@@ -94,6 +106,7 @@ static void end_sandbox(struct osb_server *srv, struct osb_sbx *s, const struct 
                 e->message);
     osb_sbx_set_status(s, e->state, e->reason, e->message, osb_now_us());
     osb_sbx_record(srv, s, osb_state_name(e->state), e->message);
+    osb_admit_kick(srv);
 }
 
 /* Watch the sandbox (its PID 1 and execd's report of the entrypoint). */
@@ -189,6 +202,7 @@ static void on_ready(void *ud, int ok, const char *why)
         op_fail(op, "SANDBOX::START_FAILED", msg);
         return;
     }
+    int64_t t_ping = mono_us();
     osb_sbx_set_status(s, OSB_ST_RUNNING, "SANDBOX_RUNNING", "Sandbox is running.", osb_now_us());
     struct osb_apierr e;
     if (osb_sbx_save(srv, s, "Running", "execd answered /ping; the sandbox is ready.", &e) < 0) {
@@ -197,8 +211,13 @@ static void on_ready(void *ud, int ok, const char *why)
         op_fail(op, e.code, e.msg);
         return;
     }
-    osb_debug("sandbox %s ready: runtime %lld ms + execd /ping %lld ms", s->id,
-              (long long)(op->t_runtime - op->t_start), (long long)(osb_mono_ms() - op->t_runtime));
+    int64_t now = mono_us();
+    osb_debug("sandbox %s ready in %lld us: store %lld, network %lld, runtime call %lld, "
+              "runtime done %lld, execd /ping %lld, store %lld",
+              s->id, (long long)(now - op->t_start), (long long)(op->t_stored - op->t_start),
+              (long long)(op->t_net - op->t_stored), (long long)(op->t_called - op->t_net),
+              (long long)(op->t_runtime - op->t_called), (long long)(t_ping - op->t_runtime),
+              (long long)(now - t_ping));
     op_answer(op);
 }
 
@@ -222,7 +241,7 @@ static void on_created(void *ud, const struct osb_rt_handle *h, const struct osb
     }
     s->handle = *h;
     s->has_handle = true;
-    op->t_runtime = osb_mono_ms();
+    op->t_runtime = mono_us();
     if (op->cancelled) {
         destroy_rt(rt_of(srv, s, NULL, 0), s->id);
         op_cancelled(op);
@@ -280,6 +299,7 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
         osb_lc_create_failed(op->s->id, "network", e->status, e->code, e->msg);
         return -1;
     }
+    op->t_net = mono_us();
     struct osb_err err = {0};
     struct osb_rt *rt = rt_of(srv, op->s, err.msg, sizeof err.msg);
     if (!rt)
@@ -294,6 +314,7 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
         osb_lc_create_failed(op->s->id, "runtime start", e->status, e->code, e->msg);
         return -1;
     }
+    op->t_called = mono_us();
     return 0;
 }
 
@@ -321,6 +342,7 @@ void osb_lc_create(struct osb_server *srv, struct osb_create_spec *spec, struct 
         create_refused(job, spec->id, "volumes", &e);
         return;
     }
+    int64_t t0 = mono_us();
     struct osb_sbx *s = new_record(spec);
     if (osb_sbx_save(srv, s, "Pending", "Sandbox accepted; building it.", &e) < 0) {
         osb_sbx_free(s);
@@ -332,7 +354,8 @@ void osb_lc_create(struct osb_server *srv, struct osb_create_spec *spec, struct 
     op->srv = srv;
     op->s = s;
     op->job = job;
-    op->t_start = osb_mono_ms();
+    op->t_start = t0;
+    op->t_stored = mono_us();
     s->op = op;
     if (start_runtime(srv, op, spec, &e) < 0) {
         op_fail(op, e.code, e.msg);

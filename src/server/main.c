@@ -25,6 +25,8 @@
 #include "common/version.h"
 #include "net/hostnet.h"
 #include "image/store.h"
+#include "server/admit.h"
+#include "server/idem.h"
 #include "server/image_cli.h"
 #include "server/network.h"
 #include "server/pull.h"
@@ -254,8 +256,11 @@ static int start(struct osb_server *srv)
         return fail("image store", &err);
     if (open_store(srv) != 0)
         return 1;
+    if (osb_idem_open(srv, &err) < 0)
+        return fail("idempotency keys", &err);
     srv->reg = osb_reg_new();
     osb_lc_init(srv);
+    osb_admit_init(srv);
     if (osb_lc_recover(srv, &err) < 0)
         return fail("recover sandboxes", &err);
     if (osb_snaps_open(srv, &err) < 0)
@@ -278,6 +283,7 @@ static void stop(struct osb_server *srv)
 {
     if (srv->http)
         osb_http_server_close(srv->http);
+    osb_admit_close(srv);
     osb_lc_close(srv);
     osb_backends_close(srv);
     osb_network_close(srv);
@@ -287,6 +293,7 @@ static void stop(struct osb_server *srv)
     osb_api_release(srv);
     osb_snaps_close(srv);
     osb_istore_close(srv->images);
+    osb_idem_close(srv);
     osb_store_close(srv->store);
     osb_reg_free(srv->reg);
 }

@@ -46,6 +46,8 @@ struct osb_server {
     int64_t ready_timeout_ms;     /* how long execd gets to answer /ping */
     struct osb_vol_job *vol_jobs; /* claims being made or mounted (server/volumes.c) */
     struct osb_netglue *net;      /* sandbox networking (server/network.c) */
+    struct osb_admit *admit;      /* the admission queue (server/admit.c) */
+    struct osb_idem *idem;        /* idempotency keys in flight (server/idem.c) */
     char **v1_patterns;           /* api.c: the /v1 routes' patterns (osb_api_release) */
     size_t n_v1_patterns;
 };
@@ -131,6 +133,9 @@ int osb_api_query_int(struct osb_http_req *req, const char *name, long lo, long 
                       long *out);
 /* 32 random hex chars (uuid4().hex style) into buf[33]; n random bytes
  * hex-encoded into out[2n+1]. */
+
+/* api_batch.c: POST /sandboxes/batch (docs/server.md, "Batch create"). */
+void osb_api_batch_create(struct osb_http_req *req, void *ud);
 
 /* Route tables of the other api files, each registered at /v1 and at /. */
 extern const struct osb_http_route osb_api_sandbox_routes[];

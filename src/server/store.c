@@ -144,6 +144,11 @@ int osb_store_open(const char *path, struct osb_store **out, struct osb_err *err
     return 0;
 }
 
+struct sqlite3 *osb_store_db(struct osb_store *st)
+{
+    return st->db;
+}
+
 void osb_store_close(struct osb_store *st)
 {
     if (!st)

@@ -52,6 +52,10 @@ typedef void (*osb_store_snap_cb)(void *ud, json_t *record);
 int osb_store_snap_load(struct osb_store *st, osb_store_snap_cb cb, void *ud,
                         struct osb_err *err) OSB_MUST_CHECK;
 
+/* The database, for the modules that keep their own table in it
+ * (server/idem.c). */
+struct sqlite3 *osb_store_db(struct osb_store *st);
+
 /* Events kept per sandbox; older ones are dropped as new ones arrive. */
 #define OSB_STORE_MAX_EVENTS 1000
 #endif

@@ -14,6 +14,8 @@ static void test_table(void)
     IS_INT(osb_apierr_status("SANDBOX::INVALID_EXPIRATION"), 400, "a bad expiry is 400");
     IS_INT(osb_apierr_status("SANDBOX::INVALID_EXPIRATION#manual"), 409,
            "an expiry on a manual-cleanup sandbox is 409");
+    IS_INT(osb_apierr_status("SANDBOX::CAPACITY"), 429, "admission's CAPACITY is 429");
+    IS_INT(osb_apierr_status("SANDBOX::IDEMPOTENCY_KEY_REUSED"), 409, "a reused key is 409");
     IS_INT(osb_apierr_status("NO::SUCH_CODE"), 0, "an unknown code has no status");
 }
 

@@ -105,6 +105,10 @@ static void test_defaults(void)
     IS_INT(c.server.max_sandbox_timeout_seconds, 0, "no timeout cap by default");
     IS_INT(c.server.min_sandbox_timeout_seconds, 60, "min timeout 60 by default");
     IS_STR(c.server.log_level, "info", "default log level");
+    IS_INT(c.server.max_sandboxes, 0, "no sandbox cap by default");
+    IS_INT(c.server.max_concurrent_creates, sysconf(_SC_NPROCESSORS_ONLN),
+           "max_concurrent_creates: online CPUs by default");
+    IS_INT(c.server.admission_wait_seconds, 30, "admission wait 30 s by default");
     IS_STR(c.runtime.type, "native", "default runtime");
     char *dir = exe_dir();
     char *want = osb_xasprintf("%s/execd", dir);
@@ -204,6 +208,9 @@ static void test_all_keys(void)
                                   "max_sandbox_timeout_seconds = 86400\n"
                                   "min_sandbox_timeout_seconds = 1\n"
                                   "log_level = \"DEBUG\"\n"
+                                  "max_sandboxes = 100\n"
+                                  "max_concurrent_creates = 0\n"
+                                  "admission_wait_seconds = 0\n"
                                   "[runtime]\n"
                                   "type = \"native\"\n"
                                   "execd_path = \"/opt/osb/execd\"\n"
@@ -221,6 +228,9 @@ static void test_all_keys(void)
     IS_INT(c.server.max_sandbox_timeout_seconds, 86400, "max timeout");
     IS_INT(c.server.min_sandbox_timeout_seconds, 1, "min timeout");
     IS_STR(c.server.log_level, "debug", "log level normalized to lower case");
+    IS_INT(c.server.max_sandboxes, 100, "max_sandboxes");
+    IS_INT(c.server.max_concurrent_creates, 0, "max_concurrent_creates 0 = no cap");
+    IS_INT(c.server.admission_wait_seconds, 0, "admission_wait_seconds 0 = fail at once");
     IS_STR(c.runtime.execd_path, "/opt/osb/execd", "execd_path");
     char *want = osb_xasprintf("%s/bin/init", tmp);
     IS_STR(c.runtime.init_path, want, "init_path with ~ expanded");
@@ -360,6 +370,12 @@ static void test_errors(void)
                "FILE:2: [server] log_level: unknown level "
                "'loud' (expected error, warn, info or debug)",
                "bad log level");
+    load_fails("[server]\nmax_sandboxes = -1\n",
+               "FILE:2: [server] max_sandboxes: must be an integer in 0..10000000",
+               "negative max_sandboxes");
+    load_fails("[server]\nadmission_wait_seconds = 3601\n",
+               "FILE:2: [server] admission_wait_seconds: must be an integer in 0..3600",
+               "admission wait over an hour");
     load_fails("[server]\nmin_sandbox_timeout_seconds = 0\n",
                "FILE:2: [server] "
                "min_sandbox_timeout_seconds: must be an integer in 1..316224000",
