@@ -24,7 +24,7 @@ struct osb_create_job {
     struct osb_admit_slot adm; /* admission (admit.h) */
 };
 
-void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const struct osb_apierr *e)
+static void finish(struct osb_create_job *job, struct osb_sbx *s, const struct osb_apierr *e)
 {
     osb_create_done done = job->done;
     job->done = NULL;
@@ -61,10 +61,15 @@ void osb_create_detach(struct osb_create_job *job)
 static void fail(struct osb_create_job *job, const char *phase, const struct osb_apierr *e)
 {
     osb_lc_create_failed(job->spec.id, phase, e->status, e->code, e->msg);
-    osb_create_finish(job, NULL, e);
+    finish(job, NULL, e);
 }
 
 static void with_claims(struct osb_create_job *job);
+
+static void lc_done(void *ud, struct osb_sbx *s, const struct osb_apierr *e)
+{
+    finish(ud, s, e);
+}
 
 static void on_claims(void *ud, const struct osb_apierr *e)
 {
@@ -72,7 +77,7 @@ static void on_claims(void *ud, const struct osb_apierr *e)
     if (e)
         fail(job, "volumes", e);
     else if (!job->done)
-        osb_create_finish(job, NULL, NULL); /* detached: nothing was created */
+        finish(job, NULL, NULL); /* detached: nothing was created */
     else
         with_claims(job);
 }
@@ -91,7 +96,7 @@ static void with_claims(struct osb_create_job *job)
         osb_vol_ensure(job->srv, &job->spec, on_claims, job);
         return;
     }
-    osb_lc_create(job->srv, &job->spec, job);
+    osb_lc_create(job->srv, &job->spec, lc_done, job);
 }
 
 static void complete(struct osb_create_job *job)
@@ -138,7 +143,7 @@ static void on_pulled(void *ud, const struct osb_err *err)
         osb_pull_apierr(err, job->spec.image, &e);
         fail(job, "image", &e);
     } else if (!job->done) {
-        osb_create_finish(job, NULL, NULL);
+        finish(job, NULL, NULL);
     } else {
         osb_admit_resume(job->srv, &job->adm, on_resumed);
     }

@@ -38,6 +38,4 @@ void osb_create_detach(struct osb_create_job *job);
 /* Waiting for admission (admit.h): detaching it now leaves nothing. */
 bool osb_create_queued(const struct osb_create_job *job);
 
-/* ---- for lifecycle.c: the end of the job's last phase ---- */
-void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const struct osb_apierr *e);
 #endif

@@ -23,7 +23,6 @@
 #include "common/xalloc.h"
 #include "common/random.h"
 #include "server/admit.h"
-#include "server/create.h"
 #include "server/ending.h"
 #include "server/network.h"
 #include "server/ping.h"
@@ -34,7 +33,8 @@
 struct osb_create_op {
     struct osb_server *srv;
     struct osb_sbx *s;
-    struct osb_create_job *job;    /* answered once the create is over */
+    osb_lc_done done; /* called once the create is over */
+    void *done_ud;
     struct osb_http_req **waiters; /* DELETEs waiting for the cancel to finish */
     size_t nwaiters;
     struct osb_ping *ping;
@@ -117,12 +117,6 @@ static int watch(struct osb_server *srv, struct osb_rt *rt, struct osb_sbx *s, s
 
 /* ------------------------------------------------------------- create */
 
-static struct osb_create_job *op_take_job(struct osb_create_op *op)
-{
-    struct osb_create_job *job = op->job;
-    op->job = NULL;
-    return job;
-}
 
 static void op_free(struct osb_create_op *op)
 {
@@ -136,7 +130,8 @@ static void op_free(struct osb_create_op *op)
 static void op_fail(struct osb_create_op *op, const char *code, const char *msg)
 {
     struct osb_server *srv = op->srv;
-    struct osb_create_job *job = op_take_job(op);
+    osb_lc_done done = op->done;
+    void *ud = op->done_ud;
     for (size_t i = 0; i < op->nwaiters; i++)
         osb_http_respond_empty(op->waiters[i], 204);
     struct osb_sbx *s = op->s;
@@ -147,7 +142,7 @@ static void op_fail(struct osb_create_op *op, const char *code, const char *msg)
     osb_lc_ttl_rearm(srv);
     struct osb_apierr e;
     osb_apierr(&e, code, "%s", msg);
-    osb_create_finish(job, NULL, &e);
+    done(ud, NULL, &e);
 }
 
 static void op_cancelled(struct osb_create_op *op)
@@ -161,10 +156,11 @@ static void op_cancelled(struct osb_create_op *op)
 /* The answer to the POST once the create is over, ended or running. */
 static void op_answer(struct osb_create_op *op)
 {
-    struct osb_create_job *job = op_take_job(op);
+    osb_lc_done done = op->done;
+    void *ud = op->done_ud;
     struct osb_sbx *s = op->s;
     op_free(op);
-    osb_create_finish(job, s, NULL);
+    done(ud, s, NULL);
 }
 
 /* The entrypoint ended (or PID 1 died) before execd answered /ping: the
@@ -319,41 +315,42 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
 }
 
 /* A failure before the create has a record. */
-static void create_refused(struct osb_create_job *job, const char *id, const char *phase,
+static void create_refused(osb_lc_done done, void *ud, const char *id, const char *phase,
                            const struct osb_apierr *e)
 {
     osb_lc_create_failed(id, phase, e->status, e->code, e->msg);
-    osb_create_finish(job, NULL, e);
+    done(ud, NULL, e);
 }
 
-void osb_lc_create(struct osb_server *srv, struct osb_create_spec *spec, struct osb_create_job *job)
+void osb_lc_create(struct osb_server *srv, struct osb_create_spec *spec, osb_lc_done done, void *ud)
 {
     struct osb_apierr e;
     if (spec->network_policy && !osb_network_enabled(srv)) {
         osb_apierr(&e, "SANDBOX::INVALID_PARAMETER",
                    "field 'networkPolicy': this server's sandboxes have no network "
                    "([network] mode = \"none\")");
-        create_refused(job, spec->id, "network", &e);
+        create_refused(done, ud, spec->id, "network", &e);
         return;
     }
     /* Claims are created here, in the same loop turn as the record that
      * uses them is registered: no release can slip in between. */
     if (osb_vol_prepare(srv->cfg, spec, &e) < 0) {
-        create_refused(job, spec->id, "volumes", &e);
+        create_refused(done, ud, spec->id, "volumes", &e);
         return;
     }
     int64_t t0 = mono_us();
     struct osb_sbx *s = new_record(spec);
     if (osb_sbx_save(srv, s, "Pending", "Sandbox accepted; building it.", &e) < 0) {
         osb_sbx_free(s);
-        create_refused(job, spec->id, "store", &e);
+        create_refused(done, ud, spec->id, "store", &e);
         return;
     }
     osb_reg_add(srv->reg, s);
     struct osb_create_op *op = osb_xcalloc(1, sizeof *op);
     op->srv = srv;
     op->s = s;
-    op->job = job;
+    op->done = done;
+    op->done_ud = ud;
     op->t_start = t0;
     op->t_stored = mono_us();
     s->op = op;

@@ -54,12 +54,12 @@ struct osb_server {
 
 /* ---- lifecycle.c ---- */
 /* The last phase of a create job (server/create.h): the record (stored as
- * Pending), the network slot, the runtime, execd's /ping; then
- * osb_create_finish(job) with the record (Running, or ended) or the error.
- * May finish the job before returning. spec stays the caller's. */
-struct osb_create_job;
-void osb_lc_create(struct osb_server *srv, struct osb_create_spec *spec,
-                   struct osb_create_job *job);
+ * Pending), the network slot, the runtime, execd's /ping; then done with
+ * the record (Running, or ended) or the error (nothing of the sandbox
+ * left). May call done before returning. spec stays the caller's. */
+typedef void (*osb_lc_done)(void *ud, struct osb_sbx *s, const struct osb_apierr *e);
+void osb_lc_create(struct osb_server *srv, struct osb_create_spec *spec, osb_lc_done done,
+                   void *ud);
 /* Deletes a sandbox in any state. req (may be NULL, for TTL expiry) gets
  * 204 once everything is gone, or 500. */
 void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req);
