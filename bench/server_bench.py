@@ -22,6 +22,8 @@ import argparse, concurrent.futures, http.client, json, os, secrets, shutil, soc
 import statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from serverlib import free_subnet, release_subnet  # noqa: E402
 BUILD = os.environ.get("BUILD", "build")
 SERVER = os.environ.get("OSB_SERVER_BIN", os.path.join(ROOT, BUILD, "bin", "opensandbox-server"))
 IMAGE = os.environ.get("OSB_BENCH_IMAGE", "host")
@@ -61,10 +63,20 @@ class Server:
         # A userns_range of its own (servers claim theirs host-wide; tests'
         # servers may run beside this one): 100 ranges in [2^24, 2^31).
         userns = (1 << 24) + secrets.randbelow(32000) * 65536
+        # Nothing leaves this machine: no pull from a registry for an unknown
+        # name, the sandboxes' DNS forwarder's upstream a closed local port,
+        # and a subnet no other server or host route holds.
+        self.subnet = None
+        if "[image]" not in extra:
+            extra += '\n[image]\npull_policy = "never"\n'
+        if "[network]" not in extra:
+            self.subnet = free_subnet()
+            extra += f'\n[network]\ndns_upstreams = ["127.0.0.1:9"]\nsubnet = "{self.subnet}"\n'
         with open(cfg, "w") as f:
             f.write(f'[server]\nhost = "127.0.0.1"\nport = {self.port}\napi_key = "{self.key}"\n\n'
                     f'[runtime]\ntype = "native"\n\n[native]\nstate_dir = "{self.state}"\n'
                     f'userns_range = "{userns}:6553600"\n{extra}\n')
+        self.ifprefix, self.nft_table = net_names(self.state)
         env = {k: v for k, v in os.environ.items()
                if k not in ("OPENSANDBOX_SERVER_API_KEY", "OPENSANDBOX_INSECURE_SERVER")}
         self.log = open(os.path.join(self.tmp, "server.log"), "wb")
@@ -82,12 +94,16 @@ class Server:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
+        tail = self.log_tail()  # stop() removes the log with the temp dir
         self.stop()
-        raise SystemExit("opensandbox-server did not start; log:\n" + self.log_tail())
+        raise SystemExit("opensandbox-server did not start; log:\n" + tail)
 
     def log_tail(self, n=20):
-        with open(os.path.join(self.tmp, "server.log"), errors="replace") as f:
-            return "".join(f.readlines()[-n:])
+        try:
+            with open(os.path.join(self.tmp, "server.log"), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return "(no log)\n"
 
     def stop(self):
         if self.proc.poll() is None:
@@ -107,6 +123,13 @@ class Server:
         # The runtime keeps its (now empty) base cgroups for a restart; this
         # state dir is going away, so remove them (rmdir only empties).
         remove_empty_cgroups(cgroup_base(self.state))
+        # The server keeps its network slots (links, nft table) for a
+        # restart; this state dir is going away, so nothing will adopt them,
+        # and a later server would refuse the subnet they hold.
+        remove_network(self.ifprefix, self.nft_table)
+        if self.subnet:
+            release_subnet(self.subnet)
+        self.log.close()
         subprocess.run(["rm", "-rf", "--one-file-system", self.tmp])
 
     def rss_kib(self):
@@ -177,6 +200,28 @@ class Client:
             if not d["pagination"]["hasNextPage"]:
                 return ids
             page += 1
+
+
+def net_names(state_dir):
+    """(interface prefix, nft table) the server derives from its state dir:
+    "osb%04x" / "osb_%04x" of FNV-1a 32 of the real path, folded to 16 bits
+    (src/net/netns.c)."""
+    h = 2166136261
+    for c in os.path.realpath(state_dir).encode():
+        h = ((h ^ c) * 16777619) & 0xffffffff
+    h = (h ^ (h >> 16)) & 0xffff
+    return "osb%04x" % h, "osb_%04x" % h
+
+
+def remove_network(ifprefix, table):
+    """Delete the links named ifprefix<n> and the nft table inet <table>."""
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        name = line.split(": ", 2)[1].split("@")[0] if ": " in line else ""
+        if name.startswith(ifprefix) and name[len(ifprefix):].isdigit():
+            subprocess.run(["ip", "link", "del", name], stderr=subprocess.DEVNULL)
+    subprocess.run(["nft", "delete", "table", "inet", table],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def status_kib(pid, field):
