@@ -38,7 +38,7 @@ Usage: create_bench.py [--quick] [--n 50] [--json PATH]
 Needs root. Everything stays on this machine: the server imports the busybox
 image (scripts/make-image-busybox.sh), [image] pull_policy = "never", the
 sandboxes' DNS upstream a closed local port."""
-import argparse, concurrent.futures, http.client, json, os, shutil, signal, subprocess, sys
+import argparse, concurrent.futures, http.client, json, os, re, shutil, signal, subprocess, sys
 import tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -56,6 +56,7 @@ BODY = {"image": {"uri": IMAGE}, "entrypoint": ["tail", "-f", "/dev/null"],
         "resourceLimits": {"cpu": "1", "memory": "2Gi"}, "timeout": 600,
         "env": {}, "metadata": {}, "extensions": {}, "secureAccess": False}
 LEVELS = (10, 20, 50, 100)
+SUSTAINED = (20, 50)  # --n-sustained creates through this many workers
 POOL_SIZE = 20
 SDK_DIR = os.path.join(ROOT, "tests", "sdk")
 APT = {"bwrap": "bubblewrap", "crun": "crun", "runc": "runc", "runsc": "runsc",
@@ -220,10 +221,36 @@ def concurrent_level(ctx, c, n, body, between=None):
                 errors=errors[:3])
 
 
+def sustained(ctx, c, total, body):
+    """total creates through c workers, each starting its next create when
+    its last one is ready (the pool drains and refills under it); all stay
+    alive until the end."""
+    local = threading.local()
+
+    def one(_):
+        h = getattr(local, "http", None) or Http(ctx.key)
+        local.http = h
+        try:
+            return create_ready(h, ctx.hp, body)
+        except Exception as e:
+            return e
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(c) as ex:
+        res = list(ex.map(one, range(total)))
+    good = [r for r in res if isinstance(r, tuple)]
+    ends = [r[2] for r in good]
+    delete_all(ctx, [r[0] for r in good])
+    return dict(stats([r[1] * 1000 for r in good]), concurrency=c, sustained=True, n=total, ok=len(good),
+                wall_ms=(max(ends, default=t0) - t0) * 1000, first_ms=(min(ends) - t0) * 1000 if ends else None,
+                errors=[str(r)[:300] for r in res if not isinstance(r, tuple)][:3])
+
+
 def bench_create(ctx, a):
     rows = [serial(ctx, a.n, BODY)]
     for c in LEVELS:
         rows.append(concurrent_level(ctx, c, a.n, BODY))
+    for c in SUSTAINED:
+        rows.append(sustained(ctx, c, a.n_sustained, BODY))
     return rows
 
 
@@ -234,13 +261,17 @@ def pool_status(ctx, name):
 
 
 def pool_wait_full(ctx, name, timeout=120):
-    """Until the pool says POOL_SIZE members are available (or timeout); seconds."""
+    """Until the pool says POOL_SIZE members are available (or timeout); seconds.
+    After one timeout the later waits are short: the run must still end."""
+    if ctx.pool_slow:
+        timeout = 5
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         if pool_status(ctx, name).get("available", 0) >= POOL_SIZE:
             return time.monotonic() - t0
         time.sleep(0.05)
     ctx.note(f"pool {name} not full after {timeout} s: {pool_status(ctx, name)}")
+    ctx.pool_slow = True
     return None
 
 
@@ -265,6 +296,9 @@ def bench_pool(ctx, a):
             # Each batch starts against a full pool: c > 20 queues on refills.
             out["rows"].append(concurrent_level(ctx, c, a.n, body,
                                                 between=lambda: pool_wait_full(ctx, name)))
+        for c in SUSTAINED:  # more claims than the pool holds: queueing on refills
+            pool_wait_full(ctx, name)
+            out["rows"].append(sustained(ctx, c, a.n_sustained, body))
         out["sdk"] = bench_sdk(ctx, a, pool=name, between=lambda: pool_wait_full(ctx, name))
     finally:
         st, b = ctx.http.req("DELETE", ctx.hp, f"/v1/pools/{name}")
@@ -325,14 +359,21 @@ def bench_density(ctx, a):
     if not os.path.exists(script):
         return {"available": False, "why": "bench/density_bench.py does not exist yet"}
     argv = [sys.executable, script, "--max", "1000"]
-    r = None
-    for extra in (["--json"], []):
-        r = subprocess.run(argv + extra, capture_output=True, text=True, timeout=1800)
-        if not (r.returncode == 2 and "unrecognized arguments" in r.stderr):
-            break
+    # --json PATH, a --json flag (JSON on stdout) or neither: its --help says.
+    usage = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True).stdout
+    path = os.path.join(tempfile.mkdtemp(prefix="osb-density."), "density.json")
+    if re.search(r"--json[ =][A-Z_]+", usage):
+        argv += ["--json", path]
+    elif "--json" in usage:
+        argv += ["--json"]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
     doc = None
+    if os.path.exists(path):
+        with open(path) as fh:
+            doc = json.load(fh)
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
     try:
-        doc = json.loads(r.stdout)
+        doc = doc or json.loads(r.stdout)
     except ValueError:
         for line in reversed(r.stdout.splitlines()):
             try:
@@ -649,6 +690,7 @@ class Ctx:
         self.http = Http(self.key)
         self.notes = []
         self.holder = None  # V1Only for crun
+        self.pool_slow = False  # a pool once failed to fill in time
 
     def note(self, text):
         self.notes.append(text)
@@ -694,6 +736,8 @@ def line(section, case, ok="", p50=None, p90=None, p99=None, wall=None, first=No
 def create_lines(section, rows, other=lambda r: ""):
     for r in rows:
         case = "serial" if r["concurrency"] == 1 else "concurrency %d" % r["concurrency"]
+        if r.get("sustained"):
+            case = "%d through %d workers" % (r["n"], r["concurrency"])
         line(section, case, "%d/%d" % (r["ok"], r["n"]), r.get("p50_ms"), r.get("p90_ms"), r.get("p99_ms"),
              r.get("wall_ms"), r.get("first_ms"), other(r))
 
@@ -746,15 +790,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small N everywhere (a few minutes)")
     ap.add_argument("--n", type=int, help="creates per level (default 50, --quick 20)")
+    ap.add_argument("--n-sustained", type=int,
+                    help="creates through 20 and 50 workers (default 100, --quick 60)")
     ap.add_argument("--n-sdk", type=int, help="JS SDK creates per level (default 40, --quick 20)")
-    ap.add_argument("--n-peer", type=int, help="serial runs per peer (default 30, --quick 10)")
+    ap.add_argument("--n-peer", type=int, help="serial runs per peer (default 50, --quick 10)")
     ap.add_argument("--peer-rounds", type=int, help="batches of 10 per peer (default 5, --quick 2)")
     ap.add_argument("--only", default="create,pool,sdk,execd,density,peers")
     ap.add_argument("--json", help="where the JSON goes (default $BUILD/bench/create.json)")
     a = ap.parse_args()
     a.n = a.n or (20 if a.quick else 50)
+    a.n_sustained = a.n_sustained or (60 if a.quick else 100)
     a.n_sdk = a.n_sdk or (20 if a.quick else 40)
-    a.n_peer = a.n_peer or (10 if a.quick else 30)
+    a.n_peer = a.n_peer or (10 if a.quick else 50)
     a.peer_rounds = a.peer_rounds or (2 if a.quick else 5)
     only = a.only.split(",")
     if os.geteuid() != 0:
