@@ -168,7 +168,7 @@ check: | $(TEST_DEPS_STAMP)
 	@$(MAKE) --no-print-directory analyze
 	@$(MAKE) --no-print-directory SAN=1 test
 
-bench: all | $(TEST_DEPS_STAMP)
+bench: all $(UNIT_BIN) $(HELPER_BIN) | $(TEST_DEPS_STAMP)
 	@BUILD=$(BUILD) ./bench/run.sh $(BENCH_ARGS)
 
 # ---- code habits ----
