@@ -12,9 +12,12 @@ One run, one table, one JSON file (build/bench/create.json, path printed):
               connection per thread. Serial (--n, default 50) and batches at
               concurrency 10, 20, 50 and 100 (each started together, in
               rounds until --n creates): successes, p50/p90/p99, the batch's
-              wall time and its time to the first ready sandbox.
+              wall time and its time to the first ready sandbox. Then
+              --n-sustained (100) creates through 20 and 50 workers, each
+              starting its next create when its last is ready.
   pool        the same against a pool of 20 (POST /v1/pools, create with
-              extensions {"poolRef": name}); "n/a (no pools)" when the server
+              extensions {"poolRef": name}; before each batch and sustained
+              run the pool is let fill); "n/a (no pools)" when the server
               answers 404/501 to /v1/pools.
   sdk         the official JS SDK's Sandbox.create (bench/sdk_create.mjs,
               the SDK from tests/sdk/node_modules) at concurrency 1 and 20.
@@ -33,7 +36,8 @@ One run, one table, one JSON file (build/bench/create.json, path printed):
               rounds: serial p50/p99 and batches of 10. Missing tools are
               installed with apt-get. Ours as ratios to theirs.
 
-Usage: create_bench.py [--quick] [--n 50] [--json PATH]
+Usage: create_bench.py [--quick] [--n 50] [--n-sustained 100] [--n-sdk 40]
+                       [--n-peer 50] [--peer-rounds 5] [--json PATH]
                        [--only create,pool,sdk,execd,density,peers]
 Needs root. Everything stays on this machine: the server imports the busybox
 image (scripts/make-image-busybox.sh), [image] pull_policy = "never", the
@@ -807,7 +811,7 @@ def main():
     if os.geteuid() != 0:
         print("create bench skipped: needs root")
         return
-    out = a.json or os.path.join(ROOT, BUILD, "bench", "create.json")
+    out = os.path.abspath(a.json or os.path.join(ROOT, BUILD, "bench", "create.json"))
     tmp = tempfile.mkdtemp(prefix=".osb-bench-create.", dir=os.path.expanduser("~"))
     srv = start_server(tmp)
     ctx = Ctx(srv)
@@ -843,7 +847,7 @@ def main():
           "its first try); wall: a batch started together, to its last ready; first: to its first ready "
           "(median over rounds)")
     print("# run `true` to exit: from spawning the tool to its exit; ours: the create sequence (+ DELETE); "
-          "ratios are ours (create-to-ready + delete) / the peer's")
+          "ratios are ours (create-to-ready + delete) / the peer's (below 1: ours is faster)")
     print("# JSON: %s" % out)
 
 
