@@ -30,6 +30,8 @@ want volume && /usr/bin/python3 bench/volume_bench.py
 # Secure runtimes (issue #11): create-to-ready for native, native+userns and gVisor beside a bare
 # `runsc run`, and the memory of one idle sandbox of each kind.
 want secure && /usr/bin/python3 bench/secure_bench.py
+# Create/delete p50 with 10 and 1000 idle sandboxes alive, and the nft table's object count (issue #12).
+want nft && /usr/bin/python3 bench/nft_bench.py
 # Issue 12: create-to-ready the way the SDKs measure it (serial, 10..100 at once, with a pool),
 # the JS SDK, execd through an endpoint, density, and the peers (bwrap, crun, runc, runsc,
 # docker run --rm) in interleaved rounds: one table, and JSON in $BUILD/bench/create.json.

@@ -25,6 +25,7 @@
 #include "common/xalloc.h"
 #include "net/nft.h"
 #include "net/nl.h"
+#include "net/track.h"
 
 #define DEFAULT_SUBNET "10.88.0.0/16"
 #define DEFAULT_POOL 8
@@ -36,10 +37,12 @@ struct slot {
     enum slot_state st;
     char *sandbox;
     bool restricted;
+    struct osb_track track; /* allow/deny entries in the shared sets, under pmu */
 };
 
 struct osb_net {
     pthread_mutex_t mu;
+    pthread_mutex_t pmu; /* slots' tracks, held across their commits (never under mu) */
     pthread_cond_t cv;
     pthread_t thread;
     bool thread_started, stop;
@@ -164,6 +167,23 @@ out:
     return r;
 }
 
+/* Queues the removal of every allow and deny entry slot s added, with
+ * net->pmu held; the caller empties the track once the batch is committed. */
+static void forget_tracked(struct osb_net *net, struct osb_nft_batch *b,
+                           const struct osb_nft_slot *s)
+{
+    const struct osb_track *t = &net->slots[s->index].track;
+    if (!t->n)
+        return;
+    struct osb_nft_addr *v = osb_xcalloc(t->n, sizeof *v);
+    for (size_t i = 0; i < t->n; i++)
+        v[i] = t->v[i].a;
+    osb_nft_forget(b, s, v, t->n);
+    free(v);
+}
+
+/* Adds the slot's elements (add) or removes them with whatever allow and
+ * deny entries it still has. */
 static int nft_slot_apply(struct osb_net *net, unsigned idx, bool add, bool restricted,
                           struct osb_err *err)
 {
@@ -171,11 +191,17 @@ static int nft_slot_apply(struct osb_net *net, unsigned idx, bool add, bool rest
     slot_ifname(net, idx, name);
     struct osb_nft_slot s = nft_slot(net, idx, name);
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
-    if (add)
+    pthread_mutex_lock(&net->pmu);
+    if (add) {
         osb_nft_add_slot(b, &s, restricted);
-    else
+    } else {
+        forget_tracked(net, b, &s);
         osb_nft_del_slot(b, &s);
+    }
     int r = osb_nft_commit(net->nft, b, err);
+    if (r == 0 && !add)
+        osb_track_clear(&net->slots[idx].track);
+    pthread_mutex_unlock(&net->pmu);
     osb_nft_batch_free(b);
     return r;
 }
@@ -245,10 +271,13 @@ static int slot_clean(struct osb_net *net, unsigned idx, struct osb_err *err)
     slot_ifname(net, idx, name);
     struct osb_nft_slot s = nft_slot(net, idx, name);
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
+    pthread_mutex_lock(&net->pmu);
     osb_nft_set_restricted(b, &s, false);
-    osb_nft_flush_allow(b, idx);
-    osb_nft_flush_deny(b, idx);
+    forget_tracked(net, b, &s);
     int r = osb_nft_commit(net->nft, b, err);
+    if (r == 0)
+        osb_track_clear(&net->slots[idx].track);
+    pthread_mutex_unlock(&net->pmu);
     osb_nft_batch_free(b);
     if (r < 0)
         return r;
@@ -556,13 +585,16 @@ static void net_free(struct osb_net *net)
 {
     if (net->host_nsfd >= 0)
         close(net->host_nsfd);
-    for (unsigned i = 0; net->slots && i < net->capacity; i++)
+    for (unsigned i = 0; net->slots && i < net->capacity; i++) {
         free(net->slots[i].sandbox);
+        osb_track_free(&net->slots[i].track);
+    }
     free(net->slots);
     free(net->allow_host);
     free(net->netns_dir);
     osb_nft_conn_free(net->nft);
     pthread_mutex_destroy(&net->mu);
+    pthread_mutex_destroy(&net->pmu);
     pthread_cond_destroy(&net->cv);
     free(net);
 }
@@ -572,6 +604,7 @@ int osb_net_open(const struct osb_net_config *cfg, const struct osb_net_inuse *i
 {
     struct osb_net *net = osb_xcalloc(1, sizeof(*net));
     pthread_mutex_init(&net->mu, NULL);
+    pthread_mutex_init(&net->pmu, NULL);
     pthread_cond_init(&net->cv, NULL);
     net->host_nsfd = -1;
     net->nft = osb_nft_conn_new();
@@ -760,77 +793,121 @@ static int claimed_slot(struct osb_net *net, unsigned index, struct osb_err *err
     return 0;
 }
 
+/* The egress changes check that the slot is claimed with net->pmu held, as
+ * a release cleans the slot under pmu after unclaiming it: a change either
+ * lands before that clean (which undoes it) or is refused. */
 int osb_net_restrict(struct osb_net *net, unsigned index, bool on, struct osb_err *err)
 {
-    if (claimed_slot(net, index, err) < 0)
-        return -1;
     char name[16];
     slot_ifname(net, index, name);
     struct osb_nft_slot s = nft_slot(net, index, name);
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
     osb_nft_set_restricted(b, &s, on);
-    int r = osb_nft_commit(net->nft, b, err);
+    pthread_mutex_lock(&net->pmu);
+    int r = claimed_slot(net, index, err);
+    if (r == 0 && (r = osb_nft_commit(net->nft, b, err)) == 0) {
+        pthread_mutex_lock(&net->mu);
+        net->slots[index].restricted = on;
+        pthread_mutex_unlock(&net->mu);
+    } else if (r < 0 && err->code != OSB_E_NOTFOUND) {
+        osb_err_wrap(err, "restrict network slot %u", index);
+    }
+    pthread_mutex_unlock(&net->pmu);
     osb_nft_batch_free(b);
-    if (r < 0)
-        return osb_err_wrap(err, "restrict network slot %u", index);
-    pthread_mutex_lock(&net->mu);
-    net->slots[index].restricted = on;
-    pthread_mutex_unlock(&net->mu);
-    return 0;
+    return r;
 }
 
-/* Commits b (one allow or deny element); what: "allow" / "deny". */
-static int commit_addr(struct osb_net *net, struct osb_nft_batch *b, unsigned index,
-                       const char *what, unsigned prefix_len, struct osb_err *err)
+static int64_t now_ms(void)
 {
-    int r = osb_nft_commit(net->nft, b, err);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Adds one allow or deny entry and records it in the slot's track, with
+ * net->pmu held across check, commit and record (so two nesting ranges
+ * cannot both pass the check). */
+static int add_entry(struct osb_net *net, unsigned index, const struct osb_nft_addr *a,
+                     uint32_t timeout_s, struct osb_err *err)
+{
+    const char *what = a->deny ? "deny" : "allow";
+    char name[16];
+    slot_ifname(net, index, name);
+    struct osb_nft_slot s = nft_slot(net, index, name);
+    struct osb_nft_batch *b = osb_nft_batch_new(net->table);
+    pthread_mutex_lock(&net->pmu);
+    int r = claimed_slot(net, index, err);
+    struct osb_track *t = r == 0 ? &net->slots[index].track : NULL;
+    if (r == 0 && (r = osb_nft_addr_check(a, err)) == 0 &&
+        (r = osb_track_check(t, a, now_ms(), err)) == 0 &&
+        (r = osb_nft_add_addr(b, &s, a, (uint64_t)timeout_s * 1000, err)) == 0 &&
+        (r = osb_nft_commit(net->nft, b, err)) == 0) {
+        int64_t now = now_ms(); /* after the commit: never earlier than the kernel's expiry */
+        osb_track_put(t, a, timeout_s ? now + (int64_t)timeout_s * 1000 : 0, now);
+    }
+    pthread_mutex_unlock(&net->pmu);
     osb_nft_batch_free(b);
     if (r == 0)
         return 0;
-    if (err->sys_errno == EEXIST) /* the kernel's interval sets refuse nesting */
+    /* Nesting is found in the track; EEXIST from the kernel is a range
+     * whose first or last address falls inside one it holds. */
+    if (err->code == OSB_E_EXISTS || err->sys_errno == EEXIST)
         return osb_err_set(err, OSB_E_EXISTS,
                            "%s on network slot %u: the /%u range overlaps "
                            "a range already in the %s sets",
-                           what, index, prefix_len, what);
+                           what, index, a->prefix, what);
+    if (err->code == OSB_E_INVALID || err->code == OSB_E_NOTFOUND)
+        return -1;
     return osb_err_wrap(err, "%s on network slot %u", what, index);
+}
+
+static int entry(int family, const void *addr, unsigned prefix_len, bool deny,
+                 struct osb_nft_addr *out, struct osb_err *err)
+{
+    *out = (struct osb_nft_addr){.deny = deny, .family = family, .prefix = prefix_len};
+    size_t alen = family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
+    if (!alen)
+        return osb_err_set(err, OSB_E_INVALID, "address family %d is not IPv4 or IPv6", family);
+    memcpy(out->addr, addr, alen);
+    return 0;
 }
 
 int osb_net_allow(struct osb_net *net, unsigned index, int family, const void *addr,
                   unsigned prefix_len, uint32_t timeout_s, struct osb_err *err)
 {
-    if (claimed_slot(net, index, err) < 0)
+    struct osb_nft_addr a;
+    if (entry(family, addr, prefix_len, false, &a, err) < 0)
         return -1;
-    struct osb_nft_batch *b = osb_nft_batch_new(net->table);
-    if (osb_nft_allow(b, index, family, addr, prefix_len, (uint64_t)timeout_s * 1000, err) < 0) {
-        osb_nft_batch_free(b);
-        return -1;
-    }
-    return commit_addr(net, b, index, "allow", prefix_len, err);
+    return add_entry(net, index, &a, timeout_s, err);
 }
 
 int osb_net_deny(struct osb_net *net, unsigned index, int family, const void *addr,
                  unsigned prefix_len, struct osb_err *err)
 {
-    if (claimed_slot(net, index, err) < 0)
+    struct osb_nft_addr a;
+    if (entry(family, addr, prefix_len, true, &a, err) < 0)
         return -1;
-    struct osb_nft_batch *b = osb_nft_batch_new(net->table);
-    if (osb_nft_deny(b, index, family, addr, prefix_len, err) < 0) {
-        osb_nft_batch_free(b);
-        return -1;
-    }
-    return commit_addr(net, b, index, "deny", prefix_len, err);
+    return add_entry(net, index, &a, 0, err);
 }
 
 int osb_net_reset_allow(struct osb_net *net, unsigned index, struct osb_err *err)
 {
-    if (claimed_slot(net, index, err) < 0)
-        return -1;
+    char name[16];
+    slot_ifname(net, index, name);
+    struct osb_nft_slot s = nft_slot(net, index, name);
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
-    osb_nft_flush_allow(b, index);
-    osb_nft_flush_deny(b, index);
-    int r = osb_nft_commit(net->nft, b, err);
+    pthread_mutex_lock(&net->pmu);
+    int r = claimed_slot(net, index, err);
+    if (r == 0) {
+        forget_tracked(net, b, &s);
+        if ((r = osb_nft_commit(net->nft, b, err)) == 0)
+            osb_track_clear(&net->slots[index].track);
+        else
+            osb_err_wrap(err, "reset allow/deny sets of network slot %u", index);
+    }
+    pthread_mutex_unlock(&net->pmu);
     osb_nft_batch_free(b);
-    return r < 0 ? osb_err_wrap(err, "reset allow/deny sets of network slot %u", index) : 0;
+    return r;
 }
 
 /* --- stats ----------------------------------------------------------------- */

@@ -12,7 +12,9 @@
  * directory, so two servers with different state directories never touch
  * each other's slots; the nftables table is `inet osb_<hash4>` (see nft.h for
  * its rules: NAT out, no sandbox-to-sandbox, no host services except DNS on
- * the slot's host address, no 169.254.0.0/16, per-slot egress allow and deny sets).
+ * the slot's host address, no 169.254.0.0/16, egress allow and deny sets
+ * shared by every slot and keyed by its address: a slot is a few set
+ * elements, so its cost does not grow with the number of slots).
  *
  * Threads: every function may be called from any thread (a mutex guards the
  * state); a background thread keeps `pool_size` slots ready. osb_net_claim

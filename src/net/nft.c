@@ -27,8 +27,14 @@
 
 /* nftables datatype ids (nft's include/datatype.h), for `nft list` display. */
 enum { TYPE_IPADDR = 7, TYPE_IP6ADDR = 8, TYPE_IFNAME = 41 };
+#define TYPE_CONCAT(a, b) (((a) << 6) | (b)) /* nft's TYPE_BITS */
 #define IFNAME_LEN 16
-#define MSG_MAX 8192 /* headroom reserved before building one message */
+#define KEY_MAX 32 /* ifname . IPv6 address */
+#ifndef NFT_MSG_DESTROYSETELEM
+#define NFT_MSG_DESTROYSETELEM 30 /* Linux 6.3; the installed headers are older */
+#endif
+#define MSG_MAX 8192     /* headroom reserved before building one message */
+#define ELEMS_PER_MSG 64 /* elements of at most ~100 bytes each */
 
 struct osb_nft_batch {
     char *table;
@@ -128,40 +134,49 @@ static struct nftnl_set *set_obj(struct osb_nft_batch *b, const char *name)
     return s;
 }
 
-static void put_set(struct osb_nft_batch *b, const char *name, uint32_t key_type, uint32_t key_len,
-                    uint32_t flags)
+/* A set keyed by the concatenation of fields (field lengths in bytes,
+ * each padded to 4 by the kernel's registers). An interval set with more
+ * than one field is a concatenated range set (the kernel's pipapo), which
+ * needs the field lengths and the CONCAT flag. */
+struct set_def {
+    const char *name;
+    uint32_t key_type;
+    uint8_t fields[2];
+    uint32_t flags;
+};
+
+static void put_set(struct osb_nft_batch *b, const struct set_def *d)
 {
-    struct nftnl_set *s = set_obj(b, name);
-    nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, key_type);
-    nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, key_len);
+    struct nftnl_set *s = set_obj(b, d->name);
+    unsigned n = d->fields[1] ? 2 : 1;
+    uint32_t flags = d->flags;
+    nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, d->key_type);
+    nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, (uint32_t)(d->fields[0] + d->fields[1]));
+    if (n == 2 && (flags & NFT_SET_INTERVAL)) {
+        flags |= NFT_SET_CONCAT;
+        nftnl_set_set_data(s, NFTNL_SET_DESC_CONCAT, d->fields, n);
+    }
     nftnl_set_set_u32(s, NFTNL_SET_FLAGS, flags);
     nftnl_set_set_u32(s, NFTNL_SET_ID,
                       b->seq + 1); /* required by the kernel; unique in the batch */
-    if (flags & NFT_SET_MAP)
-        nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
-    /* Tells `nft list` how to print keys (nft's byteorder enum: 1 host, 2
-     * big endian); without it interface names print as "". */
-    struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(64);
-    nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, key_type == TYPE_IFNAME ? 1 : 2);
-    nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud), nftnl_udata_buf_len(ud));
-    nftnl_udata_buf_free(ud);
+    if (n == 1) {
+        /* Tells `nft list` how to print keys (nft's byteorder enum: 1 host,
+         * 2 big endian); without it interface names print as "". */
+        struct nftnl_udata_buf *ud = nftnl_udata_buf_alloc(64);
+        nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, d->key_type == TYPE_IFNAME ? 1 : 2);
+        nftnl_set_set_data(s, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud),
+                           nftnl_udata_buf_len(ud));
+        nftnl_udata_buf_free(ud);
+    }
     struct nlmsghdr *nlh = msg(b, NFT_MSG_NEWSET, NLM_F_CREATE);
     nftnl_set_nlmsg_build_payload(nlh, s);
     done(b, nlh);
     nftnl_set_free(s);
 }
 
-static void del_set(struct osb_nft_batch *b, const char *name)
-{
-    struct nftnl_set *s = set_obj(b, name);
-    struct nlmsghdr *nlh = msg(b, NFT_MSG_DELSET, 0);
-    nftnl_set_nlmsg_build_payload(nlh, s);
-    done(b, nlh);
-    nftnl_set_free(s);
-}
-
-/* Elements go through a set object; type NEWSETELEM or DELSETELEM. With no
- * element added, DELSETELEM flushes the set. */
+/* Elements go through a set object; type NEWSETELEM or DESTROYSETELEM (a
+ * delete that ignores absent elements); at most ELEMS_PER_MSG elements,
+ * so the message fits the room msg() reserved. */
 static void put_elems(struct osb_nft_batch *b, struct nftnl_set *s, uint16_t type)
 {
     struct nlmsghdr *nlh = msg(b, type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0);
@@ -204,11 +219,18 @@ static struct nftnl_expr *ex(struct nftnl_rule *r, const char *name)
     return e;
 }
 
-static void e_meta(struct nftnl_rule *r, uint32_t key)
+/* Loads into the 32-bit register reg (NFT_REG32_00 + n); concatenated keys
+ * are consecutive registers, each field padded to 4 bytes. */
+static void e_meta_to(struct nftnl_rule *r, uint32_t key, uint32_t reg)
 {
     struct nftnl_expr *e = ex(r, "meta");
     nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, reg);
+}
+
+static void e_meta(struct nftnl_rule *r, uint32_t key)
+{
+    e_meta_to(r, key, NFT_REG_1);
 }
 
 static void e_cmp(struct nftnl_rule *r, uint32_t op, const void *data, size_t len)
@@ -219,13 +241,19 @@ static void e_cmp(struct nftnl_rule *r, uint32_t op, const void *data, size_t le
     nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, data, (uint32_t)len);
 }
 
-static void e_payload(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len)
+static void e_payload_to(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len,
+                         uint32_t reg)
 {
     struct nftnl_expr *e = ex(r, "payload");
-    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, NFT_REG_1);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, reg);
     nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
     nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, off);
     nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
+}
+
+static void e_payload(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len)
+{
+    e_payload_to(r, base, off, len, NFT_REG_1);
 }
 
 static void e_mask(struct nftnl_rule *r, const void *mask, size_t len)
@@ -308,19 +336,6 @@ static void v_reject(struct nftnl_rule *r, uint32_t type, uint8_t code)
     nftnl_expr_set_u8(e, NFTNL_EXPR_REJECT_CODE, code);
 }
 
-/* The two closing rules of a chain: TCP gets a reset (fast failure for the
- * client), everything else an ICMP administratively-prohibited. */
-static void put_reject_tail(struct osb_nft_batch *b, const char *chain)
-{
-    struct nftnl_rule *r = rule(b, chain);
-    m_u8(r, NFT_META_L4PROTO, IPPROTO_TCP);
-    v_reject(r, NFT_REJECT_TCP_RST, 0);
-    put_rule(b, r);
-    r = rule(b, chain);
-    v_reject(r, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
-    put_rule(b, r);
-}
-
 /* Finishes r with a verdict and queues it. */
 static void put_verdict(struct osb_nft_batch *b, struct nftnl_rule *r, int verdict,
                         const char *target)
@@ -331,17 +346,47 @@ static void put_verdict(struct osb_nft_batch *b, struct nftnl_rule *r, int verdi
 
 /* --- table ------------------------------------------------------------- */
 
+/* The egress sets by [deny][v6][range]. */
+static const char *const egress_set[2][2][2] = {{{"a4", "c4"}, {"a6", "c6"}},
+                                                {{"d4", "dc4"}, {"d6", "dc6"}}};
+
 void osb_nft_delete_table(struct osb_nft_batch *b)
 {
     put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE);
     put_table(b, NFT_MSG_DELTABLE, 0);
 }
 
+static void put_egress_sets(struct osb_nft_batch *b)
+{
+    for (int deny = 0; deny < 2; deny++) {
+        uint32_t t = deny ? 0 : NFT_SET_TIMEOUT;
+        for (int v6 = 0; v6 < 2; v6++) {
+            /* v4 keyed by the sandbox's address, v6 (which has no v4
+             * source) by its host interface. */
+            struct set_def d = {.key_type = v6 ? TYPE_CONCAT(TYPE_IFNAME, TYPE_IP6ADDR)
+                                               : TYPE_CONCAT(TYPE_IPADDR, TYPE_IPADDR),
+                                .fields = {v6 ? IFNAME_LEN : 4, v6 ? 16 : 4}};
+            d.name = egress_set[deny][v6][0];
+            d.flags = t;
+            put_set(b, &d);
+            d.name = egress_set[deny][v6][1];
+            d.flags = t | NFT_SET_INTERVAL;
+            put_set(b, &d);
+        }
+    }
+}
+
 static void put_global_sets(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
 {
-    put_set(b, "allow_host", TYPE_IPADDR, 4, NFT_SET_INTERVAL);
-    put_set(b, "fwd_slots", TYPE_IFNAME, IFNAME_LEN, NFT_SET_MAP);
-    put_set(b, "in_slots", TYPE_IFNAME, IFNAME_LEN, NFT_SET_MAP);
+    static const struct set_def defs[] = {
+        {"allow_host", TYPE_IPADDR, {4, 0}, NFT_SET_INTERVAL},
+        {"slots", TYPE_CONCAT(TYPE_IFNAME, TYPE_IPADDR), {IFNAME_LEN, 4}, 0},
+        {"dns_host", TYPE_CONCAT(TYPE_IPADDR, TYPE_IPADDR), {4, 4}, 0},
+        {"restricted", TYPE_IPADDR, {4, 0}, 0},
+    };
+    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
+        put_set(b, &defs[i]);
+    put_egress_sets(b);
     if (!cfg->n_allow_host)
         return;
     struct nftnl_set *s = set_obj(b, "allow_host");
@@ -357,6 +402,63 @@ static void put_global_sets(struct osb_nft_batch *b, const struct osb_nft_table_
         }
     }
     put_elems(b, s, NFT_MSG_NEWSETELEM);
+}
+
+/* iifname . ip saddr, the anti-spoofing key of @slots. */
+static void k_if_saddr(struct nftnl_rule *r)
+{
+    e_meta_to(r, NFT_META_IIFNAME, NFT_REG32_00);
+    e_payload_to(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4, NFT_REG32_04);
+}
+
+/* The egress key: ip saddr . ip daddr (v4) or iifname . ip6 daddr (v6). */
+static void k_egress(struct nftnl_rule *r, bool v6)
+{
+    m_u8(r, NFT_META_NFPROTO, v6 ? NFPROTO_IPV6 : NFPROTO_IPV4);
+    if (v6) {
+        e_meta_to(r, NFT_META_IIFNAME, NFT_REG32_00);
+        e_payload_to(r, NFT_PAYLOAD_NETWORK_HEADER, 24, 16, NFT_REG32_04);
+    } else {
+        e_payload_to(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4, NFT_REG32_00);
+        e_payload_to(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4, NFT_REG32_01);
+    }
+}
+
+/* One rule per egress set of kind deny: key in set -> accept (allow sets)
+ * or jump refuse (deny sets). */
+static void put_egress_lookups(struct osb_nft_batch *b, int deny)
+{
+    for (int v6 = 0; v6 < 2; v6++) {
+        for (int range = 0; range < 2; range++) {
+            struct nftnl_rule *r = rule(b, "from_slot");
+            k_egress(r, v6);
+            e_lookup(r, egress_set[deny][v6][range], false, false);
+            put_verdict(b, r, deny ? NFT_JUMP : NF_ACCEPT, deny ? "refuse" : NULL);
+        }
+    }
+}
+
+/* TCP gets a reset (fast failure for the client), everything else an ICMP
+ * administratively-prohibited. */
+static void put_refuse(struct osb_nft_batch *b)
+{
+    put_chain(b, NFT_MSG_NEWCHAIN, "refuse", -1, NULL, 0);
+    struct nftnl_rule *r = rule(b, "refuse");
+    m_u8(r, NFT_META_L4PROTO, IPPROTO_TCP);
+    v_reject(r, NFT_REJECT_TCP_RST, 0);
+    put_rule(b, r);
+    r = rule(b, "refuse");
+    v_reject(r, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
+    put_rule(b, r);
+}
+
+static void put_antispoof(struct osb_nft_batch *b, const char *chain)
+{
+    struct nftnl_rule *r = rule(b, chain);
+    m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4);
+    k_if_saddr(r);
+    e_lookup(r, "slots", true, false);
+    put_verdict(b, r, NF_DROP, NULL);
 }
 
 static void put_forward(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
@@ -384,11 +486,15 @@ static void put_forward(struct osb_nft_batch *b, const struct osb_nft_table_cfg 
     r = rule(b, "from_slot"); /* answers on connections made to the sandbox */
     m_ct_reply(r);
     put_verdict(b, r, NF_ACCEPT, NULL);
+    put_antispoof(b, "from_slot");
+    put_egress_lookups(b, 1); /* deny sets first, restricted or not */
     r = rule(b, "from_slot");
-    e_meta(r, NFT_META_IIFNAME);
-    e_lookup(r, "fwd_slots", false, true);
-    put_rule(b, r);
-    put_reject_tail(b, "from_slot");
+    m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4);
+    e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
+    e_lookup(r, "restricted", true, false);
+    put_verdict(b, r, NF_ACCEPT, NULL);
+    put_egress_lookups(b, 0);
+    put_verdict(b, rule(b, "from_slot"), NFT_JUMP, "refuse");
 }
 
 static void put_input(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
@@ -398,11 +504,30 @@ static void put_input(struct osb_nft_batch *b, const struct osb_nft_table_cfg *c
     struct nftnl_rule *r = rule(b, "input");
     m_ifprefix(r, NFT_META_IIFNAME, cfg->ifprefix, NFT_CMP_EQ);
     put_verdict(b, r, NFT_JUMP, "to_host");
+
     r = rule(b, "to_host");
-    e_meta(r, NFT_META_IIFNAME);
-    e_lookup(r, "in_slots", false, true);
-    put_rule(b, r);
-    put_reject_tail(b, "to_host");
+    e_meta(r, NFT_META_NFPROTO);
+    e_cmp(r, NFT_CMP_NEQ, &(uint8_t){NFPROTO_IPV4}, 1);
+    put_verdict(b, r, NF_DROP, NULL);
+    put_antispoof(b, "to_host");
+    r = rule(b, "to_host");
+    m_ct_reply(r);
+    put_verdict(b, r, NF_ACCEPT, NULL);
+    for (int k = 0; k < 2; k++) { /* DNS to the slot's own host address */
+        r = rule(b, "to_host");
+        m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4); /* (for `nft list`: ip saddr, not @nh) */
+        m_dport(r, k ? IPPROTO_TCP : IPPROTO_UDP, 53);
+        e_payload_to(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4, NFT_REG32_00);
+        e_payload_to(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4, NFT_REG32_01);
+        e_lookup(r, "dns_host", false, false);
+        put_verdict(b, r, NF_ACCEPT, NULL);
+    }
+    r = rule(b, "to_host");
+    m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4);
+    e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4);
+    e_lookup(r, "allow_host", false, false);
+    put_verdict(b, r, NF_ACCEPT, NULL);
+    put_verdict(b, rule(b, "to_host"), NFT_JUMP, "refuse");
 }
 
 static void put_nat(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
@@ -420,6 +545,7 @@ void osb_nft_reset_table(struct osb_nft_batch *b, const struct osb_nft_table_cfg
     osb_nft_delete_table(b);
     put_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE);
     put_global_sets(b, cfg);
+    put_refuse(b);
     put_forward(b, cfg);
     put_input(b, cfg);
     put_nat(b, cfg);
@@ -427,226 +553,147 @@ void osb_nft_reset_table(struct osb_nft_batch *b, const struct osb_nft_table_cfg
 
 /* --- slots ------------------------------------------------------------- */
 
-static void slot_names(unsigned idx, char f[16], char i[16], char sets[8][16])
+/* ifname padded to IFNAMSIZ (as meta iifname loads it) followed by len
+ * bytes of addr; returns the key length. */
+static size_t key_if(uint8_t out[KEY_MAX], const char *ifname, const void *addr, size_t len)
 {
-    snprintf(f, 16, "f%u", idx);
-    snprintf(i, 16, "i%u", idx);
-    snprintf(sets[0], 16, "a4_%u", idx);
-    snprintf(sets[1], 16, "c4_%u", idx);
-    snprintf(sets[2], 16, "a6_%u", idx);
-    snprintf(sets[3], 16, "c6_%u", idx);
-    snprintf(sets[4], 16, "d4_%u", idx);
-    snprintf(sets[5], 16, "dc4_%u", idx);
-    snprintf(sets[6], 16, "d6_%u", idx);
-    snprintf(sets[7], 16, "dc6_%u", idx);
+    memset(out, 0, KEY_MAX);
+    size_t n = strnlen(ifname, IFNAME_LEN - 1);
+    memcpy(out, ifname, n);
+    memcpy(out + IFNAME_LEN, addr, len);
+    return IFNAME_LEN + len;
 }
 
-/* One rule per set sets[base..base+4): daddr in set -> accept, or when
- * reject the reject tail's verdicts (TCP reset, else ICMP admin-prohibited). */
-static void put_lookups(struct osb_nft_batch *b, const char *chain, char sets[8][16], int base,
-                        bool reject)
+static size_t key_ip(uint8_t out[KEY_MAX], struct in_addr a, const void *addr)
 {
-    for (int k = base; k < base + 4; k++) {
-        bool v6 = (k % 4) >= 2;
-        for (int tcp = reject ? 1 : 0; tcp >= 0; tcp--) {
-            struct nftnl_rule *r = rule(b, chain);
-            m_u8(r, NFT_META_NFPROTO, v6 ? NFPROTO_IPV6 : NFPROTO_IPV4);
-            if (tcp)
-                m_u8(r, NFT_META_L4PROTO, IPPROTO_TCP);
-            e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, v6 ? 24 : 16, v6 ? 16 : 4);
-            e_lookup(r, sets[k], false, false);
-            if (!reject)
-                e_verdict(r, NF_ACCEPT, NULL);
-            else if (tcp)
-                v_reject(r, NFT_REJECT_TCP_RST, 0);
-            else
-                v_reject(r, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
-            put_rule(b, r);
-        }
-    }
+    memset(out, 0, KEY_MAX);
+    memcpy(out, &a, 4);
+    memcpy(out + 4, addr, 4);
+    return 8;
 }
 
-static void put_slot_elem(struct osb_nft_batch *b, const char *map, const char *ifname,
-                          const char *chain, uint16_t type)
+static void put_one(struct osb_nft_batch *b, const char *set, const void *key, size_t len,
+                    uint16_t type)
 {
-    char key[IFNAME_LEN] = {0};
-    snprintf(key, sizeof key, "%s", ifname);
-    struct nftnl_set *s = set_obj(b, map);
-    struct nftnl_set_elem *e = elem(s, key, sizeof(key));
-    if (type == NFT_MSG_NEWSETELEM) {
-        nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_JUMP);
-        nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, chain);
-    }
+    struct nftnl_set *s = set_obj(b, set);
+    elem(s, key, len);
     put_elems(b, s, type);
 }
 
-static void put_antispoof(struct osb_nft_batch *b, const char *chain, struct in_addr sbx)
+static void slot_elems(struct osb_nft_batch *b, const struct osb_nft_slot *s, uint16_t type)
 {
-    struct nftnl_rule *r = rule(b, chain);
-    m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4);
-    e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
-    e_cmp(r, NFT_CMP_NEQ, &sbx, 4);
-    put_verdict(b, r, NF_DROP, NULL);
-}
-
-static void put_egress_rules(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool on)
-{
-    char f[16], i[16], sets[8][16];
-    slot_names(s->index, f, i, sets);
-    put_antispoof(b, f, s->sandbox);
-    put_lookups(b, f, sets, 4, true); /* deny sets first, restricted or not */
-    if (!on) {
-        put_verdict(b, rule(b, f), NF_ACCEPT, NULL);
-        return;
-    }
-    put_lookups(b, f, sets, 0, false);
-    put_reject_tail(b, f);
-}
-
-static void put_input_rules(struct osb_nft_batch *b, const struct osb_nft_slot *s)
-{
-    char f[16], i[16], sets[8][16];
-    slot_names(s->index, f, i, sets);
-    struct nftnl_rule *r = rule(b, i);
-    e_meta(r, NFT_META_NFPROTO);
-    e_cmp(r, NFT_CMP_NEQ, &(uint8_t){NFPROTO_IPV4}, 1);
-    put_verdict(b, r, NF_DROP, NULL);
-    put_antispoof(b, i, s->sandbox);
-    r = rule(b, i);
-    m_ct_reply(r);
-    put_verdict(b, r, NF_ACCEPT, NULL);
-    for (int k = 0; k < 2; k++) {
-        r = rule(b, i);
-        m_ip4(r, 16, s->host, 32, NFT_CMP_EQ);
-        m_dport(r, k ? IPPROTO_TCP : IPPROTO_UDP, 53);
-        put_verdict(b, r, NF_ACCEPT, NULL);
-    }
-    r = rule(b, i);
-    m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4);
-    e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4);
-    e_lookup(r, "allow_host", false, false);
-    put_verdict(b, r, NF_ACCEPT, NULL);
-    put_reject_tail(b, i);
+    uint8_t k[KEY_MAX];
+    put_one(b, "slots", k, key_if(k, s->ifname, &s->sandbox, 4), type);
+    put_one(b, "dns_host", k, key_ip(k, s->sandbox, &s->host), type);
 }
 
 void osb_nft_add_slot(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool restricted)
 {
-    char f[16], i[16], sets[8][16];
-    slot_names(s->index, f, i, sets);
-    put_set(b, sets[0], TYPE_IPADDR, 4, NFT_SET_TIMEOUT);
-    put_set(b, sets[1], TYPE_IPADDR, 4, NFT_SET_TIMEOUT | NFT_SET_INTERVAL);
-    put_set(b, sets[2], TYPE_IP6ADDR, 16, NFT_SET_TIMEOUT);
-    put_set(b, sets[3], TYPE_IP6ADDR, 16, NFT_SET_TIMEOUT | NFT_SET_INTERVAL);
-    put_set(b, sets[4], TYPE_IPADDR, 4, 0);
-    put_set(b, sets[5], TYPE_IPADDR, 4, NFT_SET_INTERVAL);
-    put_set(b, sets[6], TYPE_IP6ADDR, 16, 0);
-    put_set(b, sets[7], TYPE_IP6ADDR, 16, NFT_SET_INTERVAL);
-    put_chain(b, NFT_MSG_NEWCHAIN, f, -1, NULL, 0);
-    put_chain(b, NFT_MSG_NEWCHAIN, i, -1, NULL, 0);
-    put_egress_rules(b, s, restricted);
-    put_input_rules(b, s);
-    put_slot_elem(b, "fwd_slots", s->ifname, f, NFT_MSG_NEWSETELEM);
-    put_slot_elem(b, "in_slots", s->ifname, i, NFT_MSG_NEWSETELEM);
+    slot_elems(b, s, NFT_MSG_NEWSETELEM);
+    if (restricted)
+        osb_nft_set_restricted(b, s, true);
 }
 
 void osb_nft_del_slot(struct osb_nft_batch *b, const struct osb_nft_slot *s)
 {
-    char f[16], i[16], sets[8][16];
-    slot_names(s->index, f, i, sets);
-    /* Map entries first: a chain still jumped to cannot be deleted. */
-    put_slot_elem(b, "fwd_slots", s->ifname, NULL, NFT_MSG_DELSETELEM);
-    put_slot_elem(b, "in_slots", s->ifname, NULL, NFT_MSG_DELSETELEM);
-    put_chain(b, NFT_MSG_DELCHAIN, f, -1, NULL, 0); /* deletes its rules too */
-    put_chain(b, NFT_MSG_DELCHAIN, i, -1, NULL, 0);
-    for (int k = 0; k < 8; k++)
-        del_set(b, sets[k]);
+    slot_elems(b, s, NFT_MSG_DESTROYSETELEM);
+    osb_nft_set_restricted(b, s, false);
 }
 
 void osb_nft_set_restricted(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool on)
 {
-    char f[16], i[16], sets[8][16];
-    slot_names(s->index, f, i, sets);
-    struct nftnl_rule *r = rule(b, f); /* no handle: flush the chain */
-    struct nlmsghdr *nlh = msg(b, NFT_MSG_DELRULE, 0);
-    nftnl_rule_nlmsg_build_payload(nlh, r);
-    done(b, nlh);
-    nftnl_rule_free(r);
-    put_egress_rules(b, s, on);
+    put_one(b, "restricted", &s->sandbox, 4, on ? NFT_MSG_NEWSETELEM : NFT_MSG_DESTROYSETELEM);
 }
 
-/* base 0: the allow sets, 4: the deny sets. */
-static int put_addr(struct osb_nft_batch *b, unsigned index, int base, int family, const void *addr,
-                    unsigned prefix, uint64_t timeout_ms, struct osb_err *err)
+static size_t addr_len(int family)
 {
-    size_t alen = family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
+    return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
+}
+
+int osb_nft_addr_check(const struct osb_nft_addr *a, struct osb_err *err)
+{
+    size_t alen = addr_len(a->family);
     if (!alen)
-        return osb_err_set(err, OSB_E_INVALID, "address family %d is not IPv4 or IPv6", family);
-    if (prefix == 0 || prefix > alen * 8)
-        return osb_err_set(err, OSB_E_INVALID, "prefix length %u out of range 1..%zu", prefix,
+        return osb_err_set(err, OSB_E_INVALID, "address family %d is not IPv4 or IPv6", a->family);
+    if (a->prefix == 0 || a->prefix > alen * 8)
+        return osb_err_set(err, OSB_E_INVALID, "prefix length %u out of range 1..%zu", a->prefix,
                            alen * 8);
-    uint8_t start[16], end[16];
-    memcpy(start, addr, alen);
     for (size_t i = 0; i < alen; i++) {
-        unsigned bits = prefix > i * 8 ? prefix - (unsigned)i * 8 : 0;
+        unsigned bits = a->prefix > i * 8 ? a->prefix - (unsigned)i * 8 : 0;
         uint8_t m = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
-        if (start[i] & ~m)
-            return osb_err_set(err, OSB_E_INVALID, "address has bits set beyond /%u", prefix);
+        if (a->addr[i] & ~m)
+            return osb_err_set(err, OSB_E_INVALID, "address has bits set beyond /%u", a->prefix);
     }
-    char f[16], i[16], sets[8][16];
-    slot_names(index, f, i, sets);
-    bool single = prefix == alen * 8;
-    struct nftnl_set *s = set_obj(b, sets[base + (family == AF_INET6 ? 2 : 0) + !single]);
-    struct nftnl_set_elem *e = elem(s, start, alen);
-    if (timeout_ms)
-        nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
-    if (!single) {
-        /* end = start + 2^(bits-prefix); no end element past the top. */
-        memcpy(end, start, alen);
-        int carry = 1;
-        for (int k = (int)(prefix - 1) / 8; k >= 0 && carry; k--) {
-            unsigned add = (unsigned)k == (prefix - 1) / 8 ? 1u << (7 - (prefix - 1) % 8) : 1u;
-            unsigned v = end[k] + add;
-            end[k] = (uint8_t)v;
-            carry = v > 0xff;
-        }
-        if (!carry) {
-            e = elem(s, end, alen);
-            /* The kernel refuses a timeout on an interval end. */
-            nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
-        }
-    }
-    put_elems(b, s, NFT_MSG_NEWSETELEM);
     return 0;
 }
 
-int osb_nft_allow(struct osb_nft_batch *b, unsigned index, int family, const void *addr,
-                  unsigned prefix, uint64_t timeout_ms, struct osb_err *err)
+static const char *addr_set(const struct osb_nft_addr *a)
 {
-    return put_addr(b, index, 0, family, addr, prefix, timeout_ms, err);
+    bool v6 = a->family == AF_INET6;
+    return egress_set[a->deny][v6][a->prefix < (v6 ? 128u : 32u)];
 }
 
-int osb_nft_deny(struct osb_nft_batch *b, unsigned index, int family, const void *addr,
-                 unsigned prefix, struct osb_err *err)
+/* Appends a's element to set object s: the slot's key with a's first
+ * address and, for a range, its last (a concatenated range is inclusive,
+ * given as key and key end). */
+static void put_addr_elem(struct nftnl_set *s, const struct osb_nft_slot *slot,
+                          const struct osb_nft_addr *a, uint64_t timeout_ms)
 {
-    return put_addr(b, index, 4, family, addr, prefix, 0, err);
+    bool v6 = a->family == AF_INET6;
+    size_t alen = v6 ? 16 : 4;
+    bool range = a->prefix < alen * 8;
+    uint8_t k[KEY_MAX], last[16];
+    size_t klen = v6 ? key_if(k, slot->ifname, a->addr, 16) : key_ip(k, slot->sandbox, a->addr);
+    struct nftnl_set_elem *e = elem(s, k, klen);
+    if (timeout_ms)
+        nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
+    if (range) {
+        memcpy(last, a->addr, alen);
+        for (size_t i = 0; i < alen; i++) {
+            unsigned bits = a->prefix > i * 8 ? a->prefix - (unsigned)i * 8 : 0;
+            last[i] |= bits >= 8 ? 0 : (uint8_t)(0xff >> bits);
+        }
+        klen = v6 ? key_if(k, slot->ifname, last, 16) : key_ip(k, slot->sandbox, last);
+        nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY_END, k, (uint32_t)klen);
+    }
 }
 
-static void flush_sets(struct osb_nft_batch *b, unsigned index, int base)
+int osb_nft_add_addr(struct osb_nft_batch *b, const struct osb_nft_slot *s,
+                     const struct osb_nft_addr *a, uint64_t timeout_ms, struct osb_err *err)
 {
-    char f[16], i[16], sets[8][16];
-    slot_names(index, f, i, sets);
-    for (int k = base; k < base + 4; k++)
-        put_elems(b, set_obj(b, sets[k]), NFT_MSG_DELSETELEM);
+    if (osb_nft_addr_check(a, err) < 0)
+        return -1;
+    struct nftnl_set *set = set_obj(b, addr_set(a));
+    put_addr_elem(set, s, a, a->deny ? 0 : timeout_ms);
+    put_elems(b, set, NFT_MSG_NEWSETELEM);
+    return 0;
 }
 
-void osb_nft_flush_allow(struct osb_nft_batch *b, unsigned index)
+void osb_nft_forget(struct osb_nft_batch *b, const struct osb_nft_slot *s,
+                    const struct osb_nft_addr *v, size_t n)
 {
-    flush_sets(b, index, 0);
-}
-
-void osb_nft_flush_deny(struct osb_nft_batch *b, unsigned index)
-{
-    flush_sets(b, index, 4);
+    /* One set object per egress set, sent when full or at the end. */
+    struct nftnl_set *open[2][2][2] = {0};
+    unsigned count[2][2][2] = {0};
+    for (size_t i = 0; i < n; i++) {
+        int v6 = v[i].family == AF_INET6;
+        int range = v[i].prefix < (v6 ? 128u : 32u);
+        struct nftnl_set **o = &open[v[i].deny][v6][range];
+        unsigned *c = &count[v[i].deny][v6][range];
+        if (!*o)
+            *o = set_obj(b, addr_set(&v[i]));
+        put_addr_elem(*o, s, &v[i], 0);
+        if (++*c == ELEMS_PER_MSG) {
+            put_elems(b, *o, NFT_MSG_DESTROYSETELEM);
+            *o = NULL;
+            *c = 0;
+        }
+    }
+    for (int k = 0; k < 8; k++) {
+        struct nftnl_set *o = open[k / 4][(k / 2) % 2][k % 2];
+        if (o)
+            put_elems(b, o, NFT_MSG_DESTROYSETELEM);
+    }
 }
 
 /* --- commit ------------------------------------------------------------ */

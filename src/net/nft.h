@@ -1,37 +1,49 @@
 /* The nftables side of sandbox networking, built with libnftnl and sent as
  * one atomic batch per change (never by running `nft`).
  *
- * Layout of the table `inet <name>` (P = the interface prefix, e.g. "osb1a2b"):
+ * Layout of the table `inet <name>` (P = the interface prefix, e.g. "osb1a2b").
+ * It holds a fixed set of chains and sets whatever the number of slots: a
+ * slot is only elements, keyed by its host interface or its sandbox address,
+ * so adding or removing one costs the same with 10 or 10000 alive (the
+ * kernel validates every chain on each commit and finds sets by name in a
+ * list, which per-slot chains and sets made linear in the slot count).
  *
  *   set allow_host  ipv4_addr, interval      host/link-local exceptions (config)
- *   map fwd_slots   ifname : verdict         "P<n>" : jump f<n>
- *   map in_slots    ifname : verdict         "P<n>" : jump i<n>
+ *   set slots       ifname . ipv4_addr       "P<n>" . sandbox address, per slot
+ *   set dns_host    ipv4_addr . ipv4_addr    sandbox . its slot's host address
+ *   set restricted  ipv4_addr                sandbox addresses under an allow list
+ *   sets a4 (hash, timeout): sandbox . single address (DNS answers, TTL);
+ *        c4 (interval, timeout): sandbox . CIDR (a concatenated range);
+ *        a6/c6: the same for IPv6 keyed by "P<n>" . address;
+ *        d4/dc4, d6/dc6: the same shapes without timeout, denied destinations.
  *   chain forward   filter hook forward 0, policy accept:  iifname "P*" jump from_slot
- *   chain from_slot ipv6 -> reject; oifname "P*" (slot to slot) -> reject;
+ *   chain from_slot ipv6 -> drop; oifname "P*" (slot to slot) -> reject;
  *                   169.254.0.0/16 not in @allow_host -> reject;
  *                   ct direction reply -> accept (connections made *to* the sandbox);
- *                   iifname vmap @fwd_slots; reject
- *   chain f<n>      ip saddr != sandbox address -> drop (anti-spoofing), then
- *                   daddr in d4_<n>/dc4_<n> (v4) or d6_<n>/dc6_<n> (v6) -> tcp reset,
- *                   else icmpx admin-prohibited (restricted or not), then
- *                   unrestricted: accept
- *                   restricted:   daddr in a4_<n>/c4_<n> (v4) or a6_<n>/c6_<n> (v6)
- *                                 -> accept; tcp -> reset; else icmpx admin-prohibited.
+ *                   iifname . ip saddr not in @slots -> drop (anti-spoofing);
+ *                   saddr . daddr in @d4/@dc4 (v6: iifname . daddr in @d6/@dc6)
+ *                   -> jump refuse, restricted or not;
+ *                   ip saddr not in @restricted -> accept;
+ *                   saddr . daddr in @a4/@c4 (v6: iifname . daddr in @a6/@c6)
+ *                   -> accept; jump refuse.
  *                   The deny and allow checks run for every packet, not only new
  *                   ones, so a destination added to the deny sets or removed from
  *                   the allow sets is cut at its next packet.
+ *   chain refuse    tcp -> reset; else icmpx admin-prohibited
  *   chain input     filter hook input 0, policy accept:  iifname "P*" jump to_host
- *   chain to_host   iifname vmap @in_slots; reject
- *   chain i<n>      non-IPv4 or spoofed source -> drop; ct direction reply -> accept;
- *                   udp/tcp dport 53 to the slot's host address -> accept;
- *                   daddr in @allow_host -> accept; reject
+ *   chain to_host   non-IPv4 -> drop; iifname . ip saddr not in @slots -> drop;
+ *                   ct direction reply -> accept;
+ *                   udp/tcp dport 53 with saddr . daddr in @dns_host (DNS to
+ *                   the slot's own host address) -> accept;
+ *                   daddr in @allow_host -> accept; jump refuse
  *   chain postrouting nat hook postrouting 100: ip saddr SUBNET oifname != "P*" masquerade
- *   sets a4_<n>/a6_<n> (hash, timeout): single addresses (DNS answers, TTL);
- *        c4_<n>/c6_<n> (interval, timeout): CIDRs.
- *   sets d4_<n>/d6_<n> (hash), dc4_<n>/dc6_<n> (interval): denied addresses/CIDRs.
  *
- * Only packets entering from our own interfaces are ever dropped, so the
- * table never interferes with the host's other traffic. */
+ * Sets cannot be flushed by key prefix, so the caller tracks what it added
+ * to a slot's allow and deny sets and removes exactly that (osb_nft_forget,
+ * with "destroy" messages: an element the kernel already expired is no
+ * error; destroy needs Linux 6.3, concatenated range sets 5.6). Only packets
+ * entering from our own interfaces are ever dropped, so
+ * the table never interferes with the host's other traffic. */
 #ifndef OSB_NET_NFT_H
 #define OSB_NET_NFT_H
 #include <stdbool.h>
@@ -72,27 +84,40 @@ const void *osb_nft_batch_data(const struct osb_nft_batch *b, size_t *len);
 /* Deletes the table if it exists (add-then-delete, so a missing table is no
  * error). */
 void osb_nft_delete_table(struct osb_nft_batch *b);
-/* Deletes the table if it exists and creates it afresh with the global sets,
- * maps and chains and no slot. */
+/* Deletes the table if it exists and creates it afresh with its fixed sets
+ * and chains and no slot. */
 void osb_nft_reset_table(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg);
-/* Per-slot chains, sets and map entries. */
+/* The slot's elements in @slots and @dns_host (and @restricted). */
 void osb_nft_add_slot(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool restricted);
+/* Removes them again (absent ones are no error); the slot's allow and deny
+ * entries must have been removed with osb_nft_forget. */
 void osb_nft_del_slot(struct osb_nft_batch *b, const struct osb_nft_slot *s);
-/* Rewrites f<n> for the restricted flag. */
+/* Adds the slot's sandbox address to @restricted or removes it. */
 void osb_nft_set_restricted(struct osb_nft_batch *b, const struct osb_nft_slot *s, bool on);
-/* Adds addr/prefix (family AF_INET or AF_INET6, addr in network order) to the
- * slot's allow sets; timeout_ms 0 = permanent. Re-adding an existing single
- * address refreshes its timeout. Rejects bad input with OSB_E_INVALID and
+
+/* One allow or deny entry of a slot: family AF_INET or AF_INET6, addr in
+ * network order, prefix 1..32/128. */
+struct osb_nft_addr {
+    bool deny;
+    int family;
+    uint8_t addr[16];
+    unsigned prefix;
+};
+/* Checks a (family, prefix, no host bits beyond the prefix): OSB_E_INVALID
+ * with a precise message otherwise. */
+OSB_MUST_CHECK int osb_nft_addr_check(const struct osb_nft_addr *a, struct osb_err *err);
+/* Adds a to the slot's allow sets (a->deny false) or deny sets; timeout_ms
+ * 0 = permanent (deny entries never time out). Re-adding an existing entry
+ * refreshes its timeout. Single addresses (/32, /128) go to the hash sets,
+ * ranges to the interval sets. Rejects bad input with OSB_E_INVALID and
  * queues nothing. */
-OSB_MUST_CHECK int osb_nft_allow(struct osb_nft_batch *b, unsigned index, int family,
-                                 const void *addr, unsigned prefix, uint64_t timeout_ms,
-                                 struct osb_err *err);
-/* Like osb_nft_allow for the slot's deny sets (no timeout). */
-OSB_MUST_CHECK int osb_nft_deny(struct osb_nft_batch *b, unsigned index, int family,
-                                const void *addr, unsigned prefix, struct osb_err *err);
-/* Empties the slot's four allow sets / four deny sets. */
-void osb_nft_flush_allow(struct osb_nft_batch *b, unsigned index);
-void osb_nft_flush_deny(struct osb_nft_batch *b, unsigned index);
+OSB_MUST_CHECK int osb_nft_add_addr(struct osb_nft_batch *b, const struct osb_nft_slot *s,
+                                    const struct osb_nft_addr *a, uint64_t timeout_ms,
+                                    struct osb_err *err);
+/* Removes the n entries (each valid for osb_nft_add_addr) from the slot's
+ * sets, one message per set touched; entries already gone are no error. */
+void osb_nft_forget(struct osb_nft_batch *b, const struct osb_nft_slot *s,
+                    const struct osb_nft_addr *v, size_t n);
 
 /* A NETLINK_NETFILTER socket kept open for the owner's life, shareable
  * between threads. Closing such a socket waits for the kernel to finish

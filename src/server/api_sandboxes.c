@@ -8,116 +8,28 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "common/xalloc.h"
-#include "server/complete.h"
-#include "server/pull.h"
+#include "server/create.h"
 #include "server/server.h"
-#include "server/snapshots.h"
 #include "server/timefmt.h"
-#include "server/volumes.h"
 
 #define BAD "SANDBOX::INVALID_PARAMETER"
 
 /* -------------------------------------------------------------- create */
 
-/* A create waiting for its image to be pulled. */
-struct pending {
-    struct osb_server *srv;
-    struct osb_http_req *req; /* NULL once the client left */
-    struct osb_create_spec spec;
-};
-
-static void pending_gone(struct osb_http_req *req, void *ud)
+static void on_client_gone(struct osb_http_req *req, void *ud)
 {
     (void)req;
-    ((struct pending *)ud)->req = NULL;
+    osb_create_detach(ud);
 }
 
-/* Answer a create that failed before it had a record, and log it once. */
-static void create_error(struct osb_http_req *req, const char *id, const char *phase,
-                         const struct osb_apierr *e)
+static void on_created(void *ud, struct osb_sbx *s, const struct osb_apierr *e)
 {
-    osb_lc_create_failed(id, phase, e->status, e->code, e->msg);
-    if (req)
-        osb_apierr_respond(req, e);
-}
-
-static void create_with_claims(struct osb_server *srv, struct osb_http_req *req,
-                               struct osb_create_spec *spec);
-
-static void on_claims(void *ud, const struct osb_apierr *e)
-{
-    struct pending *p = ud;
-    if (p->req)
-        osb_http_req_on_close(p->req, NULL, NULL);
+    struct osb_http_req *req = ud;
+    osb_http_req_on_close(req, NULL, NULL);
     if (e)
-        create_error(p->req, p->spec.id, "volumes", e);
-    else if (p->req)
-        create_with_claims(p->srv, p->req, &p->spec);
-    osb_spec_release(&p->spec);
-    free(p);
-}
-
-/* Claims to make or mount are done on the thread pool first; the check
- * is repeated after, and the create starts in the turn it passes. */
-static void create_with_claims(struct osb_server *srv, struct osb_http_req *req,
-                               struct osb_create_spec *spec)
-{
-    struct osb_apierr e;
-    int rc = osb_vol_check(srv, spec, &e);
-    if (rc < 0) {
-        create_error(req, spec->id, "volumes", &e);
-        return;
-    }
-    if (rc == 0) {
-        osb_lc_create(srv, req, spec);
-        return;
-    }
-    struct pending *p = osb_xcalloc(1, sizeof *p);
-    p->srv = srv;
-    p->req = req;
-    p->spec = *spec;
-    memset(spec, 0, sizeof *spec); /* p owns it now; the caller's free is a no-op */
-    osb_http_req_on_close(req, pending_gone, p);
-    osb_vol_ensure(srv, &p->spec, on_claims, p);
-}
-
-/* The image is resolved (spec->img): complete the spec with it and build
- * the sandbox. */
-static void create_from_image(struct osb_server *srv, struct osb_http_req *req,
-                              struct osb_create_spec *spec)
-{
-    osb_spec_complete(spec, spec->runtime);
-    create_with_claims(srv, req, spec);
-}
-
-/* After a pull: the one lookup of the image this create makes. */
-static void resolve_and_create(struct osb_server *srv, struct osb_http_req *req,
-                               struct osb_create_spec *spec)
-{
-    struct osb_err err = {0};
-    if (osb_spec_resolve(srv->images, spec, &err) < 0) {
-        struct osb_apierr e;
-        osb_pull_apierr(&err, spec->snapshot_id ? spec->snapshot_id : spec->image, &e);
-        create_error(req, spec->id, "image", &e);
-        return;
-    }
-    create_from_image(srv, req, spec);
-}
-
-static void on_pulled(void *ud, const struct osb_err *err)
-{
-    struct pending *p = ud;
-    if (p->req)
-        osb_http_req_on_close(p->req, NULL, NULL);
-    if (err) {
-        struct osb_apierr e;
-        osb_pull_apierr(err, p->spec.image, &e);
-        create_error(p->req, p->spec.id, "image", &e);
-    } else if (p->req) {
-        resolve_and_create(p->srv, p->req, &p->spec);
-    }
-    osb_spec_release(&p->spec);
-    free(p);
+        osb_apierr_respond(req, e);
+    else
+        osb_http_respond_json(req, 202, osb_api_sandbox_json(s, false));
 }
 
 static void h_create(struct osb_http_req *req, void *ud)
@@ -136,48 +48,14 @@ static void h_create(struct osb_http_req *req, void *ud)
     int rc = osb_spec_parse_create(body, &srv->limits, &spec, &e);
     json_decref(body);
     if (rc < 0) {
-        create_error(req, id, "request", &e);
+        osb_lc_create_failed(id, "request", e.status, e.code, e.msg);
+        osb_apierr_respond(req, &e);
         return;
     }
     memcpy(spec.id, id, sizeof spec.id);
-    /* The backend first: a refused one must not cost a pull or a lookup. */
-    struct osb_rt *rt = osb_backend_choose(srv, spec.runtime_req, &e);
-    if (!rt) {
-        create_error(req, id, "request", &e);
-        osb_spec_release(&spec);
-        return;
-    }
-    spec.runtime = osb_rt_name(rt);
-    if (spec.snapshot_id) {
-        char image[256];
-        if (osb_snaps_image_for(srv, spec.snapshot_id, image, sizeof image, &e) < 0) {
-            create_error(req, id, "snapshot", &e);
-            osb_spec_release(&spec);
-            return;
-        }
-        spec.image = osb_xstrdup(image);
-    }
-    /* The image is resolved once; only one not in the store (nor a
-     * snapshot's) is pulled first, and resolved after the pull. */
-    struct osb_err ierr = {0};
-    if (spec.snapshot_id) {
-        resolve_and_create(srv, req, &spec);
-        osb_spec_release(&spec);
-        return;
-    }
-    if (osb_spec_resolve(srv->images, &spec, &ierr) == 0) {
-        create_from_image(srv, req, &spec);
-        osb_spec_release(&spec);
-        return;
-    }
-    /* Docker provisions inside the request (protocol.md 1.4): so do we,
-     * pulling first. */
-    struct pending *p = osb_xcalloc(1, sizeof *p);
-    p->srv = srv;
-    p->req = req;
-    p->spec = spec;
-    osb_http_req_on_close(req, pending_gone, p);
-    osb_pull_ensure(srv, &p->spec, on_pulled, p);
+    struct osb_create_job *job = osb_create_start(srv, &spec, on_created, req);
+    if (job)
+        osb_http_req_on_close(req, on_client_gone, job);
 }
 
 /* ---------------------------------------------------------------- list */

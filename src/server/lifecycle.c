@@ -21,6 +21,7 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/random.h"
+#include "server/create.h"
 #include "server/ending.h"
 #include "server/network.h"
 #include "server/ping.h"
@@ -31,7 +32,7 @@
 struct osb_create_op {
     struct osb_server *srv;
     struct osb_sbx *s;
-    struct osb_http_req *req;      /* the POST; NULL once its client left */
+    struct osb_create_job *job;    /* answered once the create is over */
     struct osb_http_req **waiters; /* DELETEs waiting for the cancel to finish */
     size_t nwaiters;
     struct osb_ping *ping;
@@ -103,19 +104,11 @@ static int watch(struct osb_server *srv, struct osb_rt *rt, struct osb_sbx *s, s
 
 /* ------------------------------------------------------------- create */
 
-static void op_close_cb(struct osb_http_req *req, void *ud)
+static struct osb_create_job *op_take_job(struct osb_create_op *op)
 {
-    (void)req;
-    struct osb_create_op *op = ud;
-    op->req = NULL;
-}
-
-static void op_take_req(struct osb_create_op *op, struct osb_http_req **out)
-{
-    *out = op->req;
-    op->req = NULL;
-    if (*out)
-        osb_http_req_on_close(*out, NULL, NULL);
+    struct osb_create_job *job = op->job;
+    op->job = NULL;
+    return job;
 }
 
 static void op_free(struct osb_create_op *op)
@@ -130,10 +123,7 @@ static void op_free(struct osb_create_op *op)
 static void op_fail(struct osb_create_op *op, const char *code, const char *msg)
 {
     struct osb_server *srv = op->srv;
-    struct osb_http_req *req;
-    op_take_req(op, &req);
-    if (req)
-        osb_apierr_reply(req, code, "%s", msg);
+    struct osb_create_job *job = op_take_job(op);
     for (size_t i = 0; i < op->nwaiters; i++)
         osb_http_respond_empty(op->waiters[i], 204);
     struct osb_sbx *s = op->s;
@@ -142,6 +132,9 @@ static void op_fail(struct osb_create_op *op, const char *code, const char *msg)
     op_free(op);
     forget(srv, s);
     osb_lc_ttl_rearm(srv);
+    struct osb_apierr e;
+    osb_apierr(&e, code, "%s", msg);
+    osb_create_finish(job, NULL, &e);
 }
 
 static void op_cancelled(struct osb_create_op *op)
@@ -155,11 +148,10 @@ static void op_cancelled(struct osb_create_op *op)
 /* The answer to the POST once the create is over, ended or running. */
 static void op_answer(struct osb_create_op *op)
 {
-    struct osb_http_req *req;
-    op_take_req(op, &req);
-    if (req)
-        osb_http_respond_json(req, 202, osb_api_sandbox_json(op->s, false));
+    struct osb_create_job *job = op_take_job(op);
+    struct osb_sbx *s = op->s;
     op_free(op);
+    osb_create_finish(job, s, NULL);
 }
 
 /* The entrypoint ended (or PID 1 died) before execd answered /ping: the
@@ -305,39 +297,43 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
     return 0;
 }
 
-void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_create_spec *spec)
+/* A failure before the create has a record. */
+static void create_refused(struct osb_create_job *job, const char *id, const char *phase,
+                           const struct osb_apierr *e)
+{
+    osb_lc_create_failed(id, phase, e->status, e->code, e->msg);
+    osb_create_finish(job, NULL, e);
+}
+
+void osb_lc_create(struct osb_server *srv, struct osb_create_spec *spec, struct osb_create_job *job)
 {
     struct osb_apierr e;
     if (spec->network_policy && !osb_network_enabled(srv)) {
         osb_apierr(&e, "SANDBOX::INVALID_PARAMETER",
                    "field 'networkPolicy': this server's sandboxes have no network "
                    "([network] mode = \"none\")");
-        osb_lc_create_failed(spec->id, "network", e.status, e.code, e.msg);
-        osb_apierr_respond(req, &e);
+        create_refused(job, spec->id, "network", &e);
         return;
     }
     /* Claims are created here, in the same loop turn as the record that
      * uses them is registered: no release can slip in between. */
     if (osb_vol_prepare(srv->cfg, spec, &e) < 0) {
-        osb_lc_create_failed(spec->id, "volumes", e.status, e.code, e.msg);
-        osb_apierr_respond(req, &e);
+        create_refused(job, spec->id, "volumes", &e);
         return;
     }
     struct osb_sbx *s = new_record(spec);
     if (osb_sbx_save(srv, s, "Pending", "Sandbox accepted; building it.", &e) < 0) {
-        osb_lc_create_failed(s->id, "store", e.status, e.code, e.msg);
         osb_sbx_free(s);
-        osb_apierr_respond(req, &e);
+        create_refused(job, spec->id, "store", &e);
         return;
     }
     osb_reg_add(srv->reg, s);
     struct osb_create_op *op = osb_xcalloc(1, sizeof *op);
     op->srv = srv;
     op->s = s;
-    op->req = req;
+    op->job = job;
     op->t_start = osb_mono_ms();
     s->op = op;
-    osb_http_req_on_close(req, op_close_cb, op);
     if (start_runtime(srv, op, spec, &e) < 0) {
         op_fail(op, e.code, e.msg);
         return;

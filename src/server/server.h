@@ -1,5 +1,5 @@
 /* The lifecycle server's shared state and the seams between its modules:
- * api_*.c (HTTP handlers), lifecycle.c (state machine, TTL, restart
+ * api_*.c (HTTP handlers), create.c (the create pipeline as a job), lifecycle.c (state machine, TTL, restart
  * recovery), record.c (persisting a record), store.c (SQLite), registry.c
  * (in-memory index), backends.c (the runtime backends it opened),
  * images.c (the image store's users). Everything runs on one libuv loop
@@ -51,9 +51,13 @@ struct osb_server {
 };
 
 /* ---- lifecycle.c ---- */
-/* Starts creating a sandbox from a validated spec (taken: *spec is emptied).
- * The request is answered later: 202 once execd answers /ping, or an error. */
-void osb_lc_create(struct osb_server *srv, struct osb_http_req *req, struct osb_create_spec *spec);
+/* The last phase of a create job (server/create.h): the record (stored as
+ * Pending), the network slot, the runtime, execd's /ping; then
+ * osb_create_finish(job) with the record (Running, or ended) or the error.
+ * May finish the job before returning. spec stays the caller's. */
+struct osb_create_job;
+void osb_lc_create(struct osb_server *srv, struct osb_create_spec *spec,
+                   struct osb_create_job *job);
 /* Deletes a sandbox in any state. req (may be NULL, for TTL expiry) gets
  * 204 once everything is gone, or 500. */
 void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req);

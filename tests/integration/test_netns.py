@@ -7,6 +7,7 @@ nsenter. The "internet" is a network namespace made here (veth tinet<pid>,
 machine. Everything made here is removed at the end, and the test checks that
 the manager itself leaves no netns, veth, address, mount or nft table."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -222,6 +223,7 @@ def scenario(t, live, world, state):
     prefix = desc.split()[1].rstrip(":")
     table = desc.split("table inet ")[1].split()[0]
     t.ok(len(prefix) == 7 and prefix.startswith("osb"), "prefix osb<hash4>: " + prefix)
+    empty = table_objects(table)
 
     a, b = live.claim("sbx-a"), live.claim("sbx-b")
     t.ok(a["index"] != b["index"] and os.path.exists(a["path"]), "two distinct slots claimed")
@@ -272,6 +274,7 @@ def scenario(t, live, world, state):
 
     egress(t, live, world, a)
     deny(t, live, a)
+    shared_sets(t, live, table, empty, a, b)
 
     # Claim latency from a warm pool.
     live.must("wait_ready 4")
@@ -403,6 +406,42 @@ def deny(t, live, a):
     t.ok(not reach(a, INET_IP) and not reach(a, INET_IP2), "restricted + reset: all blocked")
     live.must("restrict %d 0" % i)
     t.ok(reach(a, INET_IP), "unrestricted, empty sets: reachable")
+
+
+def table_objects(table):
+    """(sets, chains, rules) of the table: what must not grow with the slots."""
+    out = sh("nft", "-a", "list", "table", "inet", table)
+    sets = len(re.findall(r"^\s*set ", out, re.M))
+    chains = len(re.findall(r"^\s*chain ", out, re.M))
+    return sets, chains, len(re.findall(r"# handle \d+", out)) - sets - chains - 1
+
+
+def set_text(table, name):
+    return sh("nft", "list", "set", "inet", table, name)
+
+
+def shared_sets(t, live, table, empty, a, b):
+    """Slots are elements of shared sets: the table's sets, chains and rules
+    stay as they were with no slot, and a reset removes exactly the slot's
+    own elements."""
+    t.eq(table_objects(table), empty, "claimed slots add no set, chain or rule")
+    ia, ib = a["index"], b["index"]
+    live.must("allow %d 10.203.0.0/24 0" % ia)
+    live.must("allow %d 10.204.0.7/32 600" % ia)
+    live.must("allow %d 10.204.0.7/32 600" % ib)  # the same destination for another slot
+    live.must("deny %d 10.205.0.0/16" % ib)
+    t.eq(table_objects(table), empty, "allow and deny entries add no set, chain or rule")
+    a4 = set_text(table, "a4")
+    t.ok(("%s . 10.204.0.7" % a["ip"]) in a4 and ("%s . 10.204.0.7" % b["ip"]) in a4,
+         "a single address is keyed by each slot's sandbox address", a4)
+    live.must("reset %d" % ia)
+    a4, c4, dc4 = set_text(table, "a4"), set_text(table, "c4"), set_text(table, "dc4")
+    t.ok(a["ip"] + " . " not in a4 + c4, "reset removes the slot's allow entries", a4 + c4)
+    t.ok(("%s . 10.204.0.7" % b["ip"]) in a4 and ("%s . 10.205.0.0/16" % b["ip"]) in dc4,
+         "and leaves another slot's entries alone", a4 + dc4)
+    live.must("reset %d" % ib)
+    t.ok(b["ip"] + " . " not in set_text(table, "a4") + set_text(table, "dc4"),
+         "the other slot's reset removes its allow and deny entries")
 
 
 def crash(t, live, world, state, prefix, table):

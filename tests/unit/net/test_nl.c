@@ -124,14 +124,23 @@ static void test_addr_route_ct(void)
     OK(fl && mnl_attr_get_u32(fl) == 1, "ct: filter on the original source only");
 }
 
-/* Walks the single NEWSETELEM message of b by hand (libnftnl 1.2.4's own
- * parser refuses interval-end elements): set name, element keys and flags. */
-static int elems(struct osb_nft_batch *b, char set[64], uint8_t keys[4][16], uint32_t flags[4])
+/* One element as the kernel gets it: key, key end (ranges), flags. */
+struct el {
+    uint8_t key[32], end[32];
+    size_t klen, elen;
+    uint64_t timeout;
+};
+
+/* Walks message `nth` of b (a NEWSETELEM or DESTROYSETELEM) by hand:
+ * message type, set name and up to 4 elements. */
+static int elems(struct osb_nft_batch *b, unsigned nth, unsigned *type, char set[64],
+                 struct el out[4])
 {
     size_t len;
     const struct nlmsghdr *nlh = osb_nft_batch_data(b, &len);
-    if ((nlh->nlmsg_type & 0xff) != NFT_MSG_NEWSETELEM)
-        return -1;
+    for (unsigned i = 0; i < nth; i++)
+        nlh = (const void *)((const char *)nlh + MNL_ALIGN(nlh->nlmsg_len));
+    *type = nlh->nlmsg_type & 0xff;
     const struct nlattr *name = top(nlh, sizeof(struct nfgenmsg), NFTA_SET_ELEM_LIST_SET);
     const struct nlattr *list = top(nlh, sizeof(struct nfgenmsg), NFTA_SET_ELEM_LIST_ELEMENTS);
     if (!name || !list)
@@ -145,59 +154,116 @@ static int elems(struct osb_nft_batch *b, char set[64], uint8_t keys[4][16], uin
             break;
         const struct nlattr *key = attr(el, NFTA_SET_ELEM_KEY);
         const struct nlattr *val = key ? attr(key, NFTA_DATA_VALUE) : NULL;
-        const struct nlattr *fl = attr(el, NFTA_SET_ELEM_FLAGS);
+        const struct nlattr *end = attr(el, NFTA_SET_ELEM_KEY_END);
+        const struct nlattr *eval = end ? attr(end, NFTA_DATA_VALUE) : NULL;
+        const struct nlattr *to = attr(el, NFTA_SET_ELEM_TIMEOUT);
         if (!val)
             return -1;
-        memset(keys[n], 0, 16);
-        memcpy(keys[n], mnl_attr_get_payload(val), mnl_attr_get_payload_len(val));
-        flags[n++] = fl ? ntohl(mnl_attr_get_u32(fl)) : 0;
+        struct el *o = &out[n++];
+        memset(o, 0, sizeof *o);
+        o->klen = mnl_attr_get_payload_len(val);
+        memcpy(o->key, mnl_attr_get_payload(val), o->klen);
+        if (eval) {
+            o->elen = mnl_attr_get_payload_len(eval);
+            memcpy(o->end, mnl_attr_get_payload(eval), o->elen);
+        }
+        o->timeout = to ? be64toh(mnl_attr_get_u64(to)) : 0;
     }
     return n;
 }
 
+static struct osb_nft_addr v4(const char *ip, unsigned prefix, bool deny)
+{
+    struct osb_nft_addr a = {.deny = deny, .family = AF_INET, .prefix = prefix};
+    inet_pton(AF_INET, ip, a.addr);
+    return a;
+}
+
+static const struct osb_nft_slot slot3 = {3, "osbabcd3", {0}, {0}};
+
 static void test_nft_allow(void)
 {
     struct osb_err e = {0};
+    struct osb_nft_slot s = slot3;
+    s.sandbox = ip4("10.88.0.14");
     struct osb_nft_batch *b = osb_nft_batch_new("osb_test");
-    struct in_addr a = ip4("10.0.1.0");
-    OK(osb_nft_allow(b, 3, AF_INET, &a, 23, 0, &e) < 0 && e.code == OSB_E_INVALID,
+    struct osb_nft_addr a = v4("10.0.1.0", 23, false);
+    OK(osb_nft_add_addr(b, &s, &a, 0, &e) < 0 && e.code == OSB_E_INVALID,
        "allow: host bits beyond the prefix refused");
-    OK(osb_nft_allow(b, 3, AF_INET, &a, 0, 0, &e) < 0, "allow: prefix 0 refused");
-    OK(osb_nft_allow(b, 3, AF_INET, &a, 33, 0, &e) < 0, "allow: prefix 33 refused");
-    OK(osb_nft_allow(b, 3, AF_UNIX, &a, 24, 0, &e) < 0, "allow: bad family refused");
+    a.prefix = 0;
+    OK(osb_nft_add_addr(b, &s, &a, 0, &e) < 0, "allow: prefix 0 refused");
+    a.prefix = 33;
+    OK(osb_nft_add_addr(b, &s, &a, 0, &e) < 0, "allow: prefix 33 refused");
+    a.prefix = 24;
+    a.family = AF_UNIX;
+    OK(osb_nft_add_addr(b, &s, &a, 0, &e) < 0, "allow: bad family refused");
     IS_INT(osb_nft_batch_count(b), 0, "allow: nothing queued on bad input");
 
     char set[64];
-    uint8_t k[4][16];
-    uint32_t fl[4];
-    OK(osb_nft_allow(b, 3, AF_INET, &a, 24, 60000, &e) == 0, "allow 10.0.1.0/24");
-    int n = elems(b, set, k, fl);
-    IS_INT(n, 2, "cidr: start and end elements");
-    IS_STR(set, "c4_3", "cidr goes to the interval set");
-    OK(n == 2 && !memcmp(k[1], (uint8_t[]){10, 0, 2, 0}, 4) && fl[1] == NFT_SET_ELEM_INTERVAL_END,
-       "cidr: end is 10.0.2.0, flagged interval end");
+    unsigned type;
+    struct el k[4];
+    a = v4("10.0.1.0", 24, false);
+    OK(osb_nft_add_addr(b, &s, &a, 60000, &e) == 0, "allow 10.0.1.0/24");
+    int n = elems(b, 0, &type, set, k);
+    IS_INT(n, 1, "cidr: one element (a concatenated range)");
+    IS_STR(set, "c4", "cidr goes to the shared interval set");
+    OK(n == 1 && k[0].klen == 8 && !memcmp(k[0].key, (uint8_t[]){10, 88, 0, 14, 10, 0, 1, 0}, 8),
+       "cidr: key is sandbox . first address");
+    OK(n == 1 && k[0].elen == 8 && !memcmp(k[0].end, (uint8_t[]){10, 88, 0, 14, 10, 0, 1, 255}, 8),
+       "cidr: key end is sandbox . last address (inclusive)");
+    IS_INT(n == 1 ? k[0].timeout : 0, 60000, "cidr: timeout carried");
     osb_nft_batch_free(b);
 
     b = osb_nft_batch_new("osb_test");
-    a = ip4("255.255.255.0");
-    MUST(osb_nft_allow(b, 3, AF_INET, &a, 24, 0, &e));
-    IS_INT(elems(b, set, k, fl), 1, "cidr at the top of the space: no end element");
+    a = v4("255.255.255.0", 24, true);
+    MUST(osb_nft_add_addr(b, &s, &a, 5000, &e));
+    n = elems(b, 0, &type, set, k);
+    OK(n == 1 && !strcmp(set, "dc4") && !memcmp(k[0].end + 4, (uint8_t[]){255, 255, 255, 255}, 4),
+       "deny cidr at the top of the space: inclusive end 255.255.255.255");
+    IS_INT(n == 1 ? k[0].timeout : 1, 0, "deny entries never time out");
     osb_nft_batch_free(b);
 
     b = osb_nft_batch_new("osb_test");
-    a = ip4("10.202.0.2");
-    MUST(osb_nft_allow(b, 7, AF_INET, &a, 32, 5000, &e));
-    OK(elems(b, set, k, fl) == 1 && !strcmp(set, "a4_7"), "single address goes to the hash set");
+    a = v4("10.202.0.2", 32, false);
+    MUST(osb_nft_add_addr(b, &s, &a, 5000, &e));
+    n = elems(b, 0, &type, set, k);
+    OK(n == 1 && !strcmp(set, "a4") && k[0].elen == 0, "single address goes to the hash set");
     osb_nft_batch_free(b);
 
     b = osb_nft_batch_new("osb_test");
-    struct in6_addr a6;
-    inet_pton(AF_INET6, "fd00:0:0:fe::", &a6);
-    OK(osb_nft_allow(b, 1, AF_INET6, &a6, 63, 0, &e) == 0, "allow fd00:0:0:fe::/63");
+    struct osb_nft_addr a6 = {.family = AF_INET6, .prefix = 63};
+    inet_pton(AF_INET6, "fd00:0:0:fe::", a6.addr);
+    OK(osb_nft_add_addr(b, &s, &a6, 0, &e) == 0, "allow fd00:0:0:fe::/63");
     uint8_t want[16];
-    inet_pton(AF_INET6, "fd00:0:0:100::", want);
-    OK(elems(b, set, k, fl) == 2 && !strcmp(set, "c6_1") && !memcmp(k[1], want, 16),
-       "IPv6 /63: end carries across bytes");
+    inet_pton(AF_INET6, "fd00:0:0:ff:ffff:ffff:ffff:ffff", want);
+    n = elems(b, 0, &type, set, k);
+    OK(n == 1 && !strcmp(set, "c6") && k[0].klen == 32 && !strcmp((char *)k[0].key, "osbabcd3") &&
+           !memcmp(k[0].end + 16, want, 16),
+       "IPv6 /63: keyed by interface, inclusive end across bytes");
+    osb_nft_batch_free(b);
+}
+
+static void test_nft_forget(void)
+{
+    struct osb_nft_slot s = slot3;
+    s.sandbox = ip4("10.88.0.14");
+    struct osb_nft_addr v[70];
+    for (int i = 0; i < 66; i++) { /* more than one message's worth */
+        char ip[32];
+        snprintf(ip, sizeof ip, "10.9.0.%d", i);
+        v[i] = v4(ip, 32, false);
+    }
+    v[66] = v4("10.1.0.0", 16, true);
+    struct osb_nft_batch *b = osb_nft_batch_new("osb_test");
+    osb_nft_forget(b, &s, v, 67);
+    IS_INT(osb_nft_batch_count(b), 3, "forget: 66 singles in two messages, the range in one");
+    char set[64];
+    unsigned type;
+    struct el k[4];
+    int n = elems(b, 0, &type, set, k);
+    OK(n == 4 && type == 30 && !strcmp(set, "a4"), "forget: destroy messages on a4");
+    n = elems(b, 2, &type, set, k);
+    OK(n == 1 && !strcmp(set, "dc4") && k[0].elen == 8, "forget: the range by key and key end");
     osb_nft_batch_free(b);
 }
 
@@ -220,10 +286,29 @@ static void test_nft_layout(void)
            "table: starts with add (so delete never fails)");
     nlh = (const void *)((const char *)nlh + MNL_ALIGN(nlh->nlmsg_len));
     IS_INT(nlh->nlmsg_type & 0xff, NFT_MSG_DELTABLE, "table: then delete");
+    osb_nft_batch_free(b);
+
+    /* A slot is elements only: the same few messages for any slot. */
+    b = osb_nft_batch_new("osb_test");
     struct osb_nft_slot s = {2, "osbabcd2", ip4("10.88.0.9"), ip4("10.88.0.10")};
     osb_nft_add_slot(b, &s, true);
+    IS_INT(osb_nft_batch_count(b), 3, "add slot: @slots, @dns_host, @restricted");
+    char set[64];
+    unsigned type;
+    struct el k[4];
+    OK(elems(b, 0, &type, set, k) == 1 && !strcmp(set, "slots") && k[0].klen == 20 &&
+           !strcmp((char *)k[0].key, "osbabcd2") &&
+           !memcmp(k[0].key + 16, (uint8_t[]){10, 88, 0, 10}, 4),
+       "slots: interface . sandbox address");
+    OK(elems(b, 1, &type, set, k) == 1 && !strcmp(set, "dns_host") &&
+           !memcmp(k[0].key, (uint8_t[]){10, 88, 0, 10, 10, 88, 0, 9}, 8),
+       "dns_host: sandbox . host address");
+    osb_nft_batch_free(b);
+    b = osb_nft_batch_new("osb_test");
     osb_nft_del_slot(b, &s);
-    OK(osb_nft_batch_count(b) > table_msgs + 10, "slot objects queued");
+    IS_INT(osb_nft_batch_count(b), 3, "del slot: three destroy messages");
+    OK(elems(b, 2, &type, set, k) == 1 && type == 30 && !strcmp(set, "restricted"),
+       "del slot: restricted flag destroyed (absent is fine)");
     osb_nft_batch_free(b);
 }
 
@@ -233,6 +318,7 @@ int main(void)
     test_veth();
     test_addr_route_ct();
     test_nft_allow();
+    test_nft_forget();
     test_nft_layout();
     return tap_done();
 }
