@@ -3,7 +3,7 @@
 #   make test     format-check and banned-check, then build and run every suite;
 #                 ends with "N passed, N failed"
 #   make check    analyze, then the same suites under ASan+UBSan (build/san/)
-#   make bench    run bench/
+#   make bench    run bench/ (BENCH_ARGS=--quick: smaller N; OSB_BENCH="create ...": only those)
 #   make fuzz     build the libFuzzer targets (clang) into build/fuzz/
 #   make install  the three programs into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local)
 #   make format / format-check / analyze / banned-check: the code habits (see docs/)
@@ -168,8 +168,8 @@ check: | $(TEST_DEPS_STAMP)
 	@$(MAKE) --no-print-directory analyze
 	@$(MAKE) --no-print-directory SAN=1 test
 
-bench: all | $(TEST_DEPS_STAMP)
-	@BUILD=$(BUILD) ./bench/run.sh
+bench: all $(UNIT_BIN) $(HELPER_BIN) | $(TEST_DEPS_STAMP)
+	@BUILD=$(BUILD) ./bench/run.sh $(BENCH_ARGS)
 
 # ---- code habits ----
 # clang-format with the checked-in .clang-format; `make format` rewrites.

@@ -28,13 +28,19 @@ def start(env=None):
     raise SystemExit("execd did not start")
 
 
-def post_stream(port, path, body):
-    """One keep-alive-free request; returns elapsed seconds to end of stream."""
+def header_lines(headers):
+    return "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+
+
+def post_stream(port, path, body, host="127.0.0.1", headers=None):
+    """One keep-alive-free request; returns elapsed seconds to end of stream.
+    host, headers: execd elsewhere (a sandbox's endpoint and its headers)."""
     data = json.dumps(body).encode()
     req = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           f"{header_lines(headers)}"
            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode() + data
     t0 = time.perf_counter()
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.create_connection((host, port))
     s.sendall(req)
     while s.recv(65536):
         pass
@@ -42,44 +48,61 @@ def post_stream(port, path, body):
     return time.perf_counter() - t0
 
 
-def bench_roundtrip(port, n=300):
+def bench_roundtrip(port, n=300, cmd="echo hi", host="127.0.0.1", headers=None, prefix=""):
+    """Returns {"p50_ms", "p99_ms", "n"} of POST /command to its end of stream.
+    host, port, prefix, headers: execd elsewhere, e.g. a sandbox's endpoint
+    ("127.0.0.1:8080/sandboxes/<id>/proxy/44772": prefix "/sandboxes/<id>/proxy/44772")."""
+    body = {"command": cmd}
     for _ in range(20):
-        post_stream(port, "/command", {"command": "echo hi"})
-    xs = sorted(post_stream(port, "/command", {"command": "echo hi"}) for _ in range(n))
+        post_stream(port, prefix + "/command", body, host, headers)
+    xs = sorted(post_stream(port, prefix + "/command", body, host, headers) for _ in range(n))
     p50, p99 = xs[len(xs) // 2] * 1000, xs[int(len(xs) * 0.99)] * 1000
-    print(f"command 'echo hi' request-to-end-of-stream: p50 {p50:.2f} ms, p99 {p99:.2f} ms  [goal p50 <= 2 ms]")
+    print(f"command {cmd!r} request-to-end-of-stream: p50 {p50:.2f} ms, p99 {p99:.2f} ms  [goal p50 <= 2 ms]")
+    return {"command": cmd, "n": n, "p50_ms": p50, "p99_ms": p99}
 
 
-def curl(args):
-    out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{size_download} %{size_upload} %{time_total}"] + args,
+def curl(args, headers=None):
+    hs = [a for k, v in (headers or {}).items() for a in ("-H", f"{k}: {v}")]
+    out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{size_download} %{size_upload} %{time_total}"] + hs + args,
                          check=True, capture_output=True, text=True).stdout.split()
     return int(out[0]), int(out[1]), float(out[2])
 
 
-def bench_stdout(port, mib=512):
+def bench_stdout(port, mib=512, host="127.0.0.1", headers=None, perl=True, prefix=""):
+    """Returns {"mib", "mb_s", "wire_mb_s", "seconds"}. perl=False prints the
+    4 KiB lines with busybox yes|head (images without perl)."""
     lines = mib * 256  # 4 KiB lines
-    cmd = f"perl -e '$l=\"x\"x4095; print \"$l\\n\" for 1..{lines}'"
+    if perl:
+        cmd = f"perl -e '$l=\"x\"x4095; print \"$l\\n\" for 1..{lines}'"
+    else:
+        cmd = f"yes $(printf %4095s | tr ' ' x) | head -n {lines}"
     body = json.dumps({"command": cmd})
-    n, _, t = curl(["-N", "-H", "Content-Type: application/json", "-d", body, f"http://127.0.0.1:{port}/command"])
+    n, _, t = curl(["-N", "-H", "Content-Type: application/json", "-d", body, f"http://{host}:{port}{prefix}/command"],
+                   headers)
     payload = lines * 4096
     print(f"stdout streaming: {payload / t / 1e6:.0f} MB/s of command output ({n / t / 1e6:.0f} MB/s on the wire, {mib} MiB)  [goal >= 200 MB/s]")
+    return {"mib": mib, "mb_s": payload / t / 1e6, "wire_mb_s": n / t / 1e6, "seconds": t}
 
 
-def bench_files(port, mib=1024):
+def bench_files(port, mib=1024, host="127.0.0.1", headers=None, dest_dir=None, prefix=""):
+    """Returns {"mib", "upload_mb_s", "download_mb_s"}. dest_dir: where execd
+    writes the file (default: beside the source, execd on this host)."""
     d = tempfile.mkdtemp(dir="/var/tmp")
     src = os.path.join(d, "src.bin")
     with open(src, "wb") as f:
         chunk = os.urandom(1 << 20)
         for _ in range(mib):
             f.write(chunk)
-    dest = os.path.join(d, "dest.bin")
+    dest = os.path.join(dest_dir or d, "dest.bin")
     meta = json.dumps({"path": dest})
     _, up, t = curl(["-F", f"metadata={meta};filename=metadata;type=application/json",
-                     "-F", f"file=@{src};filename=src.bin", f"http://127.0.0.1:{port}/files/upload"])
+                     "-F", f"file=@{src};filename=src.bin", f"http://{host}:{port}{prefix}/files/upload"], headers)
     print(f"upload {mib} MiB: {up / t / 1e6:.0f} MB/s  [goal >= 300 MB/s]")
-    n, _, t = curl([f"http://127.0.0.1:{port}/files/download?path={dest}"])
+    upload = up / t / 1e6
+    n, _, t = curl([f"http://{host}:{port}{prefix}/files/download?path={dest}"], headers)
     print(f"download {mib} MiB: {n / t / 1e6:.0f} MB/s  [goal >= 300 MB/s]")
     subprocess.run(["rm", "-rf", d])
+    return {"mib": mib, "upload_mb_s": upload, "download_mb_s": n / t / 1e6, "download_bytes": n}
 
 
 def rss_kib(pid):

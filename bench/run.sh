@@ -1,28 +1,42 @@
 #!/bin/bash
 # Benchmarks for execd on loopback (issue #2 goals in brackets). Figures are
 # printed, not asserted: these machines are noisy.
+#
+# run.sh [--quick] [execd_bench.py args]: --quick shrinks create_bench.py's N.
+# OSB_BENCH="create secure ..." runs only the named benches (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export EXECD_BIN=$PWD/$BUILD/bin/execd
-/usr/bin/python3 bench/execd_bench.py "$@"
+quick=()
+if [ "${1:-}" = --quick ]; then
+    quick=(--quick)
+    shift
+fi
+want() { [ -z "${OSB_BENCH:-}" ] || [[ " $OSB_BENCH " == *" $1 "* ]]; }
+want execd && /usr/bin/python3 bench/execd_bench.py "$@"
 # Code contexts per language: create cold / with a warm spare, cell round trip.
-/usr/bin/python3 bench/code_bench.py
+want code && /usr/bin/python3 bench/code_bench.py
 # opensandbox-server with the host image (issue #3 goals in brackets).
-/usr/bin/python3 bench/server_bench.py
+want server && /usr/bin/python3 bench/server_bench.py
 # Images from a loopback registry and snapshots (issue #4 goals in brackets).
-/usr/bin/python3 bench/image_bench.py
+want image && /usr/bin/python3 bench/image_bench.py
 # Sandbox networking: create with nat vs none, policy PATCH, NAT throughput (issue #5 goals in brackets).
-/usr/bin/python3 bench/net_bench.py
+want net && /usr/bin/python3 bench/net_bench.py
 # The sandbox log pipe under a flood: drain rate, other sandboxes' latency.
-/usr/bin/python3 bench/log_bench.py
+want log && /usr/bin/python3 bench/log_bench.py
 # pvc claims: the cost of making one (mkfs, loop, mount) and of create/delete with one.
-/usr/bin/python3 bench/volume_bench.py
+want volume && /usr/bin/python3 bench/volume_bench.py
 # Secure runtimes (issue #11): create-to-ready for native, native+userns and gVisor beside a bare
 # `runsc run`, and the memory of one idle sandbox of each kind.
-/usr/bin/python3 bench/secure_bench.py
+want secure && /usr/bin/python3 bench/secure_bench.py
 # Create/delete p50 with 10 and 1000 idle sandboxes alive, and the nft table's object count (issue #12).
-/usr/bin/python3 bench/nft_bench.py
+want nft && /usr/bin/python3 bench/nft_bench.py
+# Issue 12: create-to-ready the way the SDKs measure it (serial, 10..100 at once, with a pool),
+# the JS SDK, execd through an endpoint, density, and the peers (bwrap, crun, runc, runsc,
+# docker run --rm) in interleaved rounds: one table, and JSON in $BUILD/bench/create.json.
 # Concurrent creates against [server] max_concurrent_creates (issue #12): first ready, p50, wall,
 # CPU per create and the server's phase split, per limit and network mode.
-/usr/bin/python3 bench/admission_bench.py
+want admission && /usr/bin/python3 bench/admission_bench.py
+want create && /usr/bin/python3 bench/create_bench.py "${quick[@]}" --json "$BUILD/bench/create.json"
+exit 0

@@ -22,6 +22,8 @@ import argparse, concurrent.futures, http.client, json, os, secrets, shutil, soc
 import statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from serverlib import free_subnet, release_subnet  # noqa: E402
 BUILD = os.environ.get("BUILD", "build")
 SERVER = os.environ.get("OSB_SERVER_BIN", os.path.join(ROOT, BUILD, "bin", "opensandbox-server"))
 IMAGE = os.environ.get("OSB_BENCH_IMAGE", "host")
@@ -60,12 +62,25 @@ class Server:
         self.key = "bench-" + secrets.token_hex(8)
         cfg = os.path.join(self.tmp, "sandbox.toml")
         # A userns_range of its own (servers claim theirs host-wide; tests'
-        # servers may run beside this one): 100 ranges in [2^24, 2^31).
-        userns = (1 << 24) + secrets.randbelow(32000) * 65536
+        # servers may run beside this one), somewhere in [2^24, 2^31), with
+        # room for the density run's sandboxes (one 65536-id range each).
+        self.userns_count = 256 * 65536
+        slots = ((1 << 31) - (1 << 24) - self.userns_count) // 65536
+        userns = (1 << 24) + secrets.randbelow(slots) * 65536
+        # Nothing leaves this machine: no pull from a registry for an unknown
+        # name, the sandboxes' DNS forwarder's upstream a closed local port,
+        # and a subnet no other server or host route holds.
+        self.subnet = None
+        if "[image]" not in extra:
+            extra += '\n[image]\npull_policy = "never"\n'
+        if "[network]" not in extra:
+            self.subnet = free_subnet()
+            extra += f'\n[network]\ndns_upstreams = ["127.0.0.1:9"]\nsubnet = "{self.subnet}"\n'
         with open(cfg, "w") as f:
             f.write(f'[server]\nhost = "127.0.0.1"\nport = {self.port}\napi_key = "{self.key}"\n{server}\n'
                     f'[runtime]\ntype = "native"\n\n[native]\nstate_dir = "{self.state}"\n'
-                    f'userns_range = "{userns}:6553600"\n{extra}\n')
+                    f'userns_range = "{userns}:{self.userns_count}"\n{extra}\n')
+        self.ifprefix, self.nft_table = net_names(self.state)
         env = {k: v for k, v in os.environ.items()
                if k not in ("OPENSANDBOX_SERVER_API_KEY", "OPENSANDBOX_INSECURE_SERVER")}
         self.log = open(os.path.join(self.tmp, "server.log"), "wb")
@@ -83,13 +98,16 @@ class Server:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
-        tail = self.log_tail()
+        tail = self.log_tail()  # stop() removes the log with the temp dir
         self.stop()
         raise SystemExit("opensandbox-server did not start; log:\n" + tail)
 
     def log_tail(self, n=20):
-        with open(os.path.join(self.tmp, "server.log"), errors="replace") as f:
-            return "".join(f.readlines()[-n:])
+        try:
+            with open(os.path.join(self.tmp, "server.log"), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return "(no log)\n"
 
     def stop(self):
         if self.proc.poll() is None:
@@ -104,11 +122,23 @@ class Server:
             mounts = [l.split()[4] for l in f if l.split()[4].startswith(self.tmp + "/")]
         for m in sorted(mounts, reverse=True):
             subprocess.run(["umount", "-l", m], stderr=subprocess.DEVNULL)
-        if mounts:
-            print(f"# warning: {len(mounts)} mounts were left under {self.tmp} after the server stopped")
+        # The network slots' namespace pins (state/netns/<n>) stay for a
+        # restart, by design; anything else is a leak worth a word.
+        pins = os.path.join(os.path.realpath(self.state), "netns") + "/"
+        others = [m for m in mounts if not os.path.realpath(m).startswith(pins)]
+        if others:
+            print(f"# warning: {len(others)} mounts were left under {self.tmp} after the server stopped: "
+                  f"{', '.join(others[:3])}")
         # The runtime keeps its (now empty) base cgroups for a restart; this
         # state dir is going away, so remove them (rmdir only empties).
         remove_empty_cgroups(cgroup_base(self.state))
+        # The server keeps its network slots (links, nft table) for a
+        # restart; this state dir is going away, so nothing will adopt them,
+        # and a later server would refuse the subnet they hold.
+        remove_network(self.ifprefix, self.nft_table)
+        if self.subnet:
+            release_subnet(self.subnet)
+        self.log.close()
         subprocess.run(["rm", "-rf", "--one-file-system", self.tmp])
 
     def rss_kib(self):
@@ -179,6 +209,28 @@ class Client:
             if not d["pagination"]["hasNextPage"]:
                 return ids
             page += 1
+
+
+def net_names(state_dir):
+    """(interface prefix, nft table) the server derives from its state dir:
+    "osb%04x" / "osb_%04x" of FNV-1a 32 of the real path, folded to 16 bits
+    (src/net/netns.c)."""
+    h = 2166136261
+    for c in os.path.realpath(state_dir).encode():
+        h = ((h ^ c) * 16777619) & 0xffffffff
+    h = (h ^ (h >> 16)) & 0xffff
+    return "osb%04x" % h, "osb_%04x" % h
+
+
+def remove_network(ifprefix, table):
+    """Delete the links named ifprefix<n> and the nft table inet <table>."""
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        name = line.split(": ", 2)[1].split("@")[0] if ": " in line else ""
+        if name.startswith(ifprefix) and name[len(ifprefix):].isdigit():
+            subprocess.run(["ip", "link", "del", name], stderr=subprocess.DEVNULL)
+    subprocess.run(["nft", "delete", "table", "inet", table],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def status_kib(pid, field):
