@@ -32,11 +32,11 @@ want volume && /usr/bin/python3 bench/volume_bench.py
 want secure && /usr/bin/python3 bench/secure_bench.py
 # Create/delete p50 with 10 and 1000 idle sandboxes alive, and the nft table's object count (issue #12).
 want nft && /usr/bin/python3 bench/nft_bench.py
-# Issue 12: create-to-ready the way the SDKs measure it (serial, 10..100 at once, with a pool),
-# the JS SDK, execd through an endpoint, density, and the peers (bwrap, crun, runc, runsc,
-# docker run --rm) in interleaved rounds: one table, and JSON in $BUILD/bench/create.json.
 # Concurrent creates against [server] max_concurrent_creates (issue #12): first ready, p50, wall,
 # CPU per create and the server's phase split, per limit and network mode.
 want admission && /usr/bin/python3 bench/admission_bench.py
+# Issue 12: create-to-ready the way the SDKs measure it (serial, 10..100 at once, with a pool),
+# the JS SDK, execd through an endpoint, density, and the peers (bwrap, crun, runc, runsc,
+# docker run --rm) in interleaved rounds: one table, and JSON in $BUILD/bench/create.json.
 want create && /usr/bin/python3 bench/create_bench.py "${quick[@]}" --json "$BUILD/bench/create.json"
 exit 0
