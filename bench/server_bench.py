@@ -22,6 +22,8 @@ import argparse, concurrent.futures, http.client, json, os, secrets, shutil, soc
 import statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import serverlib  # noqa: E402  (free_subnet: a /16 no other server holds)
 BUILD = os.environ.get("BUILD", "build")
 SERVER = os.environ.get("OSB_SERVER_BIN", os.path.join(ROOT, BUILD, "bin", "opensandbox-server"))
 IMAGE = os.environ.get("OSB_BENCH_IMAGE", "host")
@@ -61,6 +63,15 @@ class Server:
         # A userns_range of its own (servers claim theirs host-wide; tests'
         # servers may run beside this one): 100 ranges in [2^24, 2^31).
         userns = (1 << 24) + secrets.randbelow(32000) * 65536
+        self.subnet = None
+        if "[network]" not in extra:
+            # Real NAT slots on a subnet no other server or test holds, and
+            # DNS that never leaves this machine (the upstream refuses).
+            self.subnet = serverlib.free_subnet()
+            extra += (f'\n[network]\ndns_upstreams = ["127.0.0.1:9"]\n'
+                      f'subnet = "{self.subnet}"\n')
+        if "[image]" not in extra:
+            extra += '\n[image]\npull_policy = "never"\n'
         with open(cfg, "w") as f:
             f.write(f'[server]\nhost = "127.0.0.1"\nport = {self.port}\napi_key = "{self.key}"\n\n'
                     f'[runtime]\ntype = "native"\n\n[native]\nstate_dir = "{self.state}"\n'
@@ -82,15 +93,30 @@ class Server:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
+        tail = self.log_tail()  # before stop() removes the temp dir with the log
         self.stop()
-        raise SystemExit("opensandbox-server did not start; log:\n" + self.log_tail())
+        raise SystemExit("opensandbox-server did not start; log:\n" + tail)
 
     def log_tail(self, n=20):
-        with open(os.path.join(self.tmp, "server.log"), errors="replace") as f:
-            return "".join(f.readlines()[-n:])
+        try:
+            with open(os.path.join(self.tmp, "server.log"), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return "(the log is gone)\n"
+
+    def delete_all(self):
+        """Delete every sandbox: a server stopped with sandboxes alive keeps
+        them (and their network slots, links and nft table) for a restart."""
+        try:
+            c = Client(self)
+            for sid in c.list_ids():
+                c.delete(sid)
+        except Exception as e:  # still stop the server
+            print(f"# warning: deleting the sandboxes before stopping failed: {e}")
 
     def stop(self):
         if self.proc.poll() is None:
+            self.delete_all()
             self.proc.terminate()
             try:
                 self.proc.wait(5)
@@ -108,6 +134,9 @@ class Server:
         # state dir is going away, so remove them (rmdir only empties).
         remove_empty_cgroups(cgroup_base(self.state))
         subprocess.run(["rm", "-rf", "--one-file-system", self.tmp])
+        if self.subnet:
+            serverlib.release_subnet(self.subnet)
+            self.subnet = None
 
     def rss_kib(self):
         return status_kib(self.proc.pid, "VmRSS")
