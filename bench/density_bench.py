@@ -155,7 +155,7 @@ def main():
     a = ap.parse_args()
     points = sorted({int(x) for x in a.checkpoints.split(",") if int(x) <= a.max} | {a.max})
     avail0 = meminfo_kib("MemAvailable")
-    srv = Server(extra=network_toml(a.network))
+    srv = Server(extra=network_toml(a.network), userns_slots=a.max + a.samples + 20)
     out = {"network": a.network, "max": a.max, "samples": a.samples, "checkpoints": [],
            "server_idle": server_state(srv)}
     ids, fails = [], []

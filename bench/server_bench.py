@@ -48,8 +48,9 @@ def pct(xs, p):
 class Server:
     """A private opensandbox-server: temp state dir, API key, free port."""
 
-    def __init__(self, extra=""):
-        """extra: TOML text appended to the config (e.g. an [image] table)."""
+    def __init__(self, extra="", userns_slots=100):
+        """extra: TOML text appended to the config (e.g. an [image] table);
+        userns_slots: 65536-id ranges for that many sandboxes alive at once."""
         if not os.access(SERVER, os.X_OK):
             raise SystemExit(f"{SERVER} does not exist: run make first")
         # Under $HOME, like the default state dir (~/.opensandbox): on this
@@ -61,8 +62,11 @@ class Server:
         self.key = "bench-" + secrets.token_hex(8)
         cfg = os.path.join(self.tmp, "sandbox.toml")
         # A userns_range of its own (servers claim theirs host-wide; tests'
-        # servers may run beside this one): 100 ranges in [2^24, 2^31).
-        userns = (1 << 24) + secrets.randbelow(32000) * 65536
+        # servers may run beside this one): userns_slots ranges in [2^24, 2^31).
+        room = ((1 << 31) - (1 << 24)) // 65536 - userns_slots
+        if room <= 0:
+            raise SystemExit(f"{userns_slots} uid ranges of 65536 do not fit in [2^24, 2^31)")
+        userns = (1 << 24) + secrets.randbelow(room) * 65536
         self.subnet = None
         if "[network]" not in extra:
             # Real NAT slots on a subnet no other server or test holds, and
@@ -75,7 +79,7 @@ class Server:
         with open(cfg, "w") as f:
             f.write(f'[server]\nhost = "127.0.0.1"\nport = {self.port}\napi_key = "{self.key}"\n\n'
                     f'[runtime]\ntype = "native"\n\n[native]\nstate_dir = "{self.state}"\n'
-                    f'userns_range = "{userns}:6553600"\n{extra}\n')
+                    f'userns_range = "{userns}:{userns_slots * 65536}"\n{extra}\n')
         env = {k: v for k, v in os.environ.items()
                if k not in ("OPENSANDBOX_SERVER_API_KEY", "OPENSANDBOX_INSECURE_SERVER")}
         self.log = open(os.path.join(self.tmp, "server.log"), "wb")

@@ -16,7 +16,9 @@
 struct osb_logdrain {
     uv_poll_t poll;
     uv_work_t work;
-    int pipe_fd, file_fd;
+    int pipe_fd;
+    int file_fd; /* open only while a chunk is written (see file_begin) */
+    char *path;
     uint64_t size, max, keep;
     size_t pending; /* bytes of buf the trim job writes after trimming */
     bool working, eof, closing, warned;
@@ -69,11 +71,45 @@ static void append(struct osb_logdrain *d, const char *data, size_t n)
     }
 }
 
+/* The log is opened for each chunk, not held: an idle sandbox then costs
+ * the server one descriptor (its pipe), not two, and thousands fit under
+ * one open files limit. Never through a symlink, never created again (a
+ * sandbox being removed drops its last output). */
+static bool file_begin(struct osb_logdrain *d)
+{
+    if (d->file_fd >= 0)
+        return true;
+    int fd = open(d->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        d->file_fd = fd;
+        return true;
+    }
+    if (!d->warned && (fd >= 0 || errno != ENOENT)) {
+        d->warned = true;
+        osb_warn("sandbox log `%s`: dropped output: %s", d->path,
+                 fd >= 0 ? "not a regular file" : strerror(errno));
+    }
+    if (fd >= 0)
+        close(fd);
+    return false;
+}
+
+static void file_end(struct osb_logdrain *d)
+{
+    if (d->file_fd >= 0)
+        close(d->file_fd);
+    d->file_fd = -1;
+}
+
 static void trim_work(uv_work_t *w)
 {
     struct osb_logdrain *d = w->data;
-    d->size = trim_file(d->file_fd, d->size, d->keep);
-    append(d, d->buf, d->pending);
+    if (file_begin(d)) {
+        d->size = trim_file(d->file_fd, d->size, d->keep);
+        append(d, d->buf, d->pending);
+        file_end(d);
+    }
     d->pending = 0;
 }
 
@@ -105,7 +141,9 @@ static void on_poll(uv_poll_t *p, int status, int events)
         return;
     }
     if (d->size + (uint64_t)n <= d->max) {
-        append(d, d->buf, (size_t)n);
+        if (file_begin(d))
+            append(d, d->buf, (size_t)n);
+        file_end(d);
         return;
     }
     uv_poll_stop(p);
@@ -138,7 +176,9 @@ int osb_logdrain_open(uv_loop_t *loop, int pipe_fd, const char *path, uint64_t m
     struct osb_logdrain *d = osb_xcalloc(1, sizeof *d);
     d->pipe_fd = pfd;
     pfd = -1;
-    d->file_fd = fd;
+    close(fd);
+    d->file_fd = -1;
+    d->path = osb_xstrdup(path);
     d->size = (uint64_t)st.st_size;
     d->max = max;
     d->keep = keep;
@@ -154,7 +194,8 @@ static void on_closed(uv_handle_t *h)
 {
     struct osb_logdrain *d = h->data;
     close(d->pipe_fd);
-    close(d->file_fd);
+    file_end(d);
+    free(d->path);
     osb_logdrain_closed_cb cb = d->cb;
     void *ud = d->ud;
     free(d);
@@ -177,10 +218,8 @@ void osb_logdrain_close(struct osb_logdrain *d, osb_logdrain_closed_cb cb, void 
         finish_close(d);
 }
 
-void osb_logdrain_flush(struct osb_logdrain *d)
+static void flush_open(struct osb_logdrain *d)
 {
-    if (d->working || d->eof)
-        return;
     /* Bounded by what the pipe holds, so a writer that keeps writing
      * cannot hold the loop here. */
     int cap = fcntl(d->pipe_fd, F_GETPIPE_SZ);
@@ -198,15 +237,25 @@ void osb_logdrain_flush(struct osb_logdrain *d)
     }
 }
 
+void osb_logdrain_flush(struct osb_logdrain *d)
+{
+    if (d->working || d->eof || !file_begin(d))
+        return;
+    flush_open(d);
+    file_end(d);
+}
+
 void osb_logdrain_note(struct osb_logdrain *d, const char *text)
 {
-    if (d->working)
+    if (d->working || !file_begin(d))
         return;
-    osb_logdrain_flush(d);
+    if (!d->eof)
+        flush_open(d);
     size_t n = strlen(text);
     if (d->size + n > d->max)
         d->size = trim_file(d->file_fd, d->size, d->keep);
     append(d, text, n);
+    file_end(d);
 }
 
 bool osb_logdrain_done(const struct osb_logdrain *d)

@@ -1,4 +1,4 @@
-/* Watches: a sandbox's PID 1 through a pidfd and execd's report pipe
+/* Watches: a sandbox's PID 1 through execd's report pipe, or a pidfd without one
  * (common/endreport.h), for new sandboxes and re-adopted ones alike. */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +22,8 @@ struct osb_nat_watch {
     struct osb_nat_watch *next;
     char id[OSB_RT_ID_MAX + 1];
     pid_t pid;
-    int pidfd;
-    uv_poll_t poll;
+    int pidfd;        /* -1 while the report pipe stands for it */
+    uv_poll_t poll;   /* initialised only with pidfd >= 0 */
     int report_fd;    /* our copy of the report pipe's read end, or -1 */
     uv_poll_t report; /* initialised only with report_fd >= 0 */
     int open_handles;
@@ -37,7 +37,8 @@ static void on_watch_closed(uv_handle_t *h)
     struct osb_nat *rt = w->rt;
     if (--w->open_handles > 0)
         return;
-    close(w->pidfd);
+    if (w->pidfd >= 0)
+        close(w->pidfd);
     if (w->report_fd >= 0)
         close(w->report_fd);
     free(w);
@@ -56,8 +57,10 @@ static void unlink_watch(struct osb_nat *rt, struct osb_nat_watch *w)
 
 static void close_watch(struct osb_nat_watch *w)
 {
-    uv_poll_stop(&w->poll);
-    uv_close((uv_handle_t *)&w->poll, on_watch_closed);
+    if (w->pidfd >= 0) {
+        uv_poll_stop(&w->poll);
+        uv_close((uv_handle_t *)&w->poll, on_watch_closed);
+    }
     if (w->report_fd >= 0) {
         uv_poll_stop(&w->report);
         uv_close((uv_handle_t *)&w->report, on_watch_closed);
@@ -116,7 +119,7 @@ static void on_pidfd(uv_poll_t *p, int status, int events)
     finish_watch(w, &end);
 }
 
-/* A line (or EOF: execd gone without one, its pidfd fires too). */
+/* A line, or EOF: execd gone without one. */
 static void on_report(uv_poll_t *p, int status, int events)
 {
     (void)status;
@@ -157,19 +160,25 @@ static int take_report(int pidfd)
     return fd;
 }
 
+/* One descriptor per sandbox, as thousands may be alive under one open
+ * files limit: the report pipe when execd has one (its EOF is execd's
+ * exit: only execd holds the write end, and every process of the sandbox
+ * dies with it), else the pidfd. */
 static void start_watch(struct osb_nat *rt, struct osb_nat_watch *w)
 {
-    uv_poll_init(rt->loop, &w->poll, w->pidfd);
-    w->poll.data = w;
-    uv_poll_start(&w->poll, UV_READABLE, on_pidfd);
-    w->open_handles = 1;
     w->report_fd = take_report(w->pidfd);
     if (w->report_fd >= 0) {
+        close(w->pidfd);
+        w->pidfd = -1;
         uv_poll_init(rt->loop, &w->report, w->report_fd);
         w->report.data = w;
         uv_poll_start(&w->report, UV_READABLE, on_report);
-        w->open_handles++;
+    } else {
+        uv_poll_init(rt->loop, &w->poll, w->pidfd);
+        w->poll.data = w;
+        uv_poll_start(&w->poll, UV_READABLE, on_pidfd);
     }
+    w->open_handles = 1;
     rt->open_handles++;
     w->next = rt->watches;
     rt->watches = w;
