@@ -24,8 +24,14 @@ struct osb_logdrain {
     bool working, eof, closing, warned;
     osb_logdrain_closed_cb cb;
     void *ud;
-    char buf[OSB_LOGDRAIN_CHUNK];
+    char *held; /* the chunk a trim job writes (pending bytes), else NULL */
 };
+
+/* One read buffer for every drain: they all run on the loop thread, and a
+ * chunk is written before the next read. Per drain it would be 64 KiB of
+ * the server's memory for each idle sandbox. A chunk waiting for a trim
+ * moves to a buffer of its own (held). */
+static char chunk[OSB_LOGDRAIN_CHUNK];
 
 /* Cuts the file to about its last keep bytes; returns the new size. The
  * collapse keeps block alignment, so up to one block more stays. No
@@ -107,10 +113,12 @@ static void trim_work(uv_work_t *w)
     struct osb_logdrain *d = w->data;
     if (file_begin(d)) {
         d->size = trim_file(d->file_fd, d->size, d->keep);
-        append(d, d->buf, d->pending);
+        append(d, d->held, d->pending);
         file_end(d);
     }
     d->pending = 0;
+    free(d->held);
+    d->held = NULL;
 }
 
 static void on_poll(uv_poll_t *p, int status, int events);
@@ -132,7 +140,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
 {
     (void)events;
     struct osb_logdrain *d = p->data;
-    ssize_t n = status < 0 ? 0 : read(d->pipe_fd, d->buf, sizeof d->buf);
+    ssize_t n = status < 0 ? 0 : read(d->pipe_fd, chunk, sizeof chunk);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n <= 0) {
@@ -142,12 +150,14 @@ static void on_poll(uv_poll_t *p, int status, int events)
     }
     if (d->size + (uint64_t)n <= d->max) {
         if (file_begin(d))
-            append(d, d->buf, (size_t)n);
+            append(d, chunk, (size_t)n);
         file_end(d);
         return;
     }
     uv_poll_stop(p);
     d->pending = (size_t)n;
+    d->held = osb_xmalloc((size_t)n);
+    memcpy(d->held, chunk, (size_t)n);
     d->working = true;
     uv_queue_work(p->loop, &d->work, trim_work, trim_done);
 }
@@ -198,6 +208,7 @@ static void on_closed(uv_handle_t *h)
     free(d->path);
     osb_logdrain_closed_cb cb = d->cb;
     void *ud = d->ud;
+    free(d->held);
     free(d);
     if (cb)
         cb(ud);
@@ -225,14 +236,14 @@ static void flush_open(struct osb_logdrain *d)
     int cap = fcntl(d->pipe_fd, F_GETPIPE_SZ);
     uint64_t left = cap > 0 ? (uint64_t)cap : (1u << 20);
     while (left > 0) {
-        ssize_t n = read(d->pipe_fd, d->buf, sizeof d->buf);
+        ssize_t n = read(d->pipe_fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return;
         if (d->size + (uint64_t)n > d->max)
             d->size = trim_file(d->file_fd, d->size, d->keep);
-        append(d, d->buf, (size_t)n);
+        append(d, chunk, (size_t)n);
         left = (uint64_t)n >= left ? 0 : left - (uint64_t)n;
     }
 }
