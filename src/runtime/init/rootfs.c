@@ -449,52 +449,8 @@ static int write_etc_files(const struct osb_init_spec *s, struct osb_err *err)
                : 0;
 }
 
-/* Read-only cgroup filesystems at /sys/fs/cgroup, as Docker does: with the
- * cgroup namespace their root is the sandbox's own cgroup, so tools inside
- * (execd's /metrics among them) see the sandbox's limits and usage. The
- * layout mirrors the host's: every hierarchy in /proc/self/cgroup ("N:ctrl:/"
- * lines for v1, "0::/" for v2). Best effort: a hierarchy that cannot be
- * mounted is left out, and readers fall back to /proc. */
-static void mount_cgroups(void)
-{
-    const unsigned long ro = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
-    _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f)
-        return;
-    char line[512], ctrls[16][128];
-    int n = 0;
-    bool v2 = false;
-    while (n < 16 && fgets(line, sizeof line, f)) {
-        char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
-        if (!b)
-            continue;
-        *b = '\0';
-        if (a[1] == '\0')
-            v2 = true;
-        else if (strncmp(a + 1, "name=", 5) != 0)
-            snprintf(ctrls[n++], sizeof ctrls[0], "%s", a + 1);
-    }
-    if (n == 0) {
-        if (v2)
-            mount("cgroup2", "/sys/fs/cgroup", "cgroup2", ro, NULL);
-        return;
-    }
-    if (mount("cgroup", "/sys/fs/cgroup", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "mode=755,size=64k") < 0)
-        return;
-    for (int i = 0; i < n; i++) {
-        char dir[160];
-        snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s", ctrls[i]);
-        if (mkdir(dir, 0555) == 0 && mount("cgroup", dir, "cgroup", ro, ctrls[i]) < 0)
-            rmdir(dir);
-    }
-    if (v2 && mkdir("/sys/fs/cgroup/unified", 0555) == 0 &&
-        mount("cgroup2", "/sys/fs/cgroup/unified", "cgroup2", ro, NULL) < 0)
-        rmdir("/sys/fs/cgroup/unified");
-    mount(NULL, "/sys/fs/cgroup", NULL, MS_REMOUNT | MS_BIND | ro, NULL);
-}
-
-int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err)
+int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_init_cgviews *cg,
+                           struct osb_err *err)
 {
     const unsigned long nsd = MS_NOSUID | MS_NODEV | MS_NOEXEC;
     if (mnt("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
@@ -502,7 +458,7 @@ int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err)
         mnt("shm", "/dev/shm", "tmpfs", nsd, "mode=1777,size=65536k", err) < 0 ||
         mnt("mqueue", "/dev/mqueue", "mqueue", nsd, NULL, err) < 0)
         return -1;
-    mount_cgroups();
+    osb_init_cgviews_attach(cg);
     if (mask_paths(err) < 0 || write_etc_files(s, err) < 0)
         return -1;
     if (osb_mkdir_p(OSB_SANDBOX_RUNDIR, 0755, err) < 0)
