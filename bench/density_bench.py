@@ -19,7 +19,7 @@ Run it alone (flock): the memory figures are the host's."""
 import argparse, concurrent.futures, json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_bench import Client, Server, cgroup_base, pct  # noqa: E402
+from server_bench import CREATE_BODY, Client, Server, cgroup_base, pct  # noqa: E402
 
 GOAL_RATIO = 1.3  # create and delete p50 at 5000 alive vs 10 alive
 GOAL_MIB = 1.5    # host memory per idle sandbox at 10000 alive

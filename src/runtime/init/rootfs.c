@@ -383,16 +383,34 @@ static int mnt(const char *src, const char *dst, const char *type, unsigned long
     return 0;
 }
 
+/* A masked directory: an empty read-only tmpfs over it. All of them are
+ * binds of the first, one superblock per sandbox rather than one each
+ * (the kernel walks every superblock's lists whenever a cgroup goes).
+ * first: the path of the one mounted, "" until then. */
+static int mask_dir(const char *path, char *first, size_t n, struct osb_err *err)
+{
+    if (!*first) {
+        snprintf(first, n, "%s", path);
+        return mnt("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0",
+                   err);
+    }
+    _cleanup_close_ int t = open_tree(AT_FDCWD, first, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (t < 0)
+        return osb_err_sys(err, "clone the mask of `%s`", first);
+    if (move_mount(t, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return osb_err_sys(err, "mask `%s`", path);
+    return 0;
+}
+
 static int mask_paths(struct osb_err *err)
 {
+    char first[64] = "";
     for (size_t i = 0; i < OSB_ARRAY_LEN(masked); i++) {
         struct stat st;
         if (lstat(masked[i], &st) < 0)
             continue;
-        int r = S_ISDIR(st.st_mode)
-                    ? mnt("tmpfs", masked[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                          "size=0", err)
-                    : mnt("/dev/null", masked[i], NULL, MS_BIND, NULL, err);
+        int r = S_ISDIR(st.st_mode) ? mask_dir(masked[i], first, sizeof first, err)
+                                    : mnt("/dev/null", masked[i], NULL, MS_BIND, NULL, err);
         if (r < 0)
             return -1;
     }
