@@ -53,6 +53,51 @@ def server_state(srv):
             "threads": threads, "rss_mib": round(srv.rss_kib() / 1024, 1)}
 
 
+MEMINFO = ("MemAvailable", "Slab", "SUnreclaim", "KernelStack", "PageTables", "Percpu", "Shmem")
+
+
+def meminfo_all():
+    return {k: meminfo_kib(k) for k in MEMINFO}
+
+
+def tasks_of(pids):
+    n = 0
+    for p in pids:
+        try:
+            n += len(os.listdir(f"/proc/{p}/task"))
+        except OSError:
+            pass
+    return n
+
+
+def host_tasks():
+    return sum(tasks_of([p]) for p in os.listdir("/proc") if p.isdigit())
+
+
+def read_pid_max():
+    with open("/proc/sys/kernel/pid_max") as f:
+        return int(f.read())
+
+
+def ensure_pids(srv, alive, target, raise_to):
+    """Every task takes a pid: kernel.pid_max bounds the sandboxes alive.
+    Returns the old pid_max if it was raised (restored at the end)."""
+    each = tasks_of(sandbox_pids(srv.state)) / max(alive, 1)
+    need = host_tasks() + int(each * (target - alive)) + 2000
+    have = read_pid_max()
+    if need <= have:
+        return None
+    if not raise_to:
+        print(f"# kernel.pid_max {have} is short of the ~{need} tasks {target} sandboxes need "
+              f"({each:.1f} tasks each): pass --raise-pid-max to raise it for this run", flush=True)
+        return None
+    with open("/proc/sys/kernel/pid_max", "w") as f:
+        f.write(str(max(need, 131072)))
+    print(f"# kernel.pid_max raised from {have} to {read_pid_max()} for this run "
+          f"({each:.1f} tasks per sandbox)", flush=True)
+    return have
+
+
 def sandbox_pids(state_dir):
     """Every process in this server's cgroups (the sandboxes' processes)."""
     mark = "/" + cgroup_base(state_dir) + "/"
@@ -126,14 +171,20 @@ def run_everywhere(srv, ids, workers=4):
         return sum(ex.map(one, chunks))
 
 
-def memory(srv, n, avail0):
+def memory(srv, n, mem0):
     time.sleep(1)  # let every execd settle into idle
     pids = sandbox_pids(srv.state)
     pss = sum(pss_kib(p) for p in pids)
-    drop = avail0 - meminfo_kib("MemAvailable")
-    return {"alive": n, "processes": len(pids),
+    now = meminfo_all()
+    drop = mem0["MemAvailable"] - now["MemAvailable"]
+    # Where the host's memory went, per sandbox (KiB): kernel objects
+    # (slab: namespaces, mounts, cgroups, inodes), stacks, page tables,
+    # per-cpu data (cgroup statistics), tmpfs/shm pages.
+    split = {k: round((now[k] - mem0[k]) / max(n, 1), 1) for k in MEMINFO if k != "MemAvailable"}
+    return {"alive": n, "processes": len(pids), "tasks": tasks_of(pids),
             "host_mib_each": round(drop / 1024 / max(n, 1), 3),
             "pss_mib_each": round(pss / 1024 / max(n, 1), 3),
+            "kib_each": split,
             "server_rss_mib": round(srv.rss_kib() / 1024, 1)}
 
 
@@ -152,17 +203,22 @@ def main():
     ap.add_argument("--samples", type=int, default=20)
     ap.add_argument("--network", choices=("none", "nat"), default="none")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--raise-pid-max", action="store_true",
+                    help="raise kernel.pid_max for the run when --max needs more pids")
     a = ap.parse_args()
     points = sorted({int(x) for x in a.checkpoints.split(",") if int(x) <= a.max} | {a.max})
-    avail0 = meminfo_kib("MemAvailable")
+    mem0 = meminfo_all()
     srv = Server(extra=network_toml(a.network), userns_slots=a.max + a.samples + 20)
     out = {"network": a.network, "max": a.max, "samples": a.samples, "checkpoints": [],
            "server_idle": server_state(srv)}
     ids, fails = [], []
+    old_pid_max = None
     try:
         c = Client(srv)
         sample(c, 5)  # warm-up
-        for p in points:
+        for i, p in enumerate(points):
+            if i == 1:
+                old_pid_max = ensure_pids(srv, len(ids), a.max + a.samples, a.raise_pid_max)
             t0 = time.perf_counter()
             grow(c, ids, p, fails)
             took = time.perf_counter() - t0
@@ -174,7 +230,7 @@ def main():
             out["checkpoints"].append(cp)
             if not a.json:
                 print(json.dumps(cp), flush=True)
-        out["memory"] = memory(srv, len(ids), avail0)
+        out["memory"] = memory(srv, len(ids), mem0)
         t0 = time.perf_counter()
         out["answered"] = run_everywhere(srv, ids)
         out["command_s"] = round(time.perf_counter() - t0, 1)
@@ -186,6 +242,9 @@ def main():
         ids = []
     finally:
         srv.stop()
+        if old_pid_max:
+            with open("/proc/sys/kernel/pid_max", "w") as f:
+                f.write(str(old_pid_max))
     if a.json:
         print(json.dumps(out, indent=1))
         return
@@ -210,7 +269,8 @@ def report(out):
     m = out["memory"]
     print(f"memory at {m['alive']} alive: {m['host_mib_each']:.3f} MiB of host memory each "
           f"[goal <= {GOAL_MIB}], PSS {m['pss_mib_each']:.3f} MiB each ({m['processes']} processes), "
-          f"server RSS {m['server_rss_mib']} MiB")
+          f"server RSS {m['server_rss_mib']} MiB; {m['tasks'] / max(m['alive'], 1):.1f} tasks each")
+    print("  host memory per sandbox, KiB: " + ", ".join(f"{k} {v}" for k, v in m["kib_each"].items()))
     print(f"a command in every sandbox: {out['answered']}/{m['alive']} answered in "
           f"{out['command_s']} s [goal: all]; {out['failed_creates']} creates failed; "
           f"deleted all in {out['delete_all_s']} s")

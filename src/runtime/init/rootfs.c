@@ -8,15 +8,22 @@
  *   + /dev: tmpfs (nodev) with the host's null zero full random urandom tty
  *     bound in, so device nodes a sandbox makes with CAP_MKNOD are inert
  *   + /proc, /sys (ro) (before pivot_root: see attach_new)
- *   pivot_root, then /dev/pts, /dev/shm, /dev/mqueue,
- *   Docker's masked and read-only paths, /etc/hosts|hostname|resolv.conf.
+ *   pivot_root, then /dev/pts, /dev/shm, /dev/mqueue, /sys/fs/cgroup
+ *   (cgviews.c), Docker's masked and read-only paths,
+ *   /etc/hosts|hostname|resolv.conf.
  *
- * Before pivot_root the image's own paths are untrusted: an image may hold
- * a symlink such as /opt -> /etc aimed at the host. Every path inside the
- * new root is therefore resolved with openat2(RESOLVE_IN_ROOT), which keeps
- * symlinks and ".." inside it; mounts go onto the resulting fds (new mount
- * API, no /proc magic links). After pivot_root the host is unreachable and
- * plain paths are safe. */
+ * pivot_root stays, though it walks every task on the host (chroot_fs_refs:
+ * ~2 ms per 10000 tasks here): MS_MOVE + chroot would leave the host's
+ * mounts under the new root in every sandbox's namespace, and with them
+ * each network slot's pin and volume claim mounted at the time, which
+ * would then outlive their own sandboxes. */
+**Before pivot_root the image's own paths are untrusted: an image may hold *a symlink such as /
+    opt->/
+    etc aimed at the host.Every path inside the *new root
+        is therefore resolved with openat2(RESOLVE_IN_ROOT),
+    which keeps *symlinks and ".." inside it;
+mounts go onto the resulting fds(new mount *API, no / proc magic links)
+        .After pivot_root the host is unreachable and*plain paths are safe.* /
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -34,8 +41,8 @@
 #include "common/xalloc.h"
 #include "runtime/init/init.h"
 
-/* Devices bound from the host into /dev. */
-static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+    /* Devices bound from the host into /dev. */
+    static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
 
 /* Docker's masked paths (moby oci/defaults.go) and read-only paths. */
 static const char *const masked[] = {
