@@ -21,6 +21,9 @@ import argparse, concurrent.futures, json, os, statistics, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_bench import CREATE_BODY, Client, Server, cgroup_base, pct  # noqa: E402
 
+# Idle sandboxes must outlive the run (10000 take over 10 minutes to make):
+# CREATE_BODY's 600 s timeout would start expiring the first ones midway.
+BODY = dict(CREATE_BODY, timeout=86400)
 GOAL_RATIO = 1.3  # create and delete p50 at 5000 alive vs 10 alive
 GOAL_MIB = 1.5    # host memory per idle sandbox at 10000 alive
 
@@ -128,7 +131,7 @@ def pss_kib(pid):
 def grow(c, ids, target, fails):
     while len(ids) < target:
         try:
-            ids.append(c.create_ready()[0])
+            ids.append(c.create_ready(BODY)[0])
         except Exception as e:
             fails.append(str(e))
             if len(fails) <= 3:
@@ -141,7 +144,7 @@ def sample(c, n):
     """n creates-to-ready and deletes of one more sandbox, in ms."""
     ready, dels = [], []
     for _ in range(n):
-        sid, t = c.create_ready()
+        sid, t = c.create_ready(BODY)
         ready.append(t * 1000)
         dels.append(c.delete(sid) * 1000)
     return ready, dels

@@ -80,30 +80,24 @@ void osb_init_cgviews_clone(struct osb_init_cgviews *v)
     }
 }
 
-static void attach(int tree, int dirfd, const char *name)
+/* After pivot_root: v2 alone at the top, else the skeleton with one
+ * directory per hierarchy. */
+void osb_init_cgviews_attach(struct osb_init_cgviews *v, int skel)
 {
-    move_mount(tree, "", dirfd, name, MOVE_MOUNT_F_EMPTY_PATH);
-}
-
-/* After pivot_root: v2 alone at the top, else a small tmpfs with one
- * directory per hierarchy, made read-only once filled. */
-void osb_init_cgviews_attach(struct osb_init_cgviews *v)
-{
-    const unsigned long ro = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
     bool v1 = false;
     for (int i = 0; i < v->n; i++)
         v1 |= !v->view[i].v2;
     if (!v1) {
         if (v->n == 1)
             move_mount(v->view[0].tree, "", AT_FDCWD, "/sys/fs/cgroup", MOVE_MOUNT_F_EMPTY_PATH);
-    } else if (mount("cgroup", "/sys/fs/cgroup", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                     "mode=755,size=64k") == 0) {
+    } else if (skel >= 0 &&
+               move_mount(skel, "", AT_FDCWD, "/sys/fs/cgroup", MOVE_MOUNT_F_EMPTY_PATH) == 0) {
         _cleanup_close_ int top = open("/sys/fs/cgroup", O_PATH | O_DIRECTORY | O_CLOEXEC);
         for (int i = 0; top >= 0 && i < v->n; i++)
-            if (mkdirat(top, v->view[i].name, 0555) == 0)
-                attach(v->view[i].tree, top, v->view[i].name);
-        mount(NULL, "/sys/fs/cgroup", NULL, MS_REMOUNT | MS_BIND | ro, NULL);
+            move_mount(v->view[i].tree, "", top, v->view[i].name, MOVE_MOUNT_F_EMPTY_PATH);
     }
+    if (skel >= 0)
+        close(skel);
     osb_init_cgviews_close(v);
 }
 

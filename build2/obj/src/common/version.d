@@ -1,0 +1,3 @@
+build2/obj/src/common/version.o: src/common/version.c \
+ src/common/version.h
+src/common/version.h:
