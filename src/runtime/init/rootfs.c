@@ -9,7 +9,6 @@
  *   + /dev: a bind of dev/ (nodev) with the host's null zero full random
  *     urandom tty bound in, so device nodes a sandbox makes with CAP_MKNOD
  *     are inert
-
  *   + /proc, /sys (ro) (before pivot_root: see attach_new)
  *   pivot_root, then /dev/pts, /dev/shm, /dev/mqueue, /sys/fs/cgroup
  *   (cgviews.c), Docker's masked and read-only paths,
