@@ -1,3 +1,0 @@
-build2/obj/src/common/version.o: src/common/version.c \
- src/common/version.h
-src/common/version.h:

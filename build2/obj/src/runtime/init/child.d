@@ -1,8 +1,0 @@
-build2/obj/src/runtime/init/child.o: src/runtime/init/child.c \
- src/common/cleanup.h src/common/xalloc.h src/runtime/init/init.h \
- src/common/err.h src/runtime/init/spec.h
-src/common/cleanup.h:
-src/common/xalloc.h:
-src/runtime/init/init.h:
-src/common/err.h:
-src/runtime/init/spec.h:
