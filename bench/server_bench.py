@@ -127,6 +127,9 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        # Sandboxes the server left (a delete that failed, a server killed):
+        # their processes die by their cgroups, as nothing else would end them.
+        self.kill_leftovers()
         # Never delete through a mount that outlived the server.
         with open("/proc/self/mountinfo") as f:
             mounts = [l.split()[4] for l in f if l.split()[4].startswith(self.tmp + "/")]
@@ -141,6 +144,27 @@ class Server:
         if self.subnet:
             serverlib.release_subnet(self.subnet)
             self.subnet = None
+
+    def kill_leftovers(self):
+        mark = "/" + cgroup_base(self.state) + "/"
+        left = []
+        for p in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{p}/cgroup") as f:
+                    if p.isdigit() and mark in f.read():
+                        left.append(int(p))
+            except OSError:
+                pass
+        for p in left:
+            try:
+                os.kill(p, 9)
+            except OSError:
+                pass
+        if left:
+            print(f"# warning: killed {len(left)} sandbox processes the server left running")
+            deadline = time.time() + 60
+            while time.time() < deadline and any(os.path.exists(f"/proc/{p}") for p in left):
+                time.sleep(0.1)
 
     def rss_kib(self):
         return status_kib(self.proc.pid, "VmRSS")
