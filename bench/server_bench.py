@@ -48,9 +48,10 @@ def pct(xs, p):
 class Server:
     """A private opensandbox-server: temp state dir, API key, free port."""
 
-    def __init__(self, extra="", server=""):
+    def __init__(self, extra="", server="", userns_slots=256):
         """extra: TOML text appended to the config (e.g. an [image] table);
-        server: lines added to its [server] table."""
+        server: lines added to its [server] table; userns_slots: 65536-id
+        ranges for that many sandboxes alive at once."""
         if not os.access(SERVER, os.X_OK):
             raise SystemExit(f"{SERVER} does not exist: run make first")
         # Under $HOME, like the default state dir (~/.opensandbox): on this
@@ -64,8 +65,10 @@ class Server:
         # A userns_range of its own (servers claim theirs host-wide; tests'
         # servers may run beside this one), somewhere in [2^24, 2^31), with
         # room for the density run's sandboxes (one 65536-id range each).
-        self.userns_count = 256 * 65536
+        self.userns_count = userns_slots * 65536
         slots = ((1 << 31) - (1 << 24) - self.userns_count) // 65536
+        if slots <= 0:
+            raise SystemExit(f"{userns_slots} uid ranges of 65536 do not fit in [2^24, 2^31)")
         userns = (1 << 24) + secrets.randbelow(slots) * 65536
         # Nothing leaves this machine: no pull from a registry for an unknown
         # name, the sandboxes' DNS forwarder's upstream a closed local port,
@@ -109,14 +112,28 @@ class Server:
         except OSError:
             return "(no log)\n"
 
+    def delete_all(self):
+        """Delete every sandbox: a server stopped with sandboxes alive keeps
+        them (and their network slots, links and nft table) for a restart."""
+        try:
+            c = Client(self)
+            for sid in c.list_ids():
+                c.delete(sid)
+        except Exception as e:  # still stop the server
+            print(f"# warning: deleting the sandboxes before stopping failed: {e}")
+
     def stop(self):
         if self.proc.poll() is None:
+            self.delete_all()
             self.proc.terminate()
             try:
                 self.proc.wait(5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        # Sandboxes the server left (a delete that failed, a server killed):
+        # their processes die by their cgroups, as nothing else would end them.
+        self.kill_leftovers()
         # Never delete through a mount that outlived the server.
         with open("/proc/self/mountinfo") as f:
             mounts = [l.split()[4] for l in f if l.split()[4].startswith(self.tmp + "/")]
@@ -138,8 +155,30 @@ class Server:
         remove_network(self.ifprefix, self.nft_table)
         if self.subnet:
             release_subnet(self.subnet)
+            self.subnet = None
         self.log.close()
         subprocess.run(["rm", "-rf", "--one-file-system", self.tmp])
+
+    def kill_leftovers(self):
+        mark = "/" + cgroup_base(self.state) + "/"
+        left = []
+        for p in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{p}/cgroup") as f:
+                    if p.isdigit() and mark in f.read():
+                        left.append(int(p))
+            except OSError:
+                pass
+        for p in left:
+            try:
+                os.kill(p, 9)
+            except OSError:
+                pass
+        if left:
+            print(f"# warning: killed {len(left)} sandbox processes the server left running")
+            deadline = time.time() + 60
+            while time.time() < deadline and any(os.path.exists(f"/proc/{p}") for p in left):
+                time.sleep(0.1)
 
     def rss_kib(self):
         return status_kib(self.proc.pid, "VmRSS")

@@ -16,14 +16,22 @@
 struct osb_logdrain {
     uv_poll_t poll;
     uv_work_t work;
-    int pipe_fd, file_fd;
+    int pipe_fd;
+    int file_fd; /* open only while a chunk is written (see file_begin) */
+    char *path;
     uint64_t size, max, keep;
     size_t pending; /* bytes of buf the trim job writes after trimming */
     bool working, eof, closing, warned;
     osb_logdrain_closed_cb cb;
     void *ud;
-    char buf[OSB_LOGDRAIN_CHUNK];
+    char *held; /* the chunk a trim job writes (pending bytes), else NULL */
 };
+
+/* One read buffer for every drain: they all run on the loop thread, and a
+ * chunk is written before the next read. Per drain it would be 64 KiB of
+ * the server's memory for each idle sandbox. A chunk waiting for a trim
+ * moves to a buffer of its own (held). */
+static char chunk[OSB_LOGDRAIN_CHUNK];
 
 /* Cuts the file to about its last keep bytes; returns the new size. The
  * collapse keeps block alignment, so up to one block more stays. No
@@ -69,12 +77,48 @@ static void append(struct osb_logdrain *d, const char *data, size_t n)
     }
 }
 
+/* The log is opened for each chunk, not held: an idle sandbox then costs
+ * the server one descriptor (its pipe), not two, and thousands fit under
+ * one open files limit. Never through a symlink, never created again (a
+ * sandbox being removed drops its last output). */
+static bool file_begin(struct osb_logdrain *d)
+{
+    if (d->file_fd >= 0)
+        return true;
+    int fd = open(d->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        d->file_fd = fd;
+        return true;
+    }
+    if (!d->warned && (fd >= 0 || errno != ENOENT)) {
+        d->warned = true;
+        osb_warn("sandbox log `%s`: dropped output: %s", d->path,
+                 fd >= 0 ? "not a regular file" : strerror(errno));
+    }
+    if (fd >= 0)
+        close(fd);
+    return false;
+}
+
+static void file_end(struct osb_logdrain *d)
+{
+    if (d->file_fd >= 0)
+        close(d->file_fd);
+    d->file_fd = -1;
+}
+
 static void trim_work(uv_work_t *w)
 {
     struct osb_logdrain *d = w->data;
-    d->size = trim_file(d->file_fd, d->size, d->keep);
-    append(d, d->buf, d->pending);
+    if (file_begin(d)) {
+        d->size = trim_file(d->file_fd, d->size, d->keep);
+        append(d, d->held, d->pending);
+        file_end(d);
+    }
     d->pending = 0;
+    free(d->held);
+    d->held = NULL;
 }
 
 static void on_poll(uv_poll_t *p, int status, int events);
@@ -96,7 +140,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
 {
     (void)events;
     struct osb_logdrain *d = p->data;
-    ssize_t n = status < 0 ? 0 : read(d->pipe_fd, d->buf, sizeof d->buf);
+    ssize_t n = status < 0 ? 0 : read(d->pipe_fd, chunk, sizeof chunk);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n <= 0) {
@@ -105,11 +149,15 @@ static void on_poll(uv_poll_t *p, int status, int events)
         return;
     }
     if (d->size + (uint64_t)n <= d->max) {
-        append(d, d->buf, (size_t)n);
+        if (file_begin(d))
+            append(d, chunk, (size_t)n);
+        file_end(d);
         return;
     }
     uv_poll_stop(p);
     d->pending = (size_t)n;
+    d->held = osb_xmalloc((size_t)n);
+    memcpy(d->held, chunk, (size_t)n);
     d->working = true;
     uv_queue_work(p->loop, &d->work, trim_work, trim_done);
 }
@@ -138,7 +186,9 @@ int osb_logdrain_open(uv_loop_t *loop, int pipe_fd, const char *path, uint64_t m
     struct osb_logdrain *d = osb_xcalloc(1, sizeof *d);
     d->pipe_fd = pfd;
     pfd = -1;
-    d->file_fd = fd;
+    close(fd);
+    d->file_fd = -1;
+    d->path = osb_xstrdup(path);
     d->size = (uint64_t)st.st_size;
     d->max = max;
     d->keep = keep;
@@ -154,9 +204,11 @@ static void on_closed(uv_handle_t *h)
 {
     struct osb_logdrain *d = h->data;
     close(d->pipe_fd);
-    close(d->file_fd);
+    file_end(d);
+    free(d->path);
     osb_logdrain_closed_cb cb = d->cb;
     void *ud = d->ud;
+    free(d->held);
     free(d);
     if (cb)
         cb(ud);
@@ -177,36 +229,44 @@ void osb_logdrain_close(struct osb_logdrain *d, osb_logdrain_closed_cb cb, void 
         finish_close(d);
 }
 
-void osb_logdrain_flush(struct osb_logdrain *d)
+static void flush_open(struct osb_logdrain *d)
 {
-    if (d->working || d->eof)
-        return;
     /* Bounded by what the pipe holds, so a writer that keeps writing
      * cannot hold the loop here. */
     int cap = fcntl(d->pipe_fd, F_GETPIPE_SZ);
     uint64_t left = cap > 0 ? (uint64_t)cap : (1u << 20);
     while (left > 0) {
-        ssize_t n = read(d->pipe_fd, d->buf, sizeof d->buf);
+        ssize_t n = read(d->pipe_fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return;
         if (d->size + (uint64_t)n > d->max)
             d->size = trim_file(d->file_fd, d->size, d->keep);
-        append(d, d->buf, (size_t)n);
+        append(d, chunk, (size_t)n);
         left = (uint64_t)n >= left ? 0 : left - (uint64_t)n;
     }
 }
 
+void osb_logdrain_flush(struct osb_logdrain *d)
+{
+    if (d->working || d->eof || !file_begin(d))
+        return;
+    flush_open(d);
+    file_end(d);
+}
+
 void osb_logdrain_note(struct osb_logdrain *d, const char *text)
 {
-    if (d->working)
+    if (d->working || !file_begin(d))
         return;
-    osb_logdrain_flush(d);
+    if (!d->eof)
+        flush_open(d);
     size_t n = strlen(text);
     if (d->size + n > d->max)
         d->size = trim_file(d->file_fd, d->size, d->keep);
     append(d, text, n);
+    file_end(d);
 }
 
 bool osb_logdrain_done(const struct osb_logdrain *d)

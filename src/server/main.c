@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -298,6 +299,20 @@ static void stop(struct osb_server *srv)
     osb_reg_free(srv->reg);
 }
 
+/* Each live sandbox holds a descriptor or two here (its log pipe, its
+ * watch): thousands of them need the whole hard limit, not the soft
+ * default (often 1024). Never above the hard limit: that is the admin's. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        osb_warn("raise the open files limit to %llu: %s", (unsigned long long)rl.rlim_max,
+                 strerror(errno));
+}
+
 static int serve(const char *config)
 {
     struct osb_config cfg = {0};
@@ -305,6 +320,7 @@ static int serve(const char *config)
     if (osb_config_load(config, &cfg, &err) < 0)
         return fail("config", &err);
     set_log_level(cfg.server.log_level);
+    raise_nofile();
     if (!api_key_policy(&cfg)) {
         osb_config_free(&cfg);
         return 1;

@@ -525,6 +525,35 @@ def test_exit_watch(t, d):
     d.sandboxes.remove(sb)
 
 
+def fd_targets(pid):
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            out.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            pass
+    return out
+
+
+def test_descriptors(t, d):
+    """Thousands of idle sandboxes share one open files limit: each costs the
+    runtime's process one descriptor (its output pipe), the watch none."""
+    before = fd_targets(d.proc.pid)
+    sbs = [d.create("fds-%d" % i) for i in range(4)]
+    after = fd_targets(d.proc.pid)
+    new = [x for x in after if x not in before]
+    t.ok(len(after) - len(before) == 4 and all(x.startswith("pipe:") for x in new),
+         "four idle sandboxes cost four descriptors, all pipes", new)
+    t.ok(not any("/log" in x or x.startswith("pidfd") or x == "anon_inode:[pidfd]" for x in after),
+         "no log file and no pidfd is held for an idle sandbox", after)
+    os.kill(sbs[0].pid, 9)
+    t.ok(wait_for(lambda: d.exited("fds-0"), 60), "the end of a sandbox watched by inotify is seen")
+    for sb in sbs:
+        d.call("destroy", id=sb.id)
+        d.sandboxes.remove(sb)
+    t.ok(len(fd_targets(d.proc.pid)) == len(before), "destroying them gives the descriptors back")
+
+
 def test_destroy_while_creating(t, d):
     for i in range(5):
         id = "racing-%d" % i
@@ -696,6 +725,7 @@ def main():
         t.run(test_pause_resume, t, d)
         t.run(test_destroy_leaves_nothing, t, d)
         t.run(test_exit_watch, t, d)
+        t.run(test_descriptors, t, d)
         t.run(test_destroy_while_creating, t, d)
         t.run(test_log_bound, t, d)
         t.run(test_bad_input, t, d)

@@ -167,10 +167,14 @@ void osb_init_child(const struct osb_init_spec *s, const struct osb_init_fds *fd
     struct osb_init_trees trees = {.execd = -1, .sysfs = -1};
     if (fds->sync >= 0 && osb_init_userns_enter(s, fds->sync, &trees, &err) < 0)
         fail(errfd, &err);
+    /* The views of its cgroups, while their host paths still show. */
+    struct osb_init_cgviews cg;
+    osb_init_cgviews_clone(&cg);
     /* Rooted at the sandbox's own cgroups: /proc/self/cgroup shows "/". */
     if (unshare(CLONE_NEWCGROUP) < 0)
         osb_err_sys(&err, "new cgroup namespace"), fail(errfd, &err);
-    if (osb_init_rootfs_prepare(s, dirfd, &trees, &rootfd, &layerfd, &err) < 0)
+    struct osb_init_layerdirs ld = {-1, -1};
+    if (osb_init_rootfs_prepare(s, dirfd, &trees, &cg, &rootfd, &layerfd, &ld, &err) < 0)
         fail(errfd, &err);
     close(dirfd);
     /* Kept open across exec for execd to hold (see OSB_SANDBOX_LAYER_FD). */
@@ -190,7 +194,7 @@ void osb_init_child(const struct osb_init_spec *s, const struct osb_init_fds *fd
         fail(errfd, &err);
     close(rootfd);
     osb_init_trace("child: pivoted");
-    if (osb_init_rootfs_finish(s, &err) < 0 || loopback_up(&err) < 0)
+    if (osb_init_rootfs_finish(s, &cg, &ld, &err) < 0 || loopback_up(&err) < 0)
         fail(errfd, &err);
     if (osb_init_volumes_attach(s, vfds, &err) < 0)
         fail(errfd, &err);

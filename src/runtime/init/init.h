@@ -61,15 +61,43 @@ int osb_init_userns_setup(const struct osb_init_spec *s, pid_t pid, int sock,
 int osb_init_userns_enter(const struct osb_init_spec *s, int sock, struct osb_init_trees *t,
                           struct osb_err *err) OSB_MUST_CHECK;
 
+/* cgviews.c: the sandbox's cgroups at /sys/fs/cgroup, read-only binds
+ * cloned before the cgroup namespace is made (the host paths of its
+ * cgroups are known then) and attached after pivot_root. */
+struct osb_init_cgview {
+    char name[128]; /* under /sys/fs/cgroup: the v1 controllers, or "unified" */
+    bool v2;
+    int tree; /* the detached clone */
+};
+struct osb_init_cgviews {
+    struct osb_init_cgview view[16];
+    int n;
+};
+void osb_init_cgviews_clone(struct osb_init_cgviews *v);
+/* skel: a read-only clone of a directory holding one empty directory per
+ * view (rootfs.c makes it), for /sys/fs/cgroup; taken in every case. */
+void osb_init_cgviews_attach(struct osb_init_cgviews *v, int skel);
+void osb_init_cgviews_close(struct osb_init_cgviews *v);
+
 /* rootfs.c: the pieces of the child's root filesystem. Each returns -1 with
  * err naming the step. */
 /* dirfd: the sandbox dir; *layerfd: an O_PATH fd of the writable layer
  * (upper/), for execd to keep. */
+/* Directories of the writable layer's tmpfs that stand in for mounts of
+ * their own (every superblock costs each memory cgroup on the host a slot,
+ * and each cgroup's removal a walk over all of them): read-only clones
+ * made before pivot_root, attached after. -1: none. */
+struct osb_init_layerdirs {
+    int mask;   /* empty: over Docker's masked directories */
+    int cgroup; /* one empty directory per cgroup view: /sys/fs/cgroup */
+};
 int osb_init_rootfs_prepare(const struct osb_init_spec *s, int dirfd,
-                            const struct osb_init_trees *t, int *rootfd, int *layerfd,
+                            const struct osb_init_trees *t, const struct osb_init_cgviews *cg,
+                            int *rootfd, int *layerfd, struct osb_init_layerdirs *ld,
                             struct osb_err *err) OSB_MUST_CHECK;
 int osb_init_rootfs_pivot(int rootfd, struct osb_err *err) OSB_MUST_CHECK;
-int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err) OSB_MUST_CHECK;
+int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_init_cgviews *cg,
+                           struct osb_init_layerdirs *ld, struct osb_err *err) OSB_MUST_CHECK;
 
 /* Mount targets inside the root rootfd (resolved with RESOLVE_IN_ROOT,
  * missing components created): an O_PATH fd of a directory, or of a

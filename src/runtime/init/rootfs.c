@@ -2,21 +2,37 @@
  * mount namespace, so every mount vanishes with the sandbox and none is
  * ever visible on the host:
  *
- *   <sandbox dir>             tmpfs (size = disk limit): upper/ work/ rootfs/
+ *   <sandbox dir>             tmpfs (size = disk limit): upper/ work/ rootfs/,
+ *                             and dev/ mask/ cgroup/ (below)
  *   <sandbox dir>/rootfs      overlay(lower = image, upper, work)
  *   + read-only binds from the host (execd; the host image's /usr, /lib...)
- *   + /dev: tmpfs (nodev) with the host's null zero full random urandom tty
- *     bound in, so device nodes a sandbox makes with CAP_MKNOD are inert
+ *   + /dev: a bind of dev/ (nodev) with the host's null zero full random
+ *     urandom tty bound in, so device nodes a sandbox makes with CAP_MKNOD
+ *     are inert
  *   + /proc, /sys (ro) (before pivot_root: see attach_new)
- *   pivot_root, then /dev/pts, /dev/shm, /dev/mqueue,
- *   Docker's masked and read-only paths, /etc/hosts|hostname|resolv.conf.
+ *   pivot_root, then /dev/pts, /dev/shm, /dev/mqueue, /sys/fs/cgroup
+ *   (cgviews.c), Docker's masked and read-only paths,
+ *   /etc/hosts|hostname|resolv.conf.
+ *
+ * Every superblock a sandbox makes costs each memory cgroup on the host a
+ * slot in its shrinker table (memory that grows with the square of the
+ * sandboxes alive) and each cgroup's removal a walk over all of them, so
+ * what needs no filesystem of its own gets none: /dev, the masks (an empty
+ * mask/) and the skeleton of /sys/fs/cgroup (cgroup/) are directories of
+ * the writable layer's tmpfs, bound.
  *
  * Before pivot_root the image's own paths are untrusted: an image may hold
  * a symlink such as /opt -> /etc aimed at the host. Every path inside the
  * new root is therefore resolved with openat2(RESOLVE_IN_ROOT), which keeps
  * symlinks and ".." inside it; mounts go onto the resulting fds (new mount
  * API, no /proc magic links). After pivot_root the host is unreachable and
- * plain paths are safe. */
+ * plain paths are safe.
+ *
+ * pivot_root stays, though it walks every task on the host (chroot_fs_refs:
+ * ~2 ms per 10000 tasks here): MS_MOVE + chroot would leave the host's
+ * mounts under the new root in every sandbox's namespace, and with them
+ * each network slot's pin and volume claim mounted at the time, which
+ * would then outlive their own sandboxes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -184,13 +200,38 @@ static int bind_device(int devfd, const char *name, struct osb_err *err)
     return bind_fd(src, t, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
 }
 
-/* /dev: a small tmpfs mounted nodev, so only the bound host devices work. */
-static int setup_dev(int rootfd, struct osb_err *err)
+/* A detached clone of top/<name> (an existing directory of the writable
+ * layer's tmpfs): nosuid, nodev, and read-only and noexec unless rw. */
+static int clone_dir(int top, const char *name, bool rw, struct osb_err *err)
+{
+    int t = open_tree(top, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (t < 0)
+        return osb_err_sys(err, "clone the layer's %s directory", name);
+    unsigned attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    struct mount_attr a = {.attr_set = rw ? attrs : attrs | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC};
+    if (mount_setattr(t, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+        close(t);
+        return osb_err_sys(err, "set attributes of the layer's %s directory", name);
+    }
+    return t;
+}
+
+/* The same of a new empty top/<name>. */
+static int layer_dir(int top, const char *name, bool rw, struct osb_err *err)
+{
+    if (mkdirat(top, name, 0755) < 0)
+        return osb_err_sys(err, "create the layer's %s directory", name);
+    return clone_dir(top, name, rw, err);
+}
+
+/* /dev: a directory of the writable layer's tmpfs (no superblock of its
+ * own), bound nodev, so only the bound host devices work. */
+static int setup_dev(int rootfd, int top, struct osb_err *err)
 {
     _cleanup_close_ int target = ensure_dir(rootfd, "/dev", 0755, err);
     if (target < 0)
         return -1;
-    _cleanup_close_ int dev = new_tmpfs("4m", "755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+    _cleanup_close_ int dev = layer_dir(top, "dev", true, err);
     if (dev < 0)
         return -1;
     if (move_mount(dev, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
@@ -322,8 +363,33 @@ static int attach_new(int rootfd, const char *dir, const char *type, int made, s
     return 0;
 }
 
+/* The mask and, with v1 views, the cgroup skeleton (one directory each). */
+static int layer_dirs(int top, const struct osb_init_cgviews *cg, struct osb_init_layerdirs *ld,
+                      struct osb_err *err)
+{
+    ld->mask = layer_dir(top, "mask", false, err);
+    if (ld->mask < 0)
+        return -1;
+    bool v1 = false;
+    for (int i = 0; i < cg->n; i++)
+        v1 |= !cg->view[i].v2;
+    if (!v1)
+        return 0;
+    if (mkdirat(top, "cgroup", 0755) < 0)
+        return osb_err_sys(err, "create the layer's cgroup directory");
+    _cleanup_close_ int d = openat(top, "cgroup", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0)
+        return osb_err_sys(err, "open the layer's cgroup directory");
+    for (int i = 0; i < cg->n; i++)
+        if (mkdirat(d, cg->view[i].name, 0555) < 0)
+            return osb_err_sys(err, "create the cgroup view `%s`", cg->view[i].name);
+    ld->cgroup = clone_dir(top, "cgroup", false, err);
+    return ld->cgroup < 0 ? -1 : 0;
+}
+
 int osb_init_rootfs_prepare(const struct osb_init_spec *s, int dirfd,
-                            const struct osb_init_trees *t, int *rootfd, int *layerfd,
+                            const struct osb_init_trees *t, const struct osb_init_cgviews *cg,
+                            int *rootfd, int *layerfd, struct osb_init_layerdirs *ld,
                             struct osb_err *err)
 {
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -357,7 +423,9 @@ int osb_init_rootfs_prepare(const struct osb_init_spec *s, int dirfd,
     if (attach_new(*rootfd, "/proc", "proc", -1, err) < 0 ||
         attach_new(*rootfd, "/sys", "sysfs", t->sysfs, err) < 0)
         return -1;
-    return setup_dev(*rootfd, err);
+    if (layer_dirs(top, cg, ld, err) < 0)
+        return -1;
+    return setup_dev(*rootfd, top, err);
 }
 
 /* pivot_root(".", "."): the old root ends up stacked on the new one and is
@@ -383,16 +451,35 @@ static int mnt(const char *src, const char *dst, const char *type, unsigned long
     return 0;
 }
 
-static int mask_paths(struct osb_err *err)
+/* A masked directory: an empty read-only tmpfs over it. All of them are
+ * binds of the first, one superblock per sandbox rather than one each
+ * (the kernel walks every superblock's lists whenever a cgroup goes).
+ * first: the path of the one mounted, "" until then. */
+static int mask_dir(const char *path, int mask, char *first, size_t n, struct osb_err *err)
 {
+    if (!*first) {
+        snprintf(first, n, "%s", path);
+        if (move_mount(mask, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+            return osb_err_sys(err, "mask `%s`", path);
+        return 0;
+    }
+    _cleanup_close_ int t = open_tree(AT_FDCWD, first, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (t < 0)
+        return osb_err_sys(err, "clone the mask of `%s`", first);
+    if (move_mount(t, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return osb_err_sys(err, "mask `%s`", path);
+    return 0;
+}
+
+static int mask_paths(int mask, struct osb_err *err)
+{
+    char first[64] = "";
     for (size_t i = 0; i < OSB_ARRAY_LEN(masked); i++) {
         struct stat st;
         if (lstat(masked[i], &st) < 0)
             continue;
-        int r = S_ISDIR(st.st_mode)
-                    ? mnt("tmpfs", masked[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                          "size=0", err)
-                    : mnt("/dev/null", masked[i], NULL, MS_BIND, NULL, err);
+        int r = S_ISDIR(st.st_mode) ? mask_dir(masked[i], mask, first, sizeof first, err)
+                                    : mnt("/dev/null", masked[i], NULL, MS_BIND, NULL, err);
         if (r < 0)
             return -1;
     }
@@ -449,52 +536,8 @@ static int write_etc_files(const struct osb_init_spec *s, struct osb_err *err)
                : 0;
 }
 
-/* Read-only cgroup filesystems at /sys/fs/cgroup, as Docker does: with the
- * cgroup namespace their root is the sandbox's own cgroup, so tools inside
- * (execd's /metrics among them) see the sandbox's limits and usage. The
- * layout mirrors the host's: every hierarchy in /proc/self/cgroup ("N:ctrl:/"
- * lines for v1, "0::/" for v2). Best effort: a hierarchy that cannot be
- * mounted is left out, and readers fall back to /proc. */
-static void mount_cgroups(void)
-{
-    const unsigned long ro = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
-    _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f)
-        return;
-    char line[512], ctrls[16][128];
-    int n = 0;
-    bool v2 = false;
-    while (n < 16 && fgets(line, sizeof line, f)) {
-        char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
-        if (!b)
-            continue;
-        *b = '\0';
-        if (a[1] == '\0')
-            v2 = true;
-        else if (strncmp(a + 1, "name=", 5) != 0)
-            snprintf(ctrls[n++], sizeof ctrls[0], "%s", a + 1);
-    }
-    if (n == 0) {
-        if (v2)
-            mount("cgroup2", "/sys/fs/cgroup", "cgroup2", ro, NULL);
-        return;
-    }
-    if (mount("cgroup", "/sys/fs/cgroup", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "mode=755,size=64k") < 0)
-        return;
-    for (int i = 0; i < n; i++) {
-        char dir[160];
-        snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s", ctrls[i]);
-        if (mkdir(dir, 0555) == 0 && mount("cgroup", dir, "cgroup", ro, ctrls[i]) < 0)
-            rmdir(dir);
-    }
-    if (v2 && mkdir("/sys/fs/cgroup/unified", 0555) == 0 &&
-        mount("cgroup2", "/sys/fs/cgroup/unified", "cgroup2", ro, NULL) < 0)
-        rmdir("/sys/fs/cgroup/unified");
-    mount(NULL, "/sys/fs/cgroup", NULL, MS_REMOUNT | MS_BIND | ro, NULL);
-}
-
-int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err)
+int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_init_cgviews *cg,
+                           struct osb_init_layerdirs *ld, struct osb_err *err)
 {
     const unsigned long nsd = MS_NOSUID | MS_NODEV | MS_NOEXEC;
     if (mnt("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
@@ -502,8 +545,12 @@ int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_err *err)
         mnt("shm", "/dev/shm", "tmpfs", nsd, "mode=1777,size=65536k", err) < 0 ||
         mnt("mqueue", "/dev/mqueue", "mqueue", nsd, NULL, err) < 0)
         return -1;
-    mount_cgroups();
-    if (mask_paths(err) < 0 || write_etc_files(s, err) < 0)
+    osb_init_cgviews_attach(cg, ld->cgroup);
+    ld->cgroup = -1;
+    int r = mask_paths(ld->mask, err);
+    close(ld->mask);
+    ld->mask = -1;
+    if (r < 0 || write_etc_files(s, err) < 0)
         return -1;
     if (osb_mkdir_p(OSB_SANDBOX_RUNDIR, 0755, err) < 0)
         return -1;

@@ -112,6 +112,7 @@ static struct osb_nat *nat_new(const struct osb_rt_config *cfg, uv_loop_t *loop)
     rt->init_path = cfg->init_path ? osb_xstrdup(cfg->init_path) : exe_sibling("osb-sandbox-init");
     rt->closing = true;
     rt->sandboxes_fd = -1;
+    rt->ino_fd = -1;
     osb_idclaim_init(&rt->claim);
     return rt;
 }

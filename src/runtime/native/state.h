@@ -6,7 +6,7 @@
  *   probe.c     can this host do user namespaces (at open)
  *   base.c      lifetime, children, ids and dirs, freeze, liveness, the
  *               creates in flight
- *   watch.c     pidfd + report-pipe watches
+ *   watch.c     how each sandbox ends: its report pipe (by inotify), or a pidfd
  *   log.c       the drain of each sandbox's output pipe; adopt
  *   snapshot.c  freeze, copy the writable layer on the pool (../idshift.c), thaw
  *   destroy.c   destroy, stop, orphans
@@ -61,6 +61,9 @@ struct osb_nat {
     size_t n_kids, cap_kids;
     struct osb_nat_create *creates;
     struct osb_nat_watch *watches;
+    int ino_fd;         /* watch.c's inotify fd, -1 until first used */
+    uv_poll_t ino_poll; /* on ino_fd */
+    bool ino_failed;    /* inotify_init1 failed once: watches hold fds */
     struct osb_nat_log *logs;
     int open_handles;
     bool closing;

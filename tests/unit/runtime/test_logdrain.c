@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,6 +94,55 @@ static void drain_into(const char *dir, const char *what)
     uv_loop_close(&loop);
 }
 
+/* Descriptors of this process that name path. */
+static int fds_on(const char *path)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char l[64], t[4096];
+        snprintf(l, sizeof l, "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(l, t, sizeof t - 1);
+        if (k > 0) {
+            t[k] = '\0';
+            n += strcmp(t, path) == 0;
+        }
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Thousands of idle sandboxes each have a drain: between chunks it holds
+ * only the pipe, and what comes later still lands in the file. */
+static void test_idle_holds_no_file(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/idle.log", dir);
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        abort();
+    struct osb_logdrain *d = NULL;
+    struct osb_err err = {0};
+    OK(osb_logdrain_open(&loop, p[0], path, BOUND, KEEP, &d, &err) == 0, "idle: open");
+    OK(fds_on(path) == 0, "idle: a drain with nothing to write holds no descriptor of its log");
+    if (write(p[1], "hello\n", 6) != 6)
+        abort();
+    while (file_size(path) < 6)
+        uv_run(&loop, UV_RUN_ONCE);
+    OK(fds_on(path) == 0, "idle: nor after it wrote a chunk");
+    osb_logdrain_note(d, "note\n");
+    OK(file_size(path) == 11 && fds_on(path) == 0, "idle: a note is appended, the file closed");
+    close(p[1]);
+    bool closed = false;
+    osb_logdrain_close(d, on_closed, &closed);
+    while (!closed)
+        uv_run(&loop, UV_RUN_ONCE);
+    uv_loop_close(&loop);
+}
+
 static void test_refusals(const char *dir)
 {
     char path[4096], link[4096];
@@ -129,8 +179,10 @@ int main(void)
             continue;
         }
         drain_into(dir, bases[i]);
-        if (i == 0)
+        if (i == 0) {
             test_refusals(dir);
+            test_idle_holds_no_file(dir);
+        }
         osb_fs_discard_tree(dir);
     }
     return tap_done();
