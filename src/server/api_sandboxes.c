@@ -58,9 +58,12 @@ static void start(struct osb_server *srv, struct osb_http_req *req, struct osb_i
     struct created *c = osb_xcalloc(1, sizeof *c);
     c->srv = srv;
     c->req = req;
-    c->job = osb_create_start(srv, spec, on_created, c);
-    if (c->job)
+    /* on_created frees c when the create is over inside the call. */
+    struct osb_create_job *job = osb_create_start(srv, spec, on_created, c);
+    if (job) {
+        c->job = job;
         osb_http_req_on_close(req, on_client_gone, c);
+    }
 }
 
 static void h_create(struct osb_http_req *req, void *ud)
