@@ -9,6 +9,7 @@
 #include "common/random.h"
 #include "common/xalloc.h"
 #include "server/create.h"
+#include "server/pools.h"
 #include "server/server.h"
 #include "server/timefmt.h"
 
@@ -26,6 +27,8 @@ static void on_created(void *ud, struct osb_sbx *s, const struct osb_apierr *e)
 {
     struct osb_http_req *req = ud;
     osb_http_req_on_close(req, NULL, NULL);
+    if (e && e->status == 429) /* admission: try again in a moment */
+        osb_http_add_header(req, "Retry-After", "1");
     if (e)
         osb_apierr_respond(req, e);
     else
@@ -179,6 +182,8 @@ static void h_list(struct osb_http_req *req, void *ud)
     size_t total = 0, first = (size_t)(page - 1) * (size_t)size;
     for (size_t i = 0, n = osb_reg_count(srv->reg); i < n; i++) {
         struct osb_sbx *s = osb_reg_at(srv->reg, i);
+        if (osb_pool_hidden(s)) /* an unclaimed pool member (server/pools.h) */
+            continue;
         if ((by_state && !(mask & (1u << s->state))) || !metadata_match(s, filter))
             continue;
         if (total >= first && total < first + (size_t)size)

@@ -85,6 +85,10 @@ static const struct option options[] = {
      "Otherwise it must be at least min_sandbox_timeout_seconds."},
     {"server", "min_sandbox_timeout_seconds", K_I64, OFF(server.min_sandbox_timeout_seconds), 1,
      TEN_YEARS, "60", false, "Smallest sandbox timeout a client may ask for."},
+    {"server", "admission_wait_seconds", K_I64, OFF(server.admission_wait_seconds), 0, 3600, "30",
+     false,
+     "How long a create waits for room (a pool's member, see docs/pools.md)\n"
+     "before it is answered 429 with Retry-After."},
     {"server", "log_level", K_LOGLEVEL, OFF(server.log_level), 0, 0, "\"info\"", false,
      "One of \"error\", \"warn\", \"info\", \"debug\"."},
     /* upstream (uvicorn) knobs: accepted so upstream files load */
@@ -264,6 +268,7 @@ static void set_defaults(struct osb_config *cfg)
     cfg->server.host = osb_xstrdup("127.0.0.1");
     cfg->server.port = 8080;
     cfg->server.min_sandbox_timeout_seconds = 60;
+    cfg->server.admission_wait_seconds = 30;
     cfg->server.log_level = osb_xstrdup("info");
     cfg->runtime.type = osb_xstrdup("native");
     cfg->runtime.execd_path = default_exe("execd");

@@ -20,6 +20,7 @@ struct osb_config {
         char *eip;                           /* public host[:port] for endpoints; NULL = derive */
         int64_t max_sandbox_timeout_seconds; /* 0 = no cap */
         int64_t min_sandbox_timeout_seconds; /* create timeout below it -> 400; default 60 */
+        int64_t admission_wait_seconds;      /* a create's wait for room, then 429; default 30 */
         char *log_level;                     /* "error" | "warn" | "info" (default) | "debug" */
     } server;
     struct {

@@ -7,6 +7,7 @@
 #include "common/xalloc.h"
 #include "server/complete.h"
 #include "server/create.h"
+#include "server/pools.h"
 #include "server/pull.h"
 #include "server/server.h"
 #include "server/snapshots.h"
@@ -32,6 +33,11 @@ void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const stru
         return; /* osb_create_start frees it */
     osb_spec_release(&job->spec);
     free(job);
+}
+
+bool osb_create_detached(const struct osb_create_job *job)
+{
+    return !job->done;
 }
 
 void osb_create_detach(struct osb_create_job *job)
@@ -81,6 +87,8 @@ static void with_claims(struct osb_create_job *job)
 static void complete(struct osb_create_job *job)
 {
     osb_spec_complete(&job->spec, job->spec.runtime);
+    if (job->spec.pool_member) /* a pool's refill (server/pools.c) */
+        osb_pool_member_prepare(job->srv, &job->spec);
     with_claims(job);
 }
 
@@ -163,7 +171,9 @@ struct osb_create_job *osb_create_start(struct osb_server *srv, struct osb_creat
     job->starting = true;
     if (!job->spec.id[0])
         osb_random_uuid4(job->spec.id);
-    if (choose_backend(job))
+    if (job->spec.pool_ref) /* a claim from a pool: no image work (server/pools.h) */
+        osb_pool_claim(srv, &job->spec, job);
+    else if (choose_backend(job))
         run(job);
     job->starting = false;
     if (!job->finished)

@@ -33,6 +33,9 @@ struct osb_create_job *osb_create_start(struct osb_server *srv, struct osb_creat
  * sandbox stays, as Docker's does. */
 void osb_create_detach(struct osb_create_job *job);
 
-/* ---- for lifecycle.c: the end of the job's last phase ---- */
+/* Whether the job was detached (its answer is not wanted any more). */
+bool osb_create_detached(const struct osb_create_job *job);
+
+/* ---- for lifecycle.c and server/pools.c: the end of the job's last phase ---- */
 void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const struct osb_apierr *e);
 #endif

@@ -46,6 +46,7 @@ struct osb_server {
     int64_t ready_timeout_ms;     /* how long execd gets to answer /ping */
     struct osb_vol_job *vol_jobs; /* claims being made or mounted (server/volumes.c) */
     struct osb_netglue *net;      /* sandbox networking (server/network.c) */
+    struct osb_pools *pools;      /* warm pools (server/pools.c) */
     char **v1_patterns;           /* api.c: the /v1 routes' patterns (osb_api_release) */
     size_t n_v1_patterns;
 };
@@ -141,4 +142,6 @@ extern const struct osb_http_route osb_api_diag_routes[];
 extern const size_t osb_api_diag_nroutes;
 extern const struct osb_http_route osb_api_proxy_routes[];
 extern const size_t osb_api_proxy_nroutes;
+extern const struct osb_http_route osb_api_pool_routes[]; /* api_pools.c */
+extern const size_t osb_api_pool_nroutes;
 #endif
