@@ -18,6 +18,8 @@ struct osb_create_job {
     struct osb_create_spec spec; /* while pulling or making claims */
     osb_create_done done;        /* NULL once detached */
     void *ud;
+    void (*on_detach)(void *); /* a pool claim's: leave its queue at once */
+    void *detach_ud;
     bool starting; /* inside osb_create_start: finish must not free */
     bool finished;
 };
@@ -45,6 +47,14 @@ void osb_create_detach(struct osb_create_job *job)
     /* A pull or claim in flight sees it when it calls back; the lifecycle
      * finishes the job without an answer. */
     job->done = NULL;
+    if (job->on_detach)
+        job->on_detach(job->detach_ud); /* may finish the job */
+}
+
+void osb_create_on_detach(struct osb_create_job *job, void (*fn)(void *), void *ud)
+{
+    job->on_detach = fn;
+    job->detach_ud = ud;
 }
 
 /* A failure before the record exists: logged once, answered, job over. */

@@ -48,6 +48,7 @@ static void waiter_end(struct pool_waiter *w, struct osb_sbx *s, const struct os
 {
     if (e)
         osb_lc_create_failed(w->spec->id, "pool", e->status, e->code, e->msg);
+    osb_create_on_detach(w->job, NULL, NULL);
     osb_create_finish(w->job, s, e);
     uv_timer_stop(&w->timer);
     uv_close((uv_handle_t *)&w->timer, waiter_closed);
@@ -112,6 +113,20 @@ static void on_wait_over(uv_timer_t *t)
     if (p)
         unqueue(p, w);
     exhausted(w);
+}
+
+/* Its client left while it waited: out of the queue at once (so it does
+ * not count towards the refill), nothing to answer. While a member is
+ * being handed over, the hand-over's end sees it (claimed()). */
+static void on_detach(void *ud)
+{
+    struct pool_waiter *w = ud;
+    if (w->claiming)
+        return;
+    struct pool *p = osb_pools_find_uid(w->srv, w->pool_uid);
+    if (p)
+        unqueue(p, w);
+    waiter_end(w, NULL, NULL);
 }
 
 /* --------------------------------------------------------- hand-over */
@@ -282,6 +297,7 @@ void osb_pool_drop_waiters(struct osb_server *srv, struct pool *p, bool answer)
         struct pool_waiter *w = p->wq_head;
         unqueue(p, w);
         if (!answer) {
+            osb_create_on_detach(w->job, NULL, NULL);
             osb_create_detach(w->job);
             waiter_end(w, NULL, NULL);
             continue;
@@ -353,6 +369,7 @@ void osb_pool_claim(struct osb_server *srv, struct osb_create_spec *spec,
     w->timer.data = w;
     uv_timer_start(&w->timer, on_wait_over,
                    (uint64_t)srv->cfg->server.admission_wait_seconds * 1000, 0);
+    osb_create_on_detach(job, on_detach, w);
     push_back(p, w);
     osb_pools_pump(srv, p);
 }

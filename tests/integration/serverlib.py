@@ -5,7 +5,8 @@
     with Server(api_key=None, min_timeout=1, max_timeout=0, extra="", state_dir=None,
                 tmp_dir=None, native="") as s:
         extra: TOML text appended to the config (e.g. an [image] table)
-        native: TOML lines added to its [native] table (e.g. user_namespaces = true);
+        native: TOML lines added to its [native] table (e.g. user_namespaces = true)
+        server: TOML lines added to its [server] table (e.g. admission_wait_seconds = 1);
                 OSB_TEST_USERNS=1 (=0) in the environment adds user_namespaces = true (false) to all
         runtime: the [runtime] type (e.g. "gvisor"); default: $OSB_TEST_RUNTIME (a whole
                  suite against another backend), else the server's (native)
@@ -232,7 +233,7 @@ class ProxyExecd(Client):
 class Server(Client):
     def __init__(self, api_key=None, min_timeout=1, max_timeout=0, extra="", state_dir=None,
                  env=None, start_timeout=10.0, tmp_dir=None, native="", runtime=None,
-                 userns_slots=100):
+                 userns_slots=100, server=""):
         Client.__init__(self, "127.0.0.1", free_port())
         self.api_key = api_key
         self.tmp = tempfile.mkdtemp(prefix="osb-srv-", dir=tmp_dir)
@@ -247,7 +248,7 @@ class Server(Client):
         self._log_pos = 0
         lines = ["[server]", 'host = "127.0.0.1"', "port = %d" % self.port,
                  "min_sandbox_timeout_seconds = %d" % min_timeout,
-                 "max_sandbox_timeout_seconds = %d" % max_timeout]
+                 "max_sandbox_timeout_seconds = %d" % max_timeout, server]
         if api_key:
             lines.append("api_key = %s" % _json.dumps(api_key))
         lines += ["[runtime]", "execd_path = %s" % _json.dumps(EXECD_BIN)]

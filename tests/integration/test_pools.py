@@ -240,7 +240,7 @@ def test_concurrent(s):
 
 
 def test_exhausted():
-    with Server(extra=NONET + "[server]\nadmission_wait_seconds = 1\n") as s:
+    with Server(extra=NONET, server="admission_wait_seconds = 1") as s:
         r = s.post("/v1/pools", json={"name": "e", "template": ours(),
                                       "capacitySpec": cap(0, 0, 0, 0)})
         t.eq(r.status, 201, "a pool that never fills")
@@ -249,6 +249,26 @@ def test_exhausted():
         t.eq(r.headers.get("retry-after"), "1", "with Retry-After")
         t.eq(listed_ids(s), set(), "nothing left behind")
         delete_pool_and_wait(s, "e")
+
+
+def test_disconnect_in_queue(s):
+    import json
+    import socket
+    r = s.post("/v1/pools", json={"name": "q", "template": ours(),
+                                  "capacitySpec": cap(0, 0, 0, 0)})
+    t.eq(r.status, 201, "a pool that never fills")
+    body = json.dumps({"image": {"uri": "host"}, "entrypoint": ["tail", "-f", "/dev/null"],
+                       "extensions": {"poolRef": "q"}}).encode()
+    c = socket.create_connection(("127.0.0.1", s.port))
+    c.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    t.ok(wait_for(lambda: pool(s, "q")["status"]["waiting"] == 1, timeout=10),
+         "the claim waits in the pool's queue", pool(s, "q"))
+    c.close()
+    t.ok(wait_for(lambda: pool(s, "q")["status"]["waiting"] == 0, timeout=10),
+         "a client that disconnects leaves the queue", pool(s, "q"))
+    t.eq(listed_ids(s), set(), "nothing left behind")
+    delete_pool_and_wait(s, "q")
 
 
 def test_dead_member(s):
@@ -386,6 +406,7 @@ def main():
         t.run(test_routes, s, timeout=120)
         t.run(test_claim_applies_request, s, timeout=120)
         t.run(test_pod_template, s, timeout=60)
+        t.run(test_disconnect_in_queue, s, timeout=60)
         t.run(test_dead_member, s, timeout=90)
         t.run(test_concurrent, s, timeout=400)
         t.run(test_restart, s, timeout=120)
