@@ -21,3 +21,5 @@ export EXECD_BIN=$PWD/$BUILD/bin/execd
 # Secure runtimes (issue #11): create-to-ready for native, native+userns and gVisor beside a bare
 # `runsc run`, and the memory of one idle sandbox of each kind.
 /usr/bin/python3 bench/secure_bench.py
+# Warm pools (issue 12): pooled create-to-ready, serially, raw HTTP.
+/usr/bin/python3 bench/pool_bench.py
