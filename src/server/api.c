@@ -13,7 +13,6 @@
 #include "common/xalloc.h"
 #include "common/random.h"
 #include "server/api_egress.h"
-#include "server/pools.h"
 #include "server/server.h"
 #include "server/snapshots.h"
 #include "server/timefmt.h"
@@ -89,7 +88,7 @@ struct osb_sbx *osb_api_find(struct osb_server *srv, struct osb_http_req *req)
 {
     const char *id = osb_http_req_param(req, "id");
     struct osb_sbx *s = id ? osb_reg_get(srv->reg, id) : NULL;
-    if (s && osb_pool_hidden(s)) /* an unclaimed pool member (server/pools.h) */
+    if (s && osb_sbx_pool_member(s)) /* an unclaimed pool member (server/pools.h) */
         s = NULL;
     if (!s)
         osb_apierr_reply(req, "SANDBOX::NOT_FOUND", "Sandbox %s not found.", id ? id : "");

@@ -7,7 +7,6 @@
 #include "common/xalloc.h"
 #include "server/complete.h"
 #include "server/create.h"
-#include "server/pools.h"
 #include "server/pull.h"
 #include "server/server.h"
 #include "server/snapshots.h"
@@ -97,8 +96,8 @@ static void with_claims(struct osb_create_job *job)
 static void complete(struct osb_create_job *job)
 {
     osb_spec_complete(&job->spec, job->spec.runtime);
-    if (job->spec.pool_member) /* a pool's refill (server/pools.c) */
-        osb_pool_member_prepare(job->srv, &job->spec);
+    if (job->spec.pool_member && job->srv->pool_member_prepare) /* a pool's refill */
+        job->srv->pool_member_prepare(job->srv, &job->spec);
     with_claims(job);
 }
 
@@ -155,6 +154,19 @@ static bool choose_backend(struct osb_create_job *job)
     return true;
 }
 
+/* A claim from a pool (server/pools.h): no backend choice, no image work. */
+static void claim(struct osb_create_job *job)
+{
+    if (job->srv->pool_claim) {
+        job->srv->pool_claim(job->srv, &job->spec, job);
+        return;
+    }
+    struct osb_apierr e;
+    osb_apierr(&e, "SANDBOX::POOL_NOT_FOUND", "Pool %s not found (this server has no pools).",
+               job->spec.pool_ref);
+    fail(job, "request", &e);
+}
+
 static void run(struct osb_create_job *job)
 {
     /* The image is resolved once; only one not in the store (nor a
@@ -181,8 +193,8 @@ struct osb_create_job *osb_create_start(struct osb_server *srv, struct osb_creat
     job->starting = true;
     if (!job->spec.id[0])
         osb_random_uuid4(job->spec.id);
-    if (job->spec.pool_ref) /* a claim from a pool: no image work (server/pools.h) */
-        osb_pool_claim(srv, &job->spec, job);
+    if (job->spec.pool_ref)
+        claim(job);
     else if (choose_backend(job))
         run(job);
     job->starting = false;

@@ -51,11 +51,6 @@ struct pool *osb_pools_find_uid(struct osb_server *srv, uint64_t uid)
     return NULL;
 }
 
-bool osb_pool_hidden(const struct osb_sbx *s)
-{
-    return json_object_get(s->spec, "poolMember") != NULL;
-}
-
 /* ------------------------------------------------------------ members */
 
 static bool member_ok(const struct osb_sbx *s)
@@ -550,7 +545,7 @@ static void adopt_members(struct osb_server *srv)
     char(*ids)[64] = osb_xcalloc(n ? n : 1, sizeof *ids);
     for (size_t i = 0; i < n; i++) {
         struct osb_sbx *s = osb_reg_at(srv->reg, i);
-        if (osb_pool_hidden(s))
+        if (osb_sbx_pool_member(s))
             memcpy(ids[k++], s->id, sizeof ids[0]);
     }
     size_t adopted = 0;
@@ -576,6 +571,8 @@ static void adopt_members(struct osb_server *srv)
 int osb_pools_open(struct osb_server *srv, struct osb_err *err)
 {
     srv->pools = osb_xcalloc(1, sizeof *srv->pools);
+    srv->pool_claim = osb_pool_claim;
+    srv->pool_member_prepare = osb_pool_member_prepare;
     if (osb_store_pool_load(srv->store, load_one, srv, err) < 0)
         return osb_err_wrap(err, "load pools");
     adopt_members(srv);

@@ -2,7 +2,7 @@
  * ("members") built from a template, kept idle until a create with
  * extensions.poolRef claims one. A member is an ordinary sandbox record
  * whose spec carries "poolMember" {name, revision, keepRunning}: hidden
- * from the sandbox routes, re-adopted at restart like any live sandbox.
+ * from the sandbox routes (osb_sbx_pool_member, registry.h), re-adopted at restart like any live sandbox.
  * Its execd runs no entrypoint (execd/claim.h) until the claim hands it
  * the request's env and entrypoint; the claim then rewrites the record
  * (createdAt, expiresAt, metadata, entrypoint) and the pool refills in the
@@ -27,9 +27,6 @@ int osb_pools_open(struct osb_server *srv, struct osb_err *err) OSB_MUST_CHECK;
 /* At shutdown: forget the pools (members stay, for the next start);
  * waiting claims are dropped unanswered (the HTTP server is closing). */
 void osb_pools_close(struct osb_server *srv);
-
-/* Whether s is an unclaimed member (the sandbox routes do not show it). */
-bool osb_pool_hidden(const struct osb_sbx *s);
 
 /* create.c, for a refill's spec once it is complete: the member's execd
  * defers the entrypoint, always has an end report (the claim decides

@@ -20,6 +20,7 @@
 #include "server/spec.h"
 #include "server/store.h"
 
+struct osb_create_job;
 struct osb_istore;
 struct osb_pull;
 struct osb_snaps;
@@ -47,7 +48,14 @@ struct osb_server {
     struct osb_vol_job *vol_jobs; /* claims being made or mounted (server/volumes.c) */
     struct osb_netglue *net;      /* sandbox networking (server/network.c) */
     struct osb_pools *pools;      /* warm pools (server/pools.c) */
-    char **v1_patterns;           /* api.c: the /v1 routes' patterns (osb_api_release) */
+    /* Set by osb_pools_open (server/pools.h): what create.c hands a claim
+     * (spec->pool_ref) and a refill's completed spec (spec->pool_member).
+     * Hooks, so that the create pipeline does not depend on the pools that
+     * use it. */
+    void (*pool_claim)(struct osb_server *srv, struct osb_create_spec *spec,
+                       struct osb_create_job *job);
+    void (*pool_member_prepare)(struct osb_server *srv, struct osb_create_spec *spec);
+    char **v1_patterns; /* api.c: the /v1 routes' patterns (osb_api_release) */
     size_t n_v1_patterns;
 };
 
