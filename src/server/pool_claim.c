@@ -297,9 +297,11 @@ void osb_pool_drop_waiters(struct osb_server *srv, struct pool *p, bool answer)
         struct pool_waiter *w = p->wq_head;
         unqueue(p, w);
         if (!answer) {
+            /* Shutdown: the job stays as every create in flight does (its
+             * request may still be closed after this); only the waiter goes. */
             osb_create_on_detach(w->job, NULL, NULL);
-            osb_create_detach(w->job);
-            waiter_end(w, NULL, NULL);
+            uv_timer_stop(&w->timer);
+            uv_close((uv_handle_t *)&w->timer, waiter_closed);
             continue;
         }
         struct osb_apierr e;

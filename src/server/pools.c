@@ -19,9 +19,11 @@
 /* Refill creates in flight per pool: enough to keep up with claims, few
  * enough that a fill does not starve the server's other creates. */
 #define MAX_STARTING 16
-/* After a refill fails (a bad image, the server at capacity): wait this
- * long before the next one instead of spinning. */
+/* After a refill fails (a bad image, the server at capacity): wait before
+ * the next one instead of spinning, 1 s doubling to 32 s while they keep
+ * failing. */
 #define RETRY_MS 1000
+#define RETRY_MAX_SHIFT 5
 
 #define BAD "SANDBOX::INVALID_PARAMETER"
 
@@ -145,8 +147,11 @@ static void on_retry(uv_timer_t *t)
 static void backoff(struct pool *p, const char *why)
 {
     snprintf(p->last_error, sizeof p->last_error, "%s", why);
-    p->backoff_until_ms = osb_mono_ms() + RETRY_MS;
-    uv_timer_start(&p->retry, on_retry, RETRY_MS, 0);
+    uint64_t ms = (uint64_t)RETRY_MS
+                  << (p->failures < RETRY_MAX_SHIFT ? p->failures : RETRY_MAX_SHIFT);
+    p->failures++;
+    p->backoff_until_ms = osb_mono_ms() + (int64_t)ms;
+    uv_timer_start(&p->retry, on_retry, ms, 0);
 }
 
 static void on_member(void *ud, struct osb_sbx *s, const struct osb_apierr *e)
@@ -174,6 +179,7 @@ static void on_member(void *ud, struct osb_sbx *s, const struct osb_apierr *e)
         json_t *pm = json_object_get(s->spec, "poolMember");
         rev = json_integer_value(json_object_get(pm, "revision"));
         p->last_error[0] = '\0';
+        p->failures = 0;
         idle_push(p, s->id, rev);
     }
     osb_pools_pump(srv, p);

@@ -35,6 +35,7 @@ struct pool {
     size_t n_waiting;
     bool pumping, repump;
     int64_t backoff_until_ms; /* after a failed refill: no new one before */
+    unsigned failures;        /* refills failed in a row (the backoff doubles) */
     char last_error[300];
     uv_timer_t retry; /* re-runs the refill when the backoff ends */
     struct pool *next;
