@@ -219,8 +219,8 @@ static void refill(struct osb_server *srv, struct pool *p)
     int64_t target =
         min64(p->cap.pool_max, max64(p->cap.pool_min, p->cap.buffer_min + (int64_t)p->n_waiting));
     int64_t k = max64(1, target / 4), members = cur + p->starting;
-    bool backing_off = osb_mono_ms() < p->backoff_until_ms;
-    while (!backing_off && members < target && p->starting < MAX_STARTING &&
+    /* (A create that fails at once sets the backoff inside the loop.) */
+    while (osb_mono_ms() >= p->backoff_until_ms && members < target && p->starting < MAX_STARTING &&
            members + old < p->cap.pool_max && (old == 0 || p->starting < k)) {
         if (!start_member(srv, p))
             break;
