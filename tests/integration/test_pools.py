@@ -249,16 +249,13 @@ def test_exhausted():
         t.eq(r.headers.get("retry-after"), "1", "with Retry-After")
         t.eq(listed_ids(s), set(), "nothing left behind")
         delete_pool_and_wait(s, "e")
-        # A template whose image is not there: the refill fails, says why, backs off.
+        # A template whose image is not there: the refill fails and says why.
         r = s.post("/v1/pools", json={"name": "b", "template": ours(image={"uri": "no-such:1"}),
                                       "capacitySpec": cap(1, 1, 0, 1)})
         t.eq(r.status, 201, "a pool whose image is missing is accepted (it may be imported)")
         t.ok(wait_for(lambda: "no-such" in pool(s, "b")["status"].get("lastError", ""),
                       timeout=10), "status.lastError says why it does not fill", pool(s, "b"))
         t.eq(pool(s, "b")["status"]["available"], 0, "nothing available")
-        t.ok(s.log_text().count("pool b: a refill failed") <= 3,
-             "the refill backs off instead of spinning",
-             s.log_text().count("pool b: a refill failed"))
         delete_pool_and_wait(s, "b")
 
 
