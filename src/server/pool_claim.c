@@ -12,7 +12,6 @@
 
 #include "common/log.h"
 #include "common/xalloc.h"
-#include "net/policy.h"
 #include "server/create.h"
 #include "server/execd_call.h"
 #include "server/network.h"

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/json.h"
 
 #define BAD "SANDBOX::INVALID_PARAMETER"
 #define MAX_MEMBERS 10000

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
