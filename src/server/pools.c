@@ -23,6 +23,11 @@
  * failing. */
 #define RETRY_MS 1000
 #define RETRY_MAX_SHIFT 5
+/* A refill starts this long after what called for it: starting a member
+ * holds the loop for a few ms (record, network, the runtime's clone), and a
+ * client that just claimed one looks its endpoint up and pings execd next;
+ * those go first. */
+#define REFILL_DEFER_MS 5
 
 #define BAD "SANDBOX::INVALID_PARAMETER"
 
@@ -137,10 +142,22 @@ struct refill {
     uint64_t uid;
 };
 
-static void on_retry(uv_timer_t *t)
+static void on_timer(uv_timer_t *t)
 {
     struct pool *p = t->data;
+    int64_t now = osb_mono_ms();
+    if (now < p->backoff_until_ms) {
+        uv_timer_start(t, on_timer, (uint64_t)(p->backoff_until_ms - now), 0);
+        return;
+    }
+    p->refill_due = true;
     osb_pools_pump(p->srv, p);
+}
+
+static void refill_soon(struct pool *p)
+{
+    if (!uv_is_active((uv_handle_t *)&p->timer))
+        uv_timer_start(&p->timer, on_timer, REFILL_DEFER_MS, 0);
 }
 
 static void backoff(struct pool *p, const char *why)
@@ -150,7 +167,7 @@ static void backoff(struct pool *p, const char *why)
                   << (p->failures < RETRY_MAX_SHIFT ? p->failures : RETRY_MAX_SHIFT);
     p->failures++;
     p->backoff_until_ms = osb_mono_ms() + (int64_t)ms;
-    uv_timer_start(&p->retry, on_retry, ms, 0);
+    uv_timer_start(&p->timer, on_timer, ms, 0);
 }
 
 static void on_member(void *ud, struct osb_sbx *s, const struct osb_apierr *e)
@@ -248,7 +265,12 @@ void osb_pools_pump(struct osb_server *srv, struct pool *p)
         p->repump = false;
         purge(srv, p);
         osb_pool_serve(srv, p);
-        refill(srv, p);
+        if (p->refill_due) {
+            p->refill_due = false;
+            refill(srv, p);
+        } else {
+            refill_soon(p);
+        }
     } while (p->repump);
     p->pumping = false;
 }
@@ -340,8 +362,8 @@ static struct pool *pool_new(struct osb_server *srv, const char *name)
     p->uid = ++srv->pools->next_uid;
     p->srv = srv;
     snprintf(p->name, sizeof p->name, "%s", name);
-    uv_timer_init(srv->loop, &p->retry);
-    p->retry.data = p;
+    uv_timer_init(srv->loop, &p->timer);
+    p->timer.data = p;
     p->next = srv->pools->head;
     srv->pools->head = p;
     return p;
@@ -373,7 +395,7 @@ static void unlink_pool(struct osb_server *srv, struct pool *p)
             *pp = p->next;
             break;
         }
-    uv_close((uv_handle_t *)&p->retry, pool_closed);
+    uv_close((uv_handle_t *)&p->timer, pool_closed);
 }
 
 /* name, template and capacitySpec of a POST or PUT body, checked. */

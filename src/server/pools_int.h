@@ -37,7 +37,8 @@ struct pool {
     int64_t backoff_until_ms; /* after a failed refill: no new one before */
     unsigned failures;        /* refills failed in a row (the backoff doubles) */
     char last_error[300];
-    uv_timer_t retry; /* re-runs the refill when the backoff ends */
+    uv_timer_t timer; /* runs the refill: soon after a change, or when the backoff ends */
+    bool refill_due;  /* the timer fired: this pump refills */
     struct pool *next;
 };
 
@@ -48,8 +49,8 @@ struct osb_pools {
 
 struct pool *osb_pools_find(struct osb_server *srv, const char *name);
 struct pool *osb_pools_find_uid(struct osb_server *srv, uint64_t uid);
-/* Serve waiters with idle members, then refill; re-entrant (a nested call
- * makes the outer one loop once more). */
+/* Serve waiters with idle members now, refill soon (REFILL_DEFER_MS);
+ * re-entrant (a nested call makes the outer one loop once more). */
 void osb_pools_pump(struct osb_server *srv, struct pool *p);
 /* Takes the oldest idle member of the current revision; false when none. */
 bool osb_pools_take(struct osb_server *srv, struct pool *p, struct pool_member *out);
