@@ -235,6 +235,17 @@ static void refill(struct osb_server *srv, struct pool *p)
     int64_t target =
         min64(p->cap.pool_max, max64(p->cap.pool_min, p->cap.buffer_min + (int64_t)p->n_waiting));
     int64_t k = max64(1, target / 4), members = cur + p->starting;
+    /* No room under poolMax for the replacements a roll-over may have in
+     * flight (k): old members make it, before they are replaced. */
+    if (old > 0 && members < target && osb_mono_ms() >= p->backoff_until_ms) {
+        int64_t want = min64(k - p->starting, target - members);
+        int64_t room = p->cap.pool_max - (members + old);
+        int64_t n = min64(old, want - room);
+        if (n > 0) {
+            release_idle(srv, p, n, true);
+            old -= n;
+        }
+    }
     /* (A create that fails at once sets the backoff inside the loop.) */
     while (osb_mono_ms() >= p->backoff_until_ms && members < target && p->starting < MAX_STARTING &&
            members + old < p->cap.pool_max && (old == 0 || p->starting < k)) {
@@ -242,9 +253,6 @@ static void refill(struct osb_server *srv, struct pool *p)
             break;
         members++;
     }
-    /* No room for a replacement: make some, k at most. */
-    if (old > 0 && members < target && members + old >= p->cap.pool_max)
-        release_idle(srv, p, min64(k, old), true);
     /* Replacements ready: the old ones go. */
     if (old > 0 && cur + old > target)
         release_idle(srv, p, min64(old, cur + old - target), true);
