@@ -39,4 +39,6 @@ want admission && /usr/bin/python3 bench/admission_bench.py
 # the JS SDK, execd through an endpoint, density, and the peers (bwrap, crun, runc, runsc,
 # docker run --rm) in interleaved rounds: one table, and JSON in $BUILD/bench/create.json.
 want create && /usr/bin/python3 bench/create_bench.py "${quick[@]}" --json "$BUILD/bench/create.json"
+# Warm pools (issue 12): pooled create-to-ready, serially, raw HTTP.
+want pool && /usr/bin/python3 bench/pool_bench.py
 exit 0

@@ -27,6 +27,7 @@
 #include "common/random.h"
 #include "common/version.h"
 #include "common/xalloc.h"
+#include "execd/claim.h"
 #include "execd/execd.h"
 #include "execd/pool.h"
 #include "execd/spawn.h"
@@ -40,6 +41,7 @@
 struct pid1 {
     struct osb_execd *x;
     int report_fd;
+    bool keep_running; /* a claimed pool member's keep-alive entrypoint: no report */
 };
 
 /* The runtime holds a copy of the read end (taken from our fd table with
@@ -48,7 +50,7 @@ struct pid1 {
  * before the runtime had a chance to take its copy. */
 static void report_end(struct pid1 *p, enum osb_end_kind kind, int value)
 {
-    if (p->report_fd < 0)
+    if (p->report_fd < 0 || p->keep_running)
         return;
     char line[OSB_ENDREPORT_MAX];
     struct osb_endreport r = {kind, value};
@@ -316,6 +318,15 @@ static void start_entrypoint(char **argv, struct pid1 *p)
     osb_execd_watch_child(p->x, pid, on_entrypoint_exit, p);
 }
 
+/* A claimed pool member's entrypoint (execd/claim.h). */
+static void start_claimed(char **argv, bool keep_running, void *ud)
+{
+    struct pid1 *p = ud;
+    p->keep_running = keep_running;
+    osb_info("claimed: starting the entrypoint %s", argv[0]);
+    start_entrypoint(argv, p);
+}
+
 /* The report pipe: its read end at fd n for the runtime (close-on-exec,
  * and execd non-dumpable so no process in the sandbox reaches it through
  * /proc/1/fd); execd keeps the write end. */
@@ -476,6 +487,9 @@ int main(int argc, char **argv)
     uv_signal_start(&sigint, on_term, SIGINT);
 
     struct pid1 p1 = {.x = &execd, .report_fd = -1};
+    bool deferred = osb_execd_claim_deferred();
+    if (deferred)
+        osb_execd_claim_routes(&execd, o.entry, start_claimed, &p1);
     if (apply_image_defaults(&execd, &o) < 0 || listen_all(&execd, &o) < 0 ||
         (o.report_fd >= 0 && open_report(o.report_fd, &p1) < 0) ||
         (o.report_to_fd >= 0 && take_report(o.report_to_fd, &p1) < 0))
@@ -485,7 +499,7 @@ int main(int argc, char **argv)
         (void)w;
         close(o.ready_fd);
     }
-    if (o.entry)
+    if (o.entry && !deferred)
         start_entrypoint(o.entry, &p1);
     osb_info("listening on port %d%s%s%s (pid %d)", o.port, o.unix_path ? " and unix:" : "",
              o.unix_path ? o.unix_path : "", o.listen_fd >= 0 ? " and the runtime's socket" : "",

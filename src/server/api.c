@@ -88,6 +88,8 @@ struct osb_sbx *osb_api_find(struct osb_server *srv, struct osb_http_req *req)
 {
     const char *id = osb_http_req_param(req, "id");
     struct osb_sbx *s = id ? osb_reg_get(srv->reg, id) : NULL;
+    if (s && osb_sbx_pool_member(s)) /* an unclaimed pool member (server/pools.h) */
+        s = NULL;
     if (!s)
         osb_apierr_reply(req, "SANDBOX::NOT_FOUND", "Sandbox %s not found.", id ? id : "");
     return s;
@@ -283,6 +285,7 @@ void osb_api_register(struct osb_server *srv)
     add_table(srv, osb_api_proxy_routes, osb_api_proxy_nroutes);
     add_table(srv, osb_api_snapshot_routes, osb_api_snapshot_nroutes);
     add_table(srv, osb_api_misc_routes, osb_api_misc_nroutes);
+    add_table(srv, osb_api_pool_routes, osb_api_pool_nroutes);
     static const struct osb_http_route fallback = {NULL, "*rest", h_fallback, OSB_ROUTE_NO_BODY,
                                                    NULL};
     osb_http_server_add_routes(srv->http, &fallback, 1);

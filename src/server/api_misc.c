@@ -1,6 +1,6 @@
 /* Server-only routes (protocol.md 1.11) and the features of later issues:
- * /health, the JS SDK's fire-and-forget metrics POST, pools (Kubernetes
- * only upstream). */
+ * /health and the JS SDK's fire-and-forget metrics POST. Pools are in
+ * api_pools.c. */
 #include "server/server.h"
 
 static void h_health(struct osb_http_req *req, void *ud)
@@ -17,17 +17,8 @@ static void h_metrics_event(struct osb_http_req *req, void *ud)
     osb_http_respond_empty(req, 204);
 }
 
-static void h_pools(struct osb_http_req *req, void *ud)
-{
-    (void)ud;
-    osb_apierr_reply(req, "KUBERNETES::POOL_NOT_SUPPORTED",
-                     "Pool management is only available when runtime.type is 'kubernetes'.");
-}
-
 const struct osb_http_route osb_api_misc_routes[] = {
     {"GET", "/health", h_health, OSB_ROUTE_NO_BODY, NULL},
     {"POST", "/metrics/events", h_metrics_event, 0, NULL},
-    {NULL, "/pools", h_pools, 0, NULL},
-    {NULL, "/pools/:name", h_pools, 0, NULL},
 };
 const size_t osb_api_misc_nroutes = sizeof osb_api_misc_routes / sizeof osb_api_misc_routes[0];

@@ -219,6 +219,8 @@ static void h_list(struct osb_http_req *req, void *ud)
     size_t total = 0, first = (size_t)(page - 1) * (size_t)size;
     for (size_t i = 0, n = osb_reg_count(srv->reg); i < n; i++) {
         struct osb_sbx *s = osb_reg_at(srv->reg, i);
+        if (osb_sbx_pool_member(s)) /* an unclaimed pool member (server/pools.h) */
+            continue;
         if ((by_state && !(mask & (1u << s->state))) || !metadata_match(s, filter))
             continue;
         if (total >= first && total < first + (size_t)size)

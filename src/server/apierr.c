@@ -37,6 +37,12 @@ static const struct code_row codes[] = {
     ROW("SANDBOX::INVALID_PORT", 400),
     ROW("SANDBOX::API_NOT_SUPPORTED", 400),
     ROW("SANDBOX::UNSUPPORTED_POOL_REF", 400),
+    /* pools (server/pools.c): a claim naming no pool; a claim that waited
+     * admission_wait_seconds for a member in vain; the pool routes */
+    ROW("SANDBOX::POOL_NOT_FOUND", 400),
+    ROW("SANDBOX::POOL_EXHAUSTED", 429),
+    ROW("POOL::NOT_FOUND", 404),
+    ROW("POOL::ALREADY_EXISTS", 409),
     ROW("SANDBOX::RUNTIME_NOT_ALLOWED", 400),
     ROW("SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED", 400),
     /* a bad value (in the past, over the cap) ... */
@@ -173,7 +179,7 @@ void osb_apierr_respond(struct osb_http_req *req, const struct osb_apierr *e)
  * keep their statuses. */
 static const struct osb_status_rule lifecycle_rules[] = {
     {"GET", "/sandboxes", "400 401 500"},
-    {"POST", "/sandboxes", "400 401 409 500"},
+    {"POST", "/sandboxes", "400 401 409 429 500"}, /* 429: admission (pools) */
     {"GET", "/sandboxes/:id", "401 403 404 500"},
     {"DELETE", "/sandboxes/:id", "401 403 404 409 500"},
     {"PATCH", "/sandboxes/:id/metadata", "400 401 403 404 409 500"},

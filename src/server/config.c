@@ -96,7 +96,9 @@ static const struct option options[] = {
      "Creates in progress at once; more wait in a FIFO queue; 0 = no cap.\n"
      "Unset: the number of online CPUs (measured best: docs/configuration.md)."},
     {"server", "admission_wait_seconds", K_I64, OFF(server.admission_wait_seconds), 0, 3600, "30",
-     false, "How long a create waits for room before its 429; 0 = fail at once."},
+     false,
+     "How long a create waits for room (under the caps above, or a pool's\n"
+     "member: docs/pools.md) before its 429 with Retry-After; 0 = fail at once."},
     /* upstream (uvicorn) knobs: accepted so upstream files load */
     {"server", "timeout_keep_alive", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"server", "limit_concurrency", K_IGNORED, 0, 0, 0, NULL, false, NULL},

@@ -19,12 +19,14 @@ struct osb_create_job {
     struct osb_create_spec spec; /* while pulling or making claims */
     osb_create_done done;        /* NULL once detached */
     void *ud;
+    void (*on_detach)(void *); /* a pool claim's: leave its queue at once */
+    void *detach_ud;
     bool starting; /* inside osb_create_start: finish must not free */
     bool finished;
     struct osb_admit_slot adm; /* admission (admit.h) */
 };
 
-static void finish(struct osb_create_job *job, struct osb_sbx *s, const struct osb_apierr *e)
+void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const struct osb_apierr *e)
 {
     osb_create_done done = job->done;
     job->done = NULL;
@@ -44,6 +46,11 @@ static void job_free(struct osb_create_job *job)
     free(job);
 }
 
+bool osb_create_detached(const struct osb_create_job *job)
+{
+    return !job->done;
+}
+
 void osb_create_detach(struct osb_create_job *job)
 {
     if (job->adm.state == OSB_ADMIT_QUEUED) {
@@ -55,20 +62,28 @@ void osb_create_detach(struct osb_create_job *job)
     /* A pull or claim in flight sees it when it calls back; the lifecycle
      * finishes the job without an answer. */
     job->done = NULL;
+    if (job->on_detach)
+        job->on_detach(job->detach_ud); /* may finish the job */
+}
+
+void osb_create_on_detach(struct osb_create_job *job, void (*fn)(void *), void *ud)
+{
+    job->on_detach = fn;
+    job->detach_ud = ud;
 }
 
 /* A failure before the record exists: logged once, answered, job over. */
 static void fail(struct osb_create_job *job, const char *phase, const struct osb_apierr *e)
 {
     osb_lc_create_failed(job->spec.id, phase, e->status, e->code, e->msg);
-    finish(job, NULL, e);
+    osb_create_finish(job, NULL, e);
 }
 
 static void with_claims(struct osb_create_job *job);
 
 static void lc_done(void *ud, struct osb_sbx *s, const struct osb_apierr *e)
 {
-    finish(ud, s, e);
+    osb_create_finish(ud, s, e);
 }
 
 static void on_claims(void *ud, const struct osb_apierr *e)
@@ -77,7 +92,7 @@ static void on_claims(void *ud, const struct osb_apierr *e)
     if (e)
         fail(job, "volumes", e);
     else if (!job->done)
-        finish(job, NULL, NULL); /* detached: nothing was created */
+        osb_create_finish(job, NULL, NULL); /* detached: nothing was created */
     else
         with_claims(job);
 }
@@ -102,6 +117,8 @@ static void with_claims(struct osb_create_job *job)
 static void complete(struct osb_create_job *job)
 {
     osb_spec_complete(&job->spec, job->spec.runtime);
+    if (job->spec.pool_member && job->srv->pool_member_prepare) /* a pool's refill */
+        job->srv->pool_member_prepare(job->srv, &job->spec);
     with_claims(job);
 }
 
@@ -143,7 +160,7 @@ static void on_pulled(void *ud, const struct osb_err *err)
         osb_pull_apierr(err, job->spec.image, &e);
         fail(job, "image", &e);
     } else if (!job->done) {
-        finish(job, NULL, NULL);
+        osb_create_finish(job, NULL, NULL);
     } else {
         osb_admit_resume(job->srv, &job->adm, on_resumed);
     }
@@ -171,6 +188,19 @@ static bool choose_backend(struct osb_create_job *job)
         spec->image = osb_xstrdup(image);
     }
     return true;
+}
+
+/* A claim from a pool (server/pools.h): no backend choice, no image work. */
+static void claim(struct osb_create_job *job)
+{
+    if (job->srv->pool_claim) {
+        job->srv->pool_claim(job->srv, &job->spec, job);
+        return;
+    }
+    struct osb_apierr e;
+    osb_apierr(&e, "SANDBOX::POOL_NOT_FOUND", "Pool %s not found (this server has no pools).",
+               job->spec.pool_ref);
+    fail(job, "request", &e);
 }
 
 static void run(struct osb_create_job *job)
@@ -217,7 +247,10 @@ struct osb_create_job *osb_create_start(struct osb_server *srv, struct osb_creat
     job->starting = true;
     if (!job->spec.id[0])
         osb_random_uuid4(job->spec.id);
-    osb_admit(srv, &job->adm, on_admit);
+    if (job->spec.pool_ref)
+        claim(job);
+    else
+        osb_admit(srv, &job->adm, on_admit);
     job->starting = false;
     if (!job->finished)
         return job;

@@ -38,4 +38,12 @@ void osb_create_detach(struct osb_create_job *job);
 /* Waiting for admission (admit.h): detaching it now leaves nothing. */
 bool osb_create_queued(const struct osb_create_job *job);
 
+/* Whether the job was detached (its answer is not wanted any more). */
+bool osb_create_detached(const struct osb_create_job *job);
+/* For a job waiting in a queue (server/pool_claim.c): fn(ud) runs when the
+ * job is detached (fn NULL: no longer). */
+void osb_create_on_detach(struct osb_create_job *job, void (*fn)(void *), void *ud);
+
+/* ---- for server/pool_claim.c: the end of a claim ---- */
+void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const struct osb_apierr *e);
 #endif

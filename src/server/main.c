@@ -31,6 +31,7 @@
 #include "server/image_cli.h"
 #include "server/network.h"
 #include "server/pull.h"
+#include "server/pools.h"
 #include "server/server.h"
 #include "server/snapshots.h"
 #include "server/volumes.h"
@@ -268,6 +269,8 @@ static int start(struct osb_server *srv)
         return fail("load snapshots", &err);
     if (osb_network_open(srv, &err) < 0)
         return fail("network", &err);
+    if (osb_pools_open(srv, &err) < 0)
+        return fail("pools", &err);
     srv->http = osb_http_server_new(srv->loop);
     osb_api_register(srv);
     if (osb_http_listen_tcp(srv->http, cfg->server.host, cfg->server.port, &err) < 0)
@@ -285,6 +288,7 @@ static void stop(struct osb_server *srv)
     if (srv->http)
         osb_http_server_close(srv->http);
     osb_admit_close(srv);
+    osb_pools_close(srv);
     osb_lc_close(srv);
     osb_backends_close(srv);
     osb_network_close(srv);

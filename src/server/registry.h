@@ -46,6 +46,13 @@ struct osb_sbx {
     struct osb_sbx *hnext;    /* hash chain */
 };
 
+/* Whether s is a warm pool's unclaimed member (server/pools.h): the
+ * sandbox routes do not show it. Its record's spec says so. */
+static inline bool osb_sbx_pool_member(const struct osb_sbx *s)
+{
+    return json_object_get(s->spec, "poolMember") != NULL;
+}
+
 struct osb_sbx *osb_sbx_new(const char *id);
 void osb_sbx_free(struct osb_sbx *s);
 /* Sets state, reason and message (copied; NULL allowed) and the

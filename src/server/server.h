@@ -20,6 +20,7 @@
 #include "server/spec.h"
 #include "server/store.h"
 
+struct osb_create_job;
 struct osb_istore;
 struct osb_pull;
 struct osb_snaps;
@@ -48,7 +49,15 @@ struct osb_server {
     struct osb_netglue *net;      /* sandbox networking (server/network.c) */
     struct osb_admit *admit;      /* the admission queue (server/admit.c) */
     struct osb_idem *idem;        /* idempotency keys in flight (server/idem.c) */
-    char **v1_patterns;           /* api.c: the /v1 routes' patterns (osb_api_release) */
+    struct osb_pools *pools;      /* warm pools (server/pools.c) */
+    /* Set by osb_pools_open (server/pools.h): what create.c hands a claim
+     * (spec->pool_ref) and a refill's completed spec (spec->pool_member).
+     * Hooks, so that the create pipeline does not depend on the pools that
+     * use it. */
+    void (*pool_claim)(struct osb_server *srv, struct osb_create_spec *spec,
+                       struct osb_create_job *job);
+    void (*pool_member_prepare)(struct osb_server *srv, struct osb_create_spec *spec);
+    char **v1_patterns; /* api.c: the /v1 routes' patterns (osb_api_release) */
     size_t n_v1_patterns;
 };
 
@@ -146,4 +155,6 @@ extern const struct osb_http_route osb_api_diag_routes[];
 extern const size_t osb_api_diag_nroutes;
 extern const struct osb_http_route osb_api_proxy_routes[];
 extern const size_t osb_api_proxy_nroutes;
+extern const struct osb_http_route osb_api_pool_routes[]; /* api_pools.c */
+extern const size_t osb_api_pool_nroutes;
 #endif

@@ -852,10 +852,17 @@ static int parse_extensions(json_t *body, struct osb_create_spec *out, struct os
         if (!json_is_string(v))
             return osb_apierr(e, BAD, "field 'extensions.%s' must be a string", k);
     }
-    if (osb_json_field(x, "poolRef"))
-        return osb_apierr(e, "SANDBOX::UNSUPPORTED_POOL_REF",
-                          "field 'extensions.poolRef': pools are only available with the "
-                          "Kubernetes runtime");
+    json_t *pool = osb_json_field(x, "poolRef");
+    if (pool) {
+        /* whether the pool exists is the claim's question (server/pools.c) */
+        const char *n = json_string_value(pool);
+        if (!*n || strlen(n) > 63 ||
+            strspn(n, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(n))
+            return osb_apierr(e, BAD,
+                              "field 'extensions.poolRef' must be a pool name (lower-case "
+                              "letters, digits and '-', at most 63 characters)");
+        out->pool_ref = osb_xstrdup(n);
+    }
     json_t *rt = osb_json_field(x, "runtime");
     if (rt) {
         /* which backend may run it is the server's call (backends.c); here
@@ -903,6 +910,8 @@ void osb_spec_free(struct osb_create_spec *s)
     free(s->image);
     free(s->snapshot_id);
     free(s->runtime_req);
+    free(s->pool_ref);
+    free(s->pool_member);
     free(s->auth_user);
     if (s->auth_pass)
         explicit_bzero(s->auth_pass, strlen(s->auth_pass));
@@ -946,5 +955,10 @@ json_t *osb_spec_record(const struct osb_create_spec *s)
             json_array_append_new(vols, volume_record(&s->volumes[i]));
         json_object_set_new(r, "volumes", vols);
     }
+    if (s->pool_member) /* server/pools.c: never shown (the API picks its fields) */
+        json_object_set_new(r, "poolMember",
+                            json_pack("{s:s,s:I,s:b}", "name", s->pool_member, "revision",
+                                      (json_int_t)s->pool_rev, "keepRunning",
+                                      s->pool_keep_running));
     return r;
 }

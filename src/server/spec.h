@@ -70,6 +70,15 @@ struct osb_create_spec {
     struct osb_volume *volumes;
     size_t n_volumes;
     char id[37]; /* the sandbox id (a uuid4), set by the handler after parsing */
+    /* Pools (server/pools.c). pool_ref: extensions.poolRef, a claim from
+     * that pool. pool_member: set by a pool's refill, never parsed: the
+     * sandbox is that pool's idle member, built from template revision
+     * pool_rev; pool_keep_running is its template's keep_running (the
+     * member itself always has an end report: see osb_pool_member_prepare). */
+    char *pool_ref;
+    char *pool_member;
+    int64_t pool_rev;
+    bool pool_keep_running;
 };
 
 struct osb_spec_limits {

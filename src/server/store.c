@@ -37,6 +37,9 @@ static const char schema[] =
     "CREATE INDEX IF NOT EXISTS events_by_sandbox ON events(sandbox_id, seq);"
     "CREATE TABLE IF NOT EXISTS snapshots ("
     " id TEXT PRIMARY KEY,"
+    " record TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS pools ("
+    " name TEXT PRIMARY KEY,"
     " record TEXT NOT NULL);";
 
 enum {
@@ -50,6 +53,9 @@ enum {
     Q_SNAP_PUT,
     Q_SNAP_DEL,
     Q_SNAP_LOAD,
+    Q_POOL_PUT,
+    Q_POOL_DEL,
+    Q_POOL_LOAD,
     Q_BEGIN,
     Q_COMMIT,
     Q_ROLLBACK,
@@ -74,6 +80,9 @@ static const char *const queries[Q_COUNT] = {
     [Q_SNAP_PUT] = "INSERT OR REPLACE INTO snapshots (id, record) VALUES (?1, ?2)",
     [Q_SNAP_DEL] = "DELETE FROM snapshots WHERE id = ?1",
     [Q_SNAP_LOAD] = "SELECT record FROM snapshots",
+    [Q_POOL_PUT] = "INSERT OR REPLACE INTO pools (name, record) VALUES (?1, ?2)",
+    [Q_POOL_DEL] = "DELETE FROM pools WHERE name = ?1",
+    [Q_POOL_LOAD] = "SELECT record FROM pools",
     [Q_BEGIN] = "BEGIN IMMEDIATE",
     [Q_COMMIT] = "COMMIT",
     [Q_ROLLBACK] = "ROLLBACK",
@@ -379,9 +388,10 @@ int osb_store_snap_delete(struct osb_store *st, const char *id, struct osb_err *
     return step_done(st, Q_SNAP_DEL, err);
 }
 
-int osb_store_snap_load(struct osb_store *st, osb_store_snap_cb cb, void *ud, struct osb_err *err)
+static int load_records(struct osb_store *st, int qi, osb_store_snap_cb cb, void *ud,
+                        struct osb_err *err)
 {
-    sqlite3_stmt *q = st->q[Q_SNAP_LOAD];
+    sqlite3_stmt *q = st->q[qi];
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         json_t *j = col_json(q, 0, true);
@@ -389,5 +399,31 @@ int osb_store_snap_load(struct osb_store *st, osb_store_snap_cb cb, void *ud, st
         json_decref(j);
     }
     sqlite3_reset(q);
-    return rc == SQLITE_DONE ? 0 : db_err(st, err, queries[Q_SNAP_LOAD]);
+    return rc == SQLITE_DONE ? 0 : db_err(st, err, queries[qi]);
+}
+
+int osb_store_snap_load(struct osb_store *st, osb_store_snap_cb cb, void *ud, struct osb_err *err)
+{
+    return load_records(st, Q_SNAP_LOAD, cb, ud, err);
+}
+
+/* ---------------------------------------------------------------- pools */
+
+int osb_store_pool_put(struct osb_store *st, const char *name, const json_t *record,
+                       struct osb_err *err)
+{
+    bind_text(st->q[Q_POOL_PUT], 1, name);
+    bind_json(st->q[Q_POOL_PUT], 2, record);
+    return step_done(st, Q_POOL_PUT, err);
+}
+
+int osb_store_pool_delete(struct osb_store *st, const char *name, struct osb_err *err)
+{
+    bind_text(st->q[Q_POOL_DEL], 1, name);
+    return step_done(st, Q_POOL_DEL, err);
+}
+
+int osb_store_pool_load(struct osb_store *st, osb_store_snap_cb cb, void *ud, struct osb_err *err)
+{
+    return load_records(st, Q_POOL_LOAD, cb, ud, err);
 }

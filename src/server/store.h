@@ -56,6 +56,14 @@ int osb_store_snap_load(struct osb_store *st, osb_store_snap_cb cb, void *ud,
  * (server/idem.c). */
 struct sqlite3 *osb_store_db(struct osb_store *st);
 
+/* Pool records (server/pools.c owns their JSON shape), keyed by name. */
+int osb_store_pool_put(struct osb_store *st, const char *name, const json_t *record,
+                       struct osb_err *err) OSB_MUST_CHECK;
+int osb_store_pool_delete(struct osb_store *st, const char *name,
+                          struct osb_err *err) OSB_MUST_CHECK;
+int osb_store_pool_load(struct osb_store *st, osb_store_snap_cb cb, void *ud,
+                        struct osb_err *err) OSB_MUST_CHECK;
+
 /* Events kept per sandbox; older ones are dropped as new ones arrive. */
 #define OSB_STORE_MAX_EVENTS 1000
 #endif

@@ -1,6 +1,7 @@
 /* CreateSandboxRequest parsing, label rules and timestamps (src/server/spec.c,
  * timefmt.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/spec.h"
@@ -175,8 +176,9 @@ static void test_invalid(void)
     expect_error("{" BASE ",\"credentialProxy\":{\"enabled\":true}}", 400,
                  "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED", "credentialProxy");
     expect_error("{" BASE ",\"secureAccess\":true}", 400, bad, "secureAccess");
-    expect_error("{" BASE ",\"extensions\":{\"poolRef\":\"p\"}}", 400,
-                 "SANDBOX::UNSUPPORTED_POOL_REF", "poolRef");
+    expect_error("{" BASE ",\"extensions\":{\"poolRef\":\"Pool A\"}}", 400, bad,
+                 "extensions.poolRef");
+    expect_error("{" BASE ",\"extensions\":{\"poolRef\":\"\"}}", 400, bad, "extensions.poolRef");
     expect_error("{" BASE ",\"extensions\":{\"runtime\":\"\"}}", 400,
                  "SANDBOX::RUNTIME_NOT_ALLOWED", "extensions.runtime");
     expect_error("{" BASE ",\"extensions\":{\"runtime\":\"G Visor\"}}", 400,
@@ -395,8 +397,31 @@ static void test_time(void)
     IS_INT(osb_timefmt_parse("2024-02-29T00:00:00Z", &us), 0, "leap day");
 }
 
+/* extensions.poolRef is kept for the claim; a pool member's record says
+ * which pool and revision (and never reaches the API: server/api.c picks
+ * its fields). */
+static void test_pool_ref(void)
+{
+    struct osb_create_spec spec;
+    struct osb_apierr e = {0};
+    IS_INT(parse("{" BASE ",\"extensions\":{\"poolRef\":\"pool-a\"}}", &spec, &e), 0,
+           "poolRef parses");
+    IS_STR(spec.pool_ref, "pool-a", "  kept as spec.pool_ref");
+    spec.pool_member = strdup("pool-a");
+    spec.pool_rev = 3;
+    spec.pool_keep_running = true;
+    json_t *r = osb_spec_record(&spec);
+    char *txt = json_dumps(json_object_get(r, "poolMember"), JSON_COMPACT | JSON_SORT_KEYS);
+    IS_STR(txt, "{\"keepRunning\":true,\"name\":\"pool-a\",\"revision\":3}",
+           "a member's record names its pool");
+    free(txt);
+    json_decref(r);
+    osb_spec_free(&spec);
+}
+
 int main(void)
 {
+    test_pool_ref();
     test_valid();
     test_invalid();
     test_snapshot_and_auth();
