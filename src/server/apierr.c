@@ -36,7 +36,6 @@ static const struct code_row codes[] = {
     ROW("INVALID_METADATA_FORMAT", 400),
     ROW("SANDBOX::INVALID_PORT", 400),
     ROW("SANDBOX::API_NOT_SUPPORTED", 400),
-    ROW("SANDBOX::UNSUPPORTED_POOL_REF", 400),
     /* pools (server/pools.c): a claim naming no pool; a claim that waited
      * admission_wait_seconds for a member in vain; the pool routes */
     ROW("SANDBOX::POOL_NOT_FOUND", 400),
@@ -98,7 +97,6 @@ static const struct code_row codes[] = {
     /* diagnostics, pools */
     ROW("DIAGNOSTICS::INVALID_SCOPE", 400),
     ROW("DIAGNOSTICS::TOO_LARGE", 500),
-    ROW("KUBERNETES::POOL_NOT_SUPPORTED", 501),
     /* the egress API (port 18080) */
     ROW("EGRESS::INVALID_BODY", 400),
     ROW("EGRESS::INVALID_POLICY", 400),
@@ -179,7 +177,7 @@ void osb_apierr_respond(struct osb_http_req *req, const struct osb_apierr *e)
  * keep their statuses. */
 static const struct osb_status_rule lifecycle_rules[] = {
     {"GET", "/sandboxes", "400 401 500"},
-    {"POST", "/sandboxes", "400 401 409 429 500"}, /* 429: admission (pools) */
+    {"POST", "/sandboxes", "400 401 409 500"},
     {"GET", "/sandboxes/:id", "401 403 404 500"},
     {"DELETE", "/sandboxes/:id", "401 403 404 409 500"},
     {"PATCH", "/sandboxes/:id/metadata", "400 401 403 404 409 500"},

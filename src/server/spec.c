@@ -135,6 +135,13 @@ static int parse_auth(json_t *img, struct osb_create_spec *out, struct osb_apier
     return 0;
 }
 
+/* extensions.poolRef is given (its shape is checked by parse_extensions). */
+static bool pool_claim(json_t *body)
+{
+    json_t *x = osb_json_field(body, "extensions");
+    return json_is_object(x) && osb_json_field(x, "poolRef");
+}
+
 static int parse_image(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
     json_t *img = osb_json_field(body, "image");
@@ -164,6 +171,8 @@ static int parse_image(json_t *body, struct osb_create_spec *out, struct osb_api
         out->snapshot_id = osb_xstrdup(id);
         return 0;
     }
+    if (!has_uri && pool_claim(body))
+        return 0; /* a claim runs the pool's image (server/pool_claim.c) */
     if (!has_uri)
         return osb_apierr(e, BAD, "field 'image.uri' is required");
     if (strlen(uri) > 512)
@@ -176,8 +185,9 @@ static int parse_entrypoint(json_t *body, struct osb_create_spec *out, struct os
 {
     static const char *code = "SANDBOX::INVALID_ENTRYPOINT";
     json_t *ep = osb_json_field(body, "entrypoint");
-    if (!ep && out->snapshot_id) {
-        /* protocol.md 1.4: a restore defaults to the SDKs' keep-alive. */
+    if (!ep && (out->snapshot_id || pool_claim(body))) {
+        /* protocol.md 1.4: a restore defaults to the SDKs' keep-alive; so
+         * does a claim, which then runs its pool's own command. */
         static const char *const keep[] = {"tail", "-f", "/dev/null"};
         out->sb.entrypoint = strv_new(3);
         for (size_t i = 0; i < 3; i++)

@@ -239,6 +239,28 @@ def test_concurrent(s):
     delete_pool_and_wait(s, "z")
 
 
+def test_batch_from_pool(s):
+    """POST /v1/sandboxes/batch {count, poolRef}: every item a claim."""
+    r = s.post("/v1/pools", json={"name": "bp", "template": ours(),
+                                  "capacitySpec": cap(3, 3, 0, 3)})
+    t.eq(r.status, 201, "pool bp of 3")
+    t.ok(wait_available(s, "bp", 3, timeout=60), "pool bp fills to 3", pool(s, "bp"))
+    r = s.post("/v1/sandboxes/batch", json={"count": 5, "poolRef": "bp"}, timeout=90)
+    t.eq(r.status, 200, "batch of 5 from a pool of 3 -> 200", r.body[:300])
+    items = r.json().get("items", []) if r.status == 200 else []
+    ids = {i.get("id") for i in items if i.get("id")}
+    t.eq((r.json().get("succeeded"), len(ids)) if r.status == 200 else None, (5, 5),
+         "5 claims, 5 distinct sandboxes (2 waited for the refill)")
+    t.ok(ids <= listed_ids(s), "the claimed sandboxes are listed")
+    t.eq(sum(s.execd(i).get("/ping").status == 200 for i in ids), 5, "every one answers execd")
+    r = s.post("/v1/sandboxes/batch", json={"count": 2, "poolRef": "nope"})
+    t.ok(r.status == 200 and r.json().get("failed") == 2 and all(
+        i.get("error", {}).get("code") == "SANDBOX::POOL_NOT_FOUND" for i in r.json()["items"]),
+        "batch from an unknown pool: every item POOL_NOT_FOUND", r.body[:300])
+    s.delete_all()
+    delete_pool_and_wait(s, "bp")
+
+
 def test_exhausted():
     with Server(extra=NONET, server="admission_wait_seconds = 1") as s:
         r = s.post("/v1/pools", json={"name": "e", "template": ours(),
@@ -417,6 +439,7 @@ def main():
         t.run(test_disconnect_in_queue, s, timeout=60)
         t.run(test_dead_member, s, timeout=90)
         t.run(test_concurrent, s, timeout=400)
+        t.run(test_batch_from_pool, s, timeout=120)
         t.run(test_restart, s, timeout=120)
         t.run(test_rollover, s, timeout=180)
         t.run(test_delete_releases, s, timeout=60)
