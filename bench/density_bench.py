@@ -19,7 +19,7 @@ Run it alone (flock): the memory figures are the host's."""
 import argparse, concurrent.futures, json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_bench import CREATE_BODY, Client, Server, cgroup_base, pct  # noqa: E402
+from server_bench import CREATE_BODY, Client, Server, pct, sandbox_pids  # noqa: E402
 
 # Idle sandboxes must outlive the run (10000 take over 10 minutes to make):
 # CREATE_BODY's 600 s timeout would start expiring the first ones midway.
@@ -99,22 +99,6 @@ def ensure_pids(srv, alive, target, raise_to):
     print(f"# kernel.pid_max raised from {have} to {read_pid_max()} for this run "
           f"({each:.1f} tasks per sandbox)", flush=True)
     return have
-
-
-def sandbox_pids(state_dir):
-    """Every process in this server's cgroups (the sandboxes' processes)."""
-    mark = "/" + cgroup_base(state_dir) + "/"
-    out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open(f"/proc/{p}/cgroup") as f:
-                if mark in f.read():
-                    out.append(int(p))
-        except OSError:
-            pass
-    return out
 
 
 def pss_kib(pid):

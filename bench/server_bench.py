@@ -160,15 +160,7 @@ class Server:
         subprocess.run(["rm", "-rf", "--one-file-system", self.tmp])
 
     def kill_leftovers(self):
-        mark = "/" + cgroup_base(self.state) + "/"
-        left = []
-        for p in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{p}/cgroup") as f:
-                    if p.isdigit() and mark in f.read():
-                        left.append(int(p))
-            except OSError:
-                pass
+        left = sandbox_pids(self.state)
         for p in left:
             try:
                 os.kill(p, 9)
@@ -302,6 +294,22 @@ def remove_empty_cgroups(name):
                 os.rmdir(d)
             except OSError:
                 pass
+
+
+def sandbox_pids(state_dir):
+    """Every process in this server's cgroups (the sandboxes' processes)."""
+    mark = "/" + cgroup_base(state_dir) + "/"
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/cgroup") as f:
+                if mark in f.read():
+                    out.append(int(p))
+        except OSError:
+            pass
+    return out
 
 
 def sandbox_pid1s(state_dir):
