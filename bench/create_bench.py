@@ -281,7 +281,8 @@ def pool_wait_full(ctx, name, timeout=120):
 
 def bench_pool(ctx, a):
     name = "bench-pool"
-    template = {k: v for k, v in BODY.items() if k != "extensions"}
+    # A pool template has no timeout: the claiming request's applies.
+    template = {k: v for k, v in BODY.items() if k not in ("extensions", "timeout")}
     st, b = ctx.http.req("POST", ctx.hp, "/v1/pools", {
         "name": name, "template": template,
         "capacitySpec": {"bufferMin": POOL_SIZE, "bufferMax": POOL_SIZE,
