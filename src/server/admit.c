@@ -27,6 +27,7 @@ struct osb_admit {
     int64_t max_sandboxes, max_creates, wait_ms;
     int64_t avg_create_ms; /* moving average, for Retry-After */
     uv_timer_t pump, deadline;
+    int open_handles; /* freed when both timers' close callbacks ran */
 };
 
 static struct osb_admit *adm(const struct osb_server *srv)
@@ -310,13 +311,15 @@ void osb_admit_init(struct osb_server *srv)
     uv_timer_init(srv->loop, &a->pump);
     uv_timer_init(srv->loop, &a->deadline);
     a->pump.data = a->deadline.data = a;
+    a->open_handles = 2;
     srv->admit = a;
 }
 
 static void on_closed(uv_handle_t *h)
 {
+    /* libuv runs close callbacks in no promised order: the last one frees. */
     struct osb_admit *a = h->data;
-    if (h == (uv_handle_t *)&a->deadline)
+    if (--a->open_handles == 0)
         free(a);
 }
 
