@@ -26,6 +26,12 @@ struct osb_create_job {
     struct osb_admit_slot adm; /* admission (admit.h) */
 };
 
+static void job_free(struct osb_create_job *job)
+{
+    osb_spec_release(&job->spec);
+    free(job);
+}
+
 void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const struct osb_apierr *e)
 {
     osb_create_done done = job->done;
@@ -34,16 +40,8 @@ void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const stru
     osb_admit_leave(job->srv, &job->adm);
     if (done)
         done(job->ud, s, e);
-    if (job->starting)
-        return; /* osb_create_start frees it */
-    osb_spec_release(&job->spec);
-    free(job);
-}
-
-static void job_free(struct osb_create_job *job)
-{
-    osb_spec_release(&job->spec);
-    free(job);
+    if (!job->starting) /* else osb_create_start frees it */
+        job_free(job);
 }
 
 bool osb_create_detached(const struct osb_create_job *job)
@@ -254,7 +252,6 @@ struct osb_create_job *osb_create_start(struct osb_server *srv, struct osb_creat
     job->starting = false;
     if (!job->finished)
         return job;
-    osb_spec_release(&job->spec);
-    free(job);
+    job_free(job);
     return NULL;
 }
