@@ -315,21 +315,15 @@ def sandbox_pids(state_dir):
 def sandbox_pid1s(state_dir):
     """Host pids of this server's sandboxes' PID 1 (execd): processes in the
     server's cgroups that are PID 1 of their pid namespace."""
-    mark = "/" + cgroup_base(state_dir) + "/"
     out = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
+    for p in sandbox_pids(state_dir):
         try:
-            with open(f"/proc/{p}/cgroup") as f:
-                if mark not in f.read():
-                    continue
             with open(f"/proc/{p}/status") as f:
                 nspid = next((l.split()[1:] for l in f if l.startswith("NSpid:")), [])
         except OSError:
             continue
         if len(nspid) > 1 and nspid[-1] == "1":
-            out.append(int(p))
+            out.append(p)
     return out
 
 
