@@ -104,6 +104,16 @@ bool osb_pools_take(struct osb_server *srv, struct pool *p, struct pool_member *
     return false;
 }
 
+/* Idle member i leaves the list (the next one takes its index) and is
+ * destroyed. */
+static void release_idle_at(struct osb_server *srv, struct pool *p, size_t i)
+{
+    char id[64];
+    memcpy(id, p->idle[i].id, sizeof id);
+    idle_remove(p, i);
+    release(srv, id);
+}
+
 /* Idle members whose sandbox ended meanwhile are destroyed. */
 static void purge(struct osb_server *srv, struct pool *p)
 {
@@ -112,10 +122,7 @@ static void purge(struct osb_server *srv, struct pool *p)
             i++;
             continue;
         }
-        char id[64];
-        memcpy(id, p->idle[i].id, sizeof id);
-        idle_remove(p, i);
-        release(srv, id);
+        release_idle_at(srv, p, i);
     }
 }
 
@@ -127,10 +134,7 @@ static void release_idle(struct osb_server *srv, struct pool *p, int64_t n, bool
             i++;
             continue;
         }
-        char id[64];
-        memcpy(id, p->idle[i].id, sizeof id);
-        idle_remove(p, i);
-        release(srv, id);
+        release_idle_at(srv, p, i);
         n--;
     }
 }
