@@ -16,7 +16,7 @@ answers, then a serial delete of them all.
 Usage: density_bench.py [--max 5000] [--checkpoints 10,1000,5000]
        [--samples 20] [--network none|nat] [--json]
 Run it alone (flock): the memory figures are the host's."""
-import argparse, concurrent.futures, json, os, statistics, sys, time
+import argparse, concurrent.futures, json, os, signal, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_bench import CREATE_BODY, Client, Server, pct, sandbox_pids  # noqa: E402
@@ -175,6 +175,24 @@ def memory(srv, n, mem0):
             "server_rss_mib": round(srv.rss_kib() / 1024, 1)}
 
 
+def start_perf(alive):
+    """perf record over the whole machine (the kernel's share of a create
+    is what grows with the number alive)."""
+    os.makedirs("build/bench", exist_ok=True)
+    out = f"build/bench/density-{alive}.perf.data"
+    p = subprocess.Popen(["perf", "record", "-a", "-g", "-o", out],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)  # perf's own start-up, outside what it records (not a test)
+    print(f"perf: recording into {out}", flush=True)
+    return p
+
+
+def stop_perf(p):
+    if p:
+        p.send_signal(signal.SIGINT)
+        p.wait()
+
+
 def network_toml(mode):
     if mode == "none":
         return '[network]\nmode = "none"\n'
@@ -190,6 +208,9 @@ def main():
     ap.add_argument("--samples", type=int, default=20)
     ap.add_argument("--network", choices=("none", "nat"), default="none")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--perf-at", type=int, default=0,
+                    help="record `perf record -a -g` during the samples at this many alive "
+                         "(build/bench/density-N.perf.data)")
     ap.add_argument("--raise-pid-max", action="store_true",
                     help="raise kernel.pid_max for the run when --max needs more pids")
     a = ap.parse_args()
@@ -209,7 +230,10 @@ def main():
             t0 = time.perf_counter()
             grow(c, ids, p, fails)
             took = time.perf_counter() - t0
+            perf = start_perf(len(ids)) if a.perf_at and len(ids) >= a.perf_at else None
             ready, dels = sample(c, a.samples)
+            stop_perf(perf)
+            a.perf_at = 0 if perf else a.perf_at
             cp = {"alive": len(ids), "grow_s": round(took, 1),
                   "create_p50_ms": round(pct(ready, .5), 1), "create_p90_ms": round(pct(ready, .9), 1),
                   "delete_p50_ms": round(pct(dels, .5), 1), "delete_p90_ms": round(pct(dels, .9), 1),

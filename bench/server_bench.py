@@ -260,8 +260,9 @@ def remove_network(ifprefix, table):
         name = line.split(": ", 2)[1].split("@")[0] if ": " in line else ""
         if name.startswith(ifprefix) and name[len(ifprefix):].isdigit():
             subprocess.run(["ip", "link", "del", name], stderr=subprocess.DEVNULL)
-    subprocess.run(["nft", "delete", "table", "inet", table],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if shutil.which("nft"):  # the CLI is optional here (the server uses libnftnl)
+        subprocess.run(["nft", "delete", "table", "inet", table],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def status_kib(pid, field):

@@ -28,10 +28,9 @@ struct osb_execd {
     /* children.c: pids registered with osb_execd_watch_child */
     struct osb_execd_watch *watches;
     uv_signal_t sigchld;
-    /* pool.c: the thread pool's delayed start */
-    uv_timer_t pool_timer;
+    /* pool.c: the thread pool, started on first need */
     uv_work_t pool_work;
-    bool pool_scheduled, pool_started;
+    bool pool_prepared, pool_started;
     /* envhide.c: a variable execd set for itself, kept from children */
     const char *hidden_env;
     /* spawn.c */

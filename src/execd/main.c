@@ -29,6 +29,7 @@
 #include "common/xalloc.h"
 #include "execd/claim.h"
 #include "execd/execd.h"
+#include "execd/idle.h"
 #include "execd/pool.h"
 #include "execd/spawn.h"
 #include "execd/cmd_util.h"
@@ -461,6 +462,8 @@ static void add_routes(struct osb_execd *x, const char *token)
 
 int main(int argc, char **argv)
 {
+    if (osb_execd_idle_argv((const char *const *)argv))
+        osb_execd_idle_run();
     struct opts o;
     osb_log_init("execd");
     if (parse_args(argc, argv, &o) < 0)
@@ -475,7 +478,7 @@ int main(int argc, char **argv)
                                .cpu_limit = o.cpus,
                                .mem_limit = o.mem_bytes};
     osb_execd_raise_nofile(&execd);
-    osb_execd_pool_schedule(&execd);
+    osb_execd_pool_prepare(&execd);
     add_routes(&execd, o.token);
 
     static uv_signal_t sigterm, sigint;

@@ -20,6 +20,7 @@
 #include "common/cleanup.h"
 #include "common/xalloc.h"
 #include "execd/envhide.h"
+#include "execd/idle.h"
 #include "execd/pool.h"
 #include "execd/users.h"
 
@@ -47,6 +48,7 @@ struct child_args {
     const struct osb_spawn *sp;
     const struct rlimit *nofile; /* NULL: keep execd's */
     const char *path;
+    bool idle; /* tail -f /dev/null: exec execd's idle instead (idle.h) */
     char *const *envp;
     gid_t *groups;
     int ngroups;
@@ -109,6 +111,8 @@ static int child(void *arg)
         child_fail(a, errno);
     if (sp->cwd && chdir(sp->cwd) < 0)
         child_fail(a, errno);
+    if (a->idle) /* on failure, the real tail */
+        execve(OSB_EXECD_IDLE_EXE, (char *const *)sp->argv, a->envp);
     execve(a->path, (char *const *)sp->argv, a->envp);
     return child_fail(a, errno);
 }
@@ -145,7 +149,12 @@ void osb_execd_spawn_default_user(struct osb_execd *x, uid_t uid, gid_t gid)
 
 pid_t osb_execd_spawn(struct osb_execd *x, const struct osb_spawn *req, struct osb_err *err)
 {
-    osb_execd_pool_start(x);
+    _cleanup_free_ char *path = resolve(req->argv[0]);
+    /* idle.h: only where the real tail exists; that process never starts
+     * another, so the thread pool can wait. */
+    bool idle = path && osb_execd_idle_argv(req->argv) && access(path, X_OK) == 0;
+    if (!idle)
+        osb_execd_pool_start(x);
     struct osb_spawn with_user;
     const struct osb_spawn *sp = req;
     if (!req->set_ids && x->has_default_user) {
@@ -160,12 +169,12 @@ pid_t osb_execd_spawn(struct osb_execd *x, const struct osb_spawn *req, struct o
         .sp = sp, .groups = groups, .nofile = x->nofile_raised ? &x->orig_nofile : NULL};
     if (sp->set_ids)
         a.ngroups = osb_users_groups_of(sp->uid, sp->gid, groups, OSB_ARRAY_LEN(groups));
-    _cleanup_free_ char *path = resolve(sp->argv[0]);
     if (!path) {
         errno = ENOENT;
         return osb_err_sys(err, "exec %s", sp->argv[0]);
     }
     a.path = path;
+    a.idle = idle;
     /* An inherited environment goes through env_build too, so a hidden
      * variable never reaches a child. */
     char **own = sp->envp || !osb_execd_env_hiding(x) ? NULL : osb_execd_env_build(x, NULL);

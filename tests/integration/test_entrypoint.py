@@ -107,6 +107,56 @@ def test_default_stays_running(s):
     t.eq(s.delete("/v1/sandboxes/" + sb["id"]).status, 204, "default entrypoint: deleted")
 
 
+def proc_text(pid, name):
+    try:
+        with open("/proc/%d/%s" % (pid, name)) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def threads_of(pid):
+    try:
+        return len(os.listdir("/proc/%d/task" % pid))
+    except OSError:
+        return 0
+
+
+PAUSE = "34"  # x86_64's pause(2), as /proc/<pid>/syscall shows a sleeper in it
+
+
+def test_idle_tail(s):
+    """`tail -f /dev/null` (the SDKs' default entrypoint) is execd sleeping under
+    tail's name: no wake-ups; execd starts no file threads until it needs them."""
+    sb = s.new()
+    pid = pid1_of(s, sb["id"])
+    t.ok(wait_for(lambda: len(children_of(pid)) == 1, timeout=WAIT), "idle: one entrypoint")
+    kid = children_of(pid)[0]
+    t.eq(proc_text(kid, "cmdline"), "tail\0-f\0/dev/null\0", "idle: ps shows tail -f /dev/null")
+    t.eq(proc_text(kid, "comm"), "tail\n", "idle: its name is tail (pkill tail finds it)")
+    t.ok(wait_for(lambda: proc_text(kid, "syscall").split()[:1] == [PAUSE], timeout=WAIT),
+         "idle: it sleeps in pause(), with no timer to wake it", proc_text(kid, "syscall"))
+    t.ok(os.readlink("/proc/%d/exe" % kid).endswith("execd"), "idle: it is execd's binary")
+    t.eq(threads_of(pid), 1, "idle: execd runs one thread (no file threads yet)")
+    x = s.execd(sb["id"])
+    t.eq(x.get("/files/info?path=/etc/hostname").status, 200, "idle: a file call answers")
+    t.ok(wait_for(lambda: threads_of(pid) > 1, timeout=WAIT), "idle: the file threads started")
+    os.kill(kid, signal.SIGTERM)
+    st = wait_ended(s, sb["id"])
+    t.eq((st["state"], st["reason"]), ("Failed", "ENTRYPOINT_FAILED"),
+         "idle: SIGTERM ends it as it ends tail", st)
+    t.ok("signal 15" in st["message"], "idle: killed by signal 15", st)
+    t.eq(s.delete("/v1/sandboxes/" + sb["id"]).status, 204, "idle: DELETE -> 204")
+
+
+def test_tail_not_found(s):
+    """The substitute needs a tail to substitute: an image without one fails
+    as it always did."""
+    ends(s, "tail by a missing path", ["/no/bin/tail", "-f", "/dev/null"], "Failed",
+         "ENTRYPOINT_FAILED", r"^entrypoint /no/bin/tail could not be executed: "
+         r"No such file or directory$")
+
+
 def test_ended_endpoint_and_proxy(s):
     """The SDKs ask for the endpoint right after the create, then /ping through the
     proxy: both answer a JSON error naming the reason once the sandbox ended."""
@@ -217,6 +267,8 @@ def main():
         t.run(test_cannot_execute, s, timeout=120)
         t.run(test_exit_codes, s, timeout=120)
         t.run(test_default_stays_running, s, timeout=60)
+        t.run(test_idle_tail, s, timeout=120)
+        t.run(test_tail_not_found, s, timeout=60)
         t.run(test_ended_endpoint_and_proxy, s, timeout=60)
         t.run(test_execd_killed, s, timeout=60)
         t.run(test_restart, s, timeout=120)

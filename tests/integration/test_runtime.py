@@ -455,6 +455,30 @@ def test_network(t, d, other):
         srv.shutdown()
 
 
+def test_few_filesystems(t, d, a, b):
+    """/dev/shm is a directory of the writable layer bound noexec, and /sys is a
+    clone of one sysfs shared by every sandbox: neither is a superblock of its own
+    (docs/runtime.md, "Why so few filesystems")."""
+    stat = ("stat -c '%d %a' /dev /dev/shm /sys; "
+            "awk '$5 == \"/dev/shm\" || $5 == \"/sys\"' /proc/self/mountinfo")
+    out_a, _, _ = a.run(stat)
+    out_b, _, _ = b.run(stat)
+    la, lb = out_a.splitlines(), out_b.splitlines()
+    t.ok(len(la) == 5 and la[0].split()[0] == la[1].split()[0],
+         "/dev/shm is on the writable layer's filesystem, as /dev is", out_a)
+    t.eq(la[1].split()[1] if len(la) > 1 else "", "1777", "/dev/shm is mode 1777")
+    t.ok(len(lb) == 5 and la[2].split()[0] == lb[2].split()[0], "two sandboxes share one sysfs",
+         (out_a, out_b))
+    shm = [l for l in la if " /dev/shm " in l]
+    t.ok(shm and "noexec" in shm[0].split()[5] and "nosuid" in shm[0].split()[5],
+         "/dev/shm is nosuid and noexec", shm)
+    sysm = [l for l in la if " /sys " in l]
+    t.ok(sysm and sysm[0].split()[5].startswith("ro,"), "/sys is read-only", sysm)
+    out, _, code = a.run("echo x > /dev/shm/f && cat /dev/shm/f && cp /bin/true /dev/shm/t && "
+                         "(/dev/shm/t && echo ran || echo refused)")
+    t.eq(out.split(), ["x", "refused"], "/dev/shm is writable, and nothing there executes", out)
+
+
 def test_sandboxes_apart(t, d, a, b):
     b.run("echo secret-b > /tmp/secret-b; sleep 777 >/dev/null 2>&1 &")
     out, _, _ = a.run("ls /tmp; ps -e -o args=")
@@ -722,6 +746,7 @@ def main():
         t.run(test_disk_limit, t, d)
         t.run(test_network, t, d, other)
         t.run(test_sandboxes_apart, t, d, d.create("apart-a"), d.create("apart-b"))
+        t.run(test_few_filesystems, t, d, d.create("fs-a"), d.create("fs-b"))
         t.run(test_pause_resume, t, d)
         t.run(test_destroy_leaves_nothing, t, d)
         t.run(test_exit_watch, t, d)

@@ -167,6 +167,8 @@ void osb_init_child(const struct osb_init_spec *s, const struct osb_init_fds *fd
     struct osb_init_trees trees = {.execd = -1, .sysfs = -1};
     if (fds->sync >= 0 && osb_init_userns_enter(s, fds->sync, &trees, &err) < 0)
         fail(errfd, &err);
+    if (fds->sync < 0 && (trees.sysfs = osb_init_sysfs_clone(&err)) < 0)
+        fail(errfd, &err);
     /* The views of its cgroups, while their host paths still show. */
     struct osb_init_cgviews cg;
     osb_init_cgviews_clone(&cg);

@@ -49,7 +49,7 @@ struct osb_init_trees {
     int *bind;   /* s->n_binds, idmapped, read-only */
     int execd;   /* idmapped, read-only */
     int *volume; /* s->n_volumes, idmapped (volumes.c) */
-    int sysfs;   /* of the network slot, or -1 */
+    int sysfs;   /* a clone of the runtime's sysfs */
 };
 
 /* userns.c, parent: write the child's uid/gid maps, then send its mounts
@@ -98,6 +98,9 @@ int osb_init_rootfs_prepare(const struct osb_init_spec *s, int dirfd,
 int osb_init_rootfs_pivot(int rootfd, struct osb_err *err) OSB_MUST_CHECK;
 int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_init_cgviews *cg,
                            struct osb_init_layerdirs *ld, struct osb_err *err) OSB_MUST_CHECK;
+
+/* A detached clone of the runtime's sysfs (OSB_INIT_SYSFS_FD), -1 with err. */
+int osb_init_sysfs_clone(struct osb_err *err) OSB_MUST_CHECK;
 
 /* Mount targets inside the root rootfd (resolved with RESOLVE_IN_ROOT,
  * missing components created): an O_PATH fd of a directory, or of a

@@ -362,13 +362,15 @@ static void report_error(const struct osb_err *err)
     report(line);
 }
 
-/* Only fds 0-2 survive: the server's other descriptors must never reach
- * a sandbox. */
+/* Only fds 0-2 and the runtime's sysfs survive: the server's other
+ * descriptors must never reach a sandbox (the sysfs, close-on-exec, does
+ * not either). */
 static void close_extra_fds(void)
 {
-    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0)
+    fcntl(OSB_INIT_SYSFS_FD, F_SETFD, FD_CLOEXEC);
+    if (syscall(SYS_close_range, OSB_INIT_SYSFS_FD + 1U, ~0U, 0U) == 0)
         return;
-    for (int fd = 3; fd < 1024; fd++)
+    for (int fd = OSB_INIT_SYSFS_FD + 1; fd < 1024; fd++)
         close(fd);
 }
 

@@ -8,16 +8,18 @@
  *   + read-only binds from the host (execd; the host image's /usr, /lib...)
  *   + /dev: a bind of dev/ (nodev) with the host's null zero full random
  *     urandom tty bound in, so device nodes a sandbox makes with CAP_MKNOD
- *     are inert
- *   + /proc, /sys (ro) (before pivot_root: see attach_new)
- *   pivot_root, then /dev/pts, /dev/shm, /dev/mqueue, /sys/fs/cgroup
+ *     are inert, and dev/shm bound noexec
+ *   + /proc, and /sys: a read-only clone of the runtime's one sysfs, of an
+ *     empty network namespace (native/sysfs.h) (before pivot_root: see
+ *     attach_new)
+ *   pivot_root, then /dev/pts, /dev/mqueue, /sys/fs/cgroup
  *   (cgviews.c), Docker's masked and read-only paths,
  *   /etc/hosts|hostname|resolv.conf.
  *
  * Every superblock a sandbox makes costs each memory cgroup on the host a
  * slot in its shrinker table (memory that grows with the square of the
  * sandboxes alive) and each cgroup's removal a walk over all of them, so
- * what needs no filesystem of its own gets none: /dev, the masks (an empty
+ * what needs no filesystem of its own gets none: /dev, /dev/shm, the masks (an empty
  * mask/) and the skeleton of /sys/fs/cgroup (cgroup/) are directories of
  * the writable layer's tmpfs, bound.
  *
@@ -201,14 +203,13 @@ static int bind_device(int devfd, const char *name, struct osb_err *err)
 }
 
 /* A detached clone of top/<name> (an existing directory of the writable
- * layer's tmpfs): nosuid, nodev, and read-only and noexec unless rw. */
-static int clone_dir(int top, const char *name, bool rw, struct osb_err *err)
+ * layer's tmpfs): nosuid, nodev, and attrs. */
+static int clone_dir(int top, const char *name, unsigned attrs, struct osb_err *err)
 {
     int t = open_tree(top, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (t < 0)
         return osb_err_sys(err, "clone the layer's %s directory", name);
-    unsigned attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-    struct mount_attr a = {.attr_set = rw ? attrs : attrs | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC};
+    struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | attrs};
     if (mount_setattr(t, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
         close(t);
         return osb_err_sys(err, "set attributes of the layer's %s directory", name);
@@ -217,11 +218,27 @@ static int clone_dir(int top, const char *name, bool rw, struct osb_err *err)
 }
 
 /* The same of a new empty top/<name>. */
-static int layer_dir(int top, const char *name, bool rw, struct osb_err *err)
+static int layer_dir(int top, const char *name, unsigned attrs, struct osb_err *err)
 {
     if (mkdirat(top, name, 0755) < 0)
         return osb_err_sys(err, "create the layer's %s directory", name);
-    return clone_dir(top, name, rw, err);
+    return clone_dir(top, name, attrs, err);
+}
+
+#define RO_NOEXEC (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC)
+
+/* /dev/shm: a directory of the same tmpfs (no superblock of its own; its
+ * files count against the disk limit), bound noexec as Docker mounts it. */
+static int setup_shm(int dev, struct osb_err *err)
+{
+    if (mkdirat(dev, "shm", 0755) < 0 || fchmodat(dev, "shm", 01777, 0) < 0)
+        return osb_err_sys(err, "create /dev/shm");
+    _cleanup_close_ int shm = clone_dir(dev, "shm", MOUNT_ATTR_NOEXEC, err);
+    if (shm < 0)
+        return -1;
+    if (move_mount(shm, "", dev, "shm", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return osb_err_sys(err, "attach /dev/shm");
+    return 0;
 }
 
 /* /dev: a directory of the writable layer's tmpfs (no superblock of its
@@ -231,7 +248,7 @@ static int setup_dev(int rootfd, int top, struct osb_err *err)
     _cleanup_close_ int target = ensure_dir(rootfd, "/dev", 0755, err);
     if (target < 0)
         return -1;
-    _cleanup_close_ int dev = layer_dir(top, "dev", true, err);
+    _cleanup_close_ int dev = layer_dir(top, "dev", 0, err);
     if (dev < 0)
         return -1;
     if (move_mount(dev, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
@@ -239,10 +256,12 @@ static int setup_dev(int rootfd, int top, struct osb_err *err)
     for (size_t i = 0; i < OSB_ARRAY_LEN(devices); i++)
         if (bind_device(dev, devices[i], err) < 0)
             return -1;
-    static const char *const dirs[] = {"pts", "shm", "mqueue"};
+    static const char *const dirs[] = {"pts", "mqueue"};
     for (size_t i = 0; i < OSB_ARRAY_LEN(dirs); i++)
         if (mkdirat(dev, dirs[i], 0755) < 0)
             return osb_err_sys(err, "create /dev/%s", dirs[i]);
+    if (setup_shm(dev, err) < 0)
+        return -1;
     static const char *const links[][2] = {
         {"ptmx", "pts/ptmx"},          {"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"},
         {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}, {"core", "/proc/kcore"}};
@@ -339,10 +358,18 @@ static int mount_overlay(const struct osb_init_spec *s, int top, const struct os
     return 0;
 }
 
+int osb_init_sysfs_clone(struct osb_err *err)
+{
+    int m = open_tree(OSB_INIT_SYSFS_FD, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    if (m < 0)
+        return osb_err_sys(err, "clone the runtime's sysfs (fd %d)", OSB_INIT_SYSFS_FD);
+    return m;
+}
+
 /* proc and sysfs go in before pivot_root: in a user namespace the kernel
  * lets a new one be mounted only while a full one is visible (the host's,
- * until the old root is detached). made: the parent's mount (a sysfs of
- * the network slot), or -1 for a new one of our own namespaces. */
+ * until the old root is detached). made: a mount to attach (a clone of the
+ * runtime's sysfs), or -1 for a new one of our own namespaces. */
 static int attach_new(int rootfd, const char *dir, const char *type, int made, struct osb_err *err)
 {
     _cleanup_close_ int m = made;
@@ -367,7 +394,7 @@ static int attach_new(int rootfd, const char *dir, const char *type, int made, s
 static int layer_dirs(int top, const struct osb_init_cgviews *cg, struct osb_init_layerdirs *ld,
                       struct osb_err *err)
 {
-    ld->mask = layer_dir(top, "mask", false, err);
+    ld->mask = layer_dir(top, "mask", RO_NOEXEC, err);
     if (ld->mask < 0)
         return -1;
     bool v1 = false;
@@ -383,7 +410,7 @@ static int layer_dirs(int top, const struct osb_init_cgviews *cg, struct osb_ini
     for (int i = 0; i < cg->n; i++)
         if (mkdirat(d, cg->view[i].name, 0555) < 0)
             return osb_err_sys(err, "create the cgroup view `%s`", cg->view[i].name);
-    ld->cgroup = clone_dir(top, "cgroup", false, err);
+    ld->cgroup = clone_dir(top, "cgroup", RO_NOEXEC, err);
     return ld->cgroup < 0 ? -1 : 0;
 }
 
@@ -542,7 +569,6 @@ int osb_init_rootfs_finish(const struct osb_init_spec *s, struct osb_init_cgview
     const unsigned long nsd = MS_NOSUID | MS_NODEV | MS_NOEXEC;
     if (mnt("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
             "newinstance,ptmxmode=0666,mode=0620,gid=5", err) < 0 ||
-        mnt("shm", "/dev/shm", "tmpfs", nsd, "mode=1777,size=65536k", err) < 0 ||
         mnt("mqueue", "/dev/mqueue", "mqueue", nsd, NULL, err) < 0)
         return -1;
     osb_init_cgviews_attach(cg, ld->cgroup);

@@ -155,6 +155,10 @@ extern const struct osb_isf_table osb_init_spec_table;
 #define OSB_SANDBOX_EXECD "/opt/opensandbox/execd"
 #define OSB_SANDBOX_RUNDIR "/run/opensandbox"
 #define OSB_EXECD_PORT "44772"
+/* The helper's fd 3 (with the spec on 0 and the result pipe on 1): the
+ * runtime's detached sysfs mount (native/sysfs.h), which every sandbox's
+ * /sys is a read-only clone of. */
+#define OSB_INIT_SYSFS_FD 3
 /* execd (PID 1) keeps this fd open: an O_PATH handle of the tmpfs holding
  * the sandbox's writable layer (upper/), which no path reaches once the old
  * root is detached. The runtime takes a copy with pidfd_getfd to snapshot

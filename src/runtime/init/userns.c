@@ -11,9 +11,8 @@
  *     uses them as its lower layers;
  *   - the volumes, resolved beneath their roots and idmapped the same way
  *     (volumes.c);
- *   - with a network slot (a namespace the server made, owned by the
- *     host's user namespace), a sysfs of that network namespace: the child
- *     may not mount one for a namespace its user namespace does not own.
+ *   - a clone of the runtime's sysfs (OSB_INIT_SYSFS_FD), which the child
+ *     could not clone from its own user namespace.
  * The child then becomes uid/gid 0 of its namespace and builds the root
  * from those fds (rootfs.c). */
 #include <errno.h>
@@ -77,15 +76,8 @@ static int send_idmapped(int sock, int usernsfd, const char *src, unsigned attrs
 
 static int send_sysfs(int sock, struct osb_err *err)
 {
-    _cleanup_close_ int fs = fsopen("sysfs", FSOPEN_CLOEXEC);
-    if (fs < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-        return osb_err_sys(err, "create the sandbox's sysfs");
-    _cleanup_close_ int m =
-        fsmount(fs, FSMOUNT_CLOEXEC,
-                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-    if (m < 0)
-        return osb_err_sys(err, "mount the sandbox's sysfs");
-    return send_fd(sock, m, err);
+    _cleanup_close_ int m = osb_init_sysfs_clone(err);
+    return m < 0 ? -1 : send_fd(sock, m, err);
 }
 
 static int send_trees(const struct osb_init_spec *s, int sock, int usernsfd, struct osb_err *err)
@@ -106,7 +98,7 @@ static int send_trees(const struct osb_init_spec *s, int sock, int usernsfd, str
         if (v < 0 || send_fd(sock, v, err) < 0)
             return -1;
     }
-    return s->netns ? send_sysfs(sock, err) : 0;
+    return send_sysfs(sock, err);
 }
 
 int osb_init_userns_setup(const struct osb_init_spec *s, pid_t pid, int sock, struct osb_err *err)
@@ -170,7 +162,7 @@ int osb_init_userns_enter(const struct osb_init_spec *s, int sock, struct osb_in
     for (size_t i = 0; i < s->n_volumes; i++)
         if ((t->volume[i] = recv_fd(sock, err)) < 0)
             return -1;
-    if (s->netns && (t->sysfs = recv_fd(sock, err)) < 0)
+    if ((t->sysfs = recv_fd(sock, err)) < 0)
         return -1;
     /* Mapped now: become the namespace's root (from the unmapped host 0). */
     if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0)

@@ -31,6 +31,8 @@ void osb_nat_maybe_free(struct osb_nat *rt)
     osb_idclaim_drop(&rt->claim);
     if (rt->sandboxes_fd >= 0)
         close(rt->sandboxes_fd);
+    if (rt->sysfs_fd >= 0)
+        close(rt->sysfs_fd);
     free(rt);
 }
 

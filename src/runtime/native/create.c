@@ -1,6 +1,6 @@
 /* Create: validate (validate.c), encode the helper's spec (init/spec.h) into a memfd,
  * posix_spawn the static osb-sandbox-init helper (fd 0 = spec, fd 1 =
- * result pipe), watch the pipe with uv_pipe; the helper's one-line result
+ * result pipe, fd 3 = the sandboxes' sysfs), watch the pipe with uv_pipe; the helper's one-line result
  * becomes the callback. The helper does every blocking step (mkdir,
  * cgroups, clone, mounts), so the loop only pays for the spawn. */
 #include <errno.h>
@@ -138,6 +138,7 @@ static pid_t spawn_helper(struct osb_nat *rt, int spec_fd, int result_fd, struct
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, spec_fd, 0);
     posix_spawn_file_actions_adddup2(&fa, result_fd, 1);
+    posix_spawn_file_actions_adddup2(&fa, rt->sysfs_fd, OSB_INIT_SYSFS_FD);
     posix_spawnattr_init(&attr);
     sigset_t none, all;
     sigemptyset(&none);

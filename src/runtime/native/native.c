@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "runtime/native/probe.h"
+#include "runtime/native/sysfs.h"
 #include "runtime/native/state.h"
 
 /* ------------------------------------------------------------ lifetime */
@@ -112,6 +113,7 @@ static struct osb_nat *nat_new(const struct osb_rt_config *cfg, uv_loop_t *loop)
     rt->init_path = cfg->init_path ? osb_xstrdup(cfg->init_path) : exe_sibling("osb-sandbox-init");
     rt->closing = true;
     rt->sandboxes_fd = -1;
+    rt->sysfs_fd = -1;
     rt->ino_fd = -1;
     osb_idclaim_init(&rt->claim);
     return rt;
@@ -215,6 +217,8 @@ static int nat_open(const struct osb_rt_config *cfg, uv_loop_t *loop, struct osb
         osb_err_sys(err, "open `%s`", rt->sandboxes_dir);
         goto fail;
     }
+    if ((rt->sysfs_fd = osb_nat_sysfs_open(err)) < 0)
+        goto fail;
     /* Sandbox PID 1s re-parent to us when their helper exits: we can
      * reap them and learn their exit promptly. */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {

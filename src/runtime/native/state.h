@@ -4,6 +4,7 @@
  *   idrange.c   the pool of user namespace id ranges (pure bookkeeping)
  *   idclaim.c   the host-wide claim of the whole range (at open)
  *   probe.c     can this host do user namespaces (at open)
+ *   sysfs.c     the one sysfs every sandbox's /sys is a clone of (at open)
  *   base.c      lifetime, children, ids and dirs, freeze, liveness, the
  *               creates in flight
  *   watch.c     how each sandbox ends: its report pipe (by inotify), or a pidfd
@@ -57,6 +58,7 @@ struct osb_nat {
     char describe[512];
     uv_signal_t sigchld;
     int sandboxes_fd; /* O_PATH of sandboxes/: socket paths too long for sun_path */
+    int sysfs_fd;     /* the sandboxes' /sys (sysfs.h), the helper's OSB_INIT_SYSFS_FD */
     pid_t *kids;
     size_t n_kids, cap_kids;
     struct osb_nat_create *creates;
