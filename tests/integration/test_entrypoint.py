@@ -149,6 +149,36 @@ def test_idle_tail(s):
     t.eq(s.delete("/v1/sandboxes/" + sb["id"]).status, 204, "idle: DELETE -> 204")
 
 
+def fd_targets(pid):
+    out = set()
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                out.add(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def test_no_server_descriptors(s):
+    """The helper starts with an empty descriptor table and takes only its own
+    (spec, result pipe, sysfs): no socket or file of the server reaches a sandbox.
+    Pipes are shared on purpose (the output pipe), anon inodes name no object."""
+    sb = s.new()
+    pid = pid1_of(s, sb["id"])
+    t.ok(wait_for(lambda: len(children_of(pid)) == 1, timeout=WAIT), "fds: the entrypoint runs")
+    server = {x for x in fd_targets(s.proc.pid)
+              if not x.startswith(("pipe:", "anon_inode:", "/dev/null"))}
+    inside = set()
+    for p in [pid] + children_of(pid):
+        inside |= fd_targets(p)
+    t.ok(server, "fds: the server holds sockets and files", server)
+    t.eq(sorted(server & inside), [], "fds: no descriptor of the server's is in the sandbox")
+    t.eq(s.delete("/v1/sandboxes/" + sb["id"]).status, 204, "fds: DELETE -> 204")
+
+
 def test_tail_not_found(s):
     """The substitute needs a tail to substitute: an image without one fails
     as it always did."""
@@ -269,6 +299,7 @@ def main():
         t.run(test_default_stays_running, s, timeout=60)
         t.run(test_idle_tail, s, timeout=120)
         t.run(test_tail_not_found, s, timeout=60)
+        t.run(test_no_server_descriptors, s, timeout=60)
         t.run(test_ended_endpoint_and_proxy, s, timeout=60)
         t.run(test_execd_killed, s, timeout=60)
         t.run(test_restart, s, timeout=120)

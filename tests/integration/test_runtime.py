@@ -575,7 +575,9 @@ def test_descriptors(t, d):
     for sb in sbs:
         d.call("destroy", id=sb.id)
         d.sandboxes.remove(sb)
-    t.ok(len(fd_targets(d.proc.pid)) == len(before), "destroying them gives the descriptors back")
+    # (A log chunk being written holds the log open for a moment.)
+    t.ok(wait_for(lambda: len(fd_targets(d.proc.pid)) == len(before), 30),
+         "destroying them gives the descriptors back", (before, fd_targets(d.proc.pid)))
 
 
 def test_destroy_while_creating(t, d):

@@ -27,6 +27,7 @@ void osb_nat_maybe_free(struct osb_nat *rt)
     free(rt->execd_path);
     free(rt->init_path);
     free(rt->kids);
+    free(rt->spawn_stack);
     osb_idr_free(&rt->idr);
     osb_idclaim_drop(&rt->claim);
     if (rt->sandboxes_fd >= 0)

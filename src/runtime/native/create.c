@@ -1,13 +1,12 @@
-/* Create: validate (validate.c), encode the helper's spec (init/spec.h) into a memfd,
- * posix_spawn the static osb-sandbox-init helper (fd 0 = spec, fd 1 =
- * result pipe, fd 3 = the sandboxes' sysfs), watch the pipe with uv_pipe; the helper's one-line result
- * becomes the callback. The helper does every blocking step (mkdir,
+/* Create: validate (validate.c), encode the helper's spec (init/spec.h)
+ * into a memfd, spawn (spawn.h) the static osb-sandbox-init helper (fd 0 =
+ * spec, fd 1 = result pipe, fd 3 = the sandboxes' sysfs), watch the pipe
+ * with uv_pipe; the helper's one-line result becomes the callback. The helper does every blocking step (mkdir,
  * cgroups, clone, mounts), so the loop only pays for the spawn. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +17,8 @@
 #include "common/fsutil.h"
 #include "common/xalloc.h"
 #include "runtime/init/spec.h"
+#include "runtime/native/spawn.h"
 #include "runtime/native/state.h"
-
-extern char **environ;
 
 /* A helper that has not answered by then is killed and its sandbox torn
  * down: creating takes ~10 ms, so this only catches a wedged kernel. */
@@ -128,35 +126,16 @@ static int spec_memfd(const char *data, size_t len, struct osb_err *err)
     return fd;
 }
 
-/* posix_spawn (vfork-like, no copy of the server's memory) with default
- * signal dispositions and an empty mask: the server ignores SIGPIPE and
- * libuv may block signals; a sandbox must not inherit either. */
+/* fd 0 the spec, 1 the result pipe, 2 the server's stderr (where the
+ * helper's trace goes, when the server has one), 3 the sandboxes' sysfs. */
 static pid_t spawn_helper(struct osb_nat *rt, int spec_fd, int result_fd, struct osb_err *err)
 {
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, spec_fd, 0);
-    posix_spawn_file_actions_adddup2(&fa, result_fd, 1);
-    posix_spawn_file_actions_adddup2(&fa, rt->sysfs_fd, OSB_INIT_SYSFS_FD);
-    posix_spawnattr_init(&attr);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
-    char *argv[] = {rt->init_path, NULL};
-    pid_t pid;
-    int r = posix_spawn(&pid, rt->init_path, &fa, &attr, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    if (r != 0) {
-        errno = r;
-        return osb_err_sys(err, "start `%s`", rt->init_path);
-    }
-    return pid;
+    struct osb_nat_fdmap map[4] = {
+        {spec_fd, 0}, {result_fd, 1}, {rt->sysfs_fd, OSB_INIT_SYSFS_FD}, {2, 2}};
+    size_t n = fcntl(2, F_GETFD) < 0 ? 3 : 4;
+    if (!rt->spawn_stack)
+        rt->spawn_stack = osb_xmalloc(OSB_NAT_SPAWN_STACK);
+    return osb_nat_spawn(rt->init_path, map, n, rt->spawn_stack, err);
 }
 
 /* ------------------------------------------------------------ the helper's result */

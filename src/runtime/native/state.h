@@ -12,6 +12,7 @@
  *   snapshot.c  freeze, copy the writable layer on the pool (../idshift.c), thaw
  *   destroy.c   destroy, stop, orphans
  *   validate.c  the spec's checks
+ *   spawn.c     start the helper without the server's descriptors
  *   create.c    encode the helper's spec, spawn and read the helper
  *   native.c    open/close, reaping on SIGCHLD, pause/resume, stats, the ops
  * Everything runs on the loop thread but the snapshot copy. */
@@ -59,6 +60,7 @@ struct osb_nat {
     uv_signal_t sigchld;
     int sandboxes_fd; /* O_PATH of sandboxes/: socket paths too long for sun_path */
     int sysfs_fd;     /* the sandboxes' /sys (sysfs.h), the helper's OSB_INIT_SYSFS_FD */
+    char *spawn_stack; /* the helper's spawn runs on it until it execs (spawn.h) */
     pid_t *kids;
     size_t n_kids, cap_kids;
     struct osb_nat_create *creates;
