@@ -77,8 +77,7 @@ pid_t osb_nat_spawn(const char *path, const struct osb_nat_fdmap *map, size_t n,
     struct args a = {.path = path, .map = map, .n = n, .parent = getpid()};
     for (size_t i = 0; i < n; i++)
         if (map[i].to < 0 || map[i].to >= HIGH_FD)
-            return osb_err_set(err, OSB_E_INTERNAL, "spawn: descriptor %d out of range",
-                               map[i].to);
+            return osb_err_set(err, OSB_E_INTERNAL, "spawn: descriptor %d out of range", map[i].to);
     /* No handler of ours may run in the child before it resets them. */
     sigset_t all, old;
     sigfillset(&all);

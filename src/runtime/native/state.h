@@ -58,8 +58,8 @@ struct osb_nat {
     struct osb_img_host host;
     char describe[512];
     uv_signal_t sigchld;
-    int sandboxes_fd; /* O_PATH of sandboxes/: socket paths too long for sun_path */
-    int sysfs_fd;     /* the sandboxes' /sys (sysfs.h), the helper's OSB_INIT_SYSFS_FD */
+    int sandboxes_fd;  /* O_PATH of sandboxes/: socket paths too long for sun_path */
+    int sysfs_fd;      /* the sandboxes' /sys (sysfs.h), the helper's OSB_INIT_SYSFS_FD */
     char *spawn_stack; /* the helper's spawn runs on it until it execs (spawn.h) */
     pid_t *kids;
     size_t n_kids, cap_kids;
