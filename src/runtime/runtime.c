@@ -3,6 +3,7 @@
 #include "runtime/runtime.h"
 
 #include <stdio.h>
+#include <sys/resource.h>
 #include <string.h>
 
 #include "runtime/gvisor/gvisor.h"
@@ -88,6 +89,12 @@ int osb_rt_destroy(struct osb_rt *rt, const char *id, struct osb_err *err)
 int osb_rt_stop(struct osb_rt *rt, const char *id, struct osb_err *err)
 {
     return rt->ops->stop(rt, id, err);
+}
+
+void osb_rt_foreground(const struct osb_rt_handle *h)
+{
+    if (h->pid > 0)
+        setpriority(PRIO_PROCESS, (id_t)h->pid, 0);
 }
 
 bool osb_rt_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h)

@@ -111,6 +111,9 @@ struct osb_sandbox_spec {
     bool keep_running;             /* the entrypoint's end does not end the sandbox (execd
                                        keeps serving; no end report) */
     char **env;                    /* NULL-terminated "KEY=VALUE", may be NULL */
+    bool background;               /* a pool member: started at the lowest CPU priority
+                                       (native; osb_rt_foreground ends it), so claims
+                                       come first */
     int64_t cpu_millicores;        /* 1000 = one CPU */
     int64_t memory_bytes;          /* >= OSB_LIMIT_MIN_MEMORY; no swap on top (the
                                        writable layer's tmpfs pages count here too) */
@@ -246,6 +249,9 @@ int osb_rt_destroy(struct osb_rt *rt, const char *id, struct osb_err *err) OSB_M
  * on id; idempotent. */
 int osb_rt_stop(struct osb_rt *rt, const char *id, struct osb_err *err) OSB_MUST_CHECK;
 
+/* A sandbox started in the background (spec.background) gets the normal
+ * CPU priority back: its PID 1, before it starts any other process. */
+void osb_rt_foreground(const struct osb_rt_handle *h);
 /* Whether the sandbox's PID 1 is still the process the handle names. */
 bool osb_rt_alive(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h);
 /* Watch a sandbox (child or not): its PID 1 via a pidfd, and execd's

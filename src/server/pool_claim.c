@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "server/create.h"
+#include "runtime/runtime.h"
 #include "server/execd_call.h"
 #include "server/network.h"
 #include "server/pools.h"
@@ -251,6 +252,9 @@ static bool hand_over(struct osb_server *srv, struct pool_waiter *w, const char 
 {
     struct osb_sbx *s = osb_reg_get(srv->reg, id);
     struct osb_create_spec *spec = w->spec;
+    /* Started at the lowest priority (pools.c); the claimant's sandbox
+     * runs at the normal one, as a fresh sandbox does. */
+    osb_rt_foreground(&s->handle);
     if (spec->network_policy) {
         /* Before the entrypoint runs, as a fresh sandbox has it from its
          * first instruction. */

@@ -292,6 +292,7 @@ void osb_pool_member_prepare(struct osb_server *srv, struct osb_create_spec *spe
     struct osb_sandbox_spec *sb = &spec->sb;
     spec->pool_keep_running = sb->keep_running;
     sb->keep_running = false;
+    sb->background = true; /* until claimed (pool_claim.c hand_over) */
     size_t n = 0;
     while (sb->env && sb->env[n])
         n++;

@@ -57,6 +57,14 @@ def run(s, sid, cmd):
     return stdout_lines(ev)
 
 
+def nice_of(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[16])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def members_dirs(s):
     d = os.path.join(s.state_dir, "sandboxes")
     return set(os.listdir(d)) if os.path.isdir(d) else set()
@@ -176,6 +184,13 @@ def test_claim_applies_request(s):
          "no pool-internal variable visible")
     t.eq(listed_ids(s), {sid}, "the claimed sandbox is listed, the members are not")
     t.ok(wait_available(s, "c", 2), "the pool refills", pool(s, "c"))
+    mine = {p for p, cg in sandbox_processes(s.state_dir).items() if sid in cg}
+    members = {p for p, cg in sandbox_processes(s.state_dir).items() if sid not in cg}
+    t.ok(mine and all(nice_of(p) == 0 for p in mine),
+         "the claimed sandbox runs at the normal priority", {p: nice_of(p) for p in mine})
+    t.ok(members and all(nice_of(p) == 19 for p in members),
+         "idle members wait at nice 19 (claims and creates come first)",
+         {p: nice_of(p) for p in members})
     t.eq(pool(s, "c")["status"]["allocated"], 1, "status.allocated counts the claimed one")
     # The SDKs' keep-alive default: the member's own command goes on.
     r = claim(s, "c", env={"K": "1"})

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -362,6 +363,8 @@ static void report_error(const struct osb_err *err)
     report(line);
 }
 
+#define BACKGROUND_NICE 19
+
 /* Only fds 0-2 and the runtime's sysfs survive: the server's other
  * descriptors must never reach a sandbox (the sysfs, close-on-exec, does
  * not either). */
@@ -462,6 +465,10 @@ int main(int argc, char **argv)
         report_error(&err);
         return 1;
     }
+    /* The helper, its kernel work and the new sandbox inherit it: a pool's
+     * refill gives the CPU to claims and to other creates. */
+    if (s.background)
+        setpriority(PRIO_PROCESS, 0, BACKGROUND_NICE);
     pid_t pid;
     if (create(&s, &pid, &err) < 0) {
         report_error(&err);

@@ -77,6 +77,7 @@ struct osb_init_spec {
     char *dns;                   /* nameserver for /etc/resolv.conf (with netns) */
     char **entrypoint;           /* NULL-terminated */
     bool keep_running;           /* no end report: the entrypoint's end does not end the sandbox */
+    bool background;             /* build it, and start execd, at nice 19 (a pool member) */
     char **env;                  /* NULL-terminated "K=V" */
     struct osb_init_bind *binds; /* read-only host binds (the host image's /usr...) */
     size_t n_binds;

@@ -84,6 +84,7 @@ static char *encode_spec(struct osb_nat *rt, const struct osb_sandbox_spec *s, u
         .token = s->execd_token,
         .entrypoint = s->entrypoint,
         .keep_running = s->keep_running,
+        .background = s->background,
         .workdir = s->workdir,
         .user = s->user,
         .netns = s->netns,

@@ -60,6 +60,7 @@ static const struct osb_isf spec_fields[] = {
     F(osb_init_spec, "dns", OSB_ISF_OSTR, dns),
     F(osb_init_spec, "entrypoint", OSB_ISF_STRV, entrypoint),
     F(osb_init_spec, "keep_running", OSB_ISF_BOOL, keep_running),
+    F(osb_init_spec, "background", OSB_ISF_BOOL, background),
     F(osb_init_spec, "env", OSB_ISF_STRV, env),
     L(osb_init_spec, "binds", binds, n_binds, &bind_table),
     F(osb_init_spec, "n_binds", OSB_ISF_COUNT, n_binds),
