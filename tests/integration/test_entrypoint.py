@@ -132,10 +132,11 @@ def test_idle_tail(s):
     pid = pid1_of(s, sb["id"])
     t.ok(wait_for(lambda: len(children_of(pid)) == 1, timeout=WAIT), "idle: one entrypoint")
     kid = children_of(pid)[0]
-    t.eq(proc_text(kid, "cmdline"), "tail\0-f\0/dev/null\0", "idle: ps shows tail -f /dev/null")
-    t.eq(proc_text(kid, "comm"), "tail\n", "idle: its name is tail (pkill tail finds it)")
+    # (It names itself right after its exec, before it sleeps.)
     t.ok(wait_for(lambda: proc_text(kid, "syscall").split()[:1] == [PAUSE], timeout=WAIT),
          "idle: it sleeps in pause(), with no timer to wake it", proc_text(kid, "syscall"))
+    t.eq(proc_text(kid, "cmdline"), "tail\0-f\0/dev/null\0", "idle: ps shows tail -f /dev/null")
+    t.eq(proc_text(kid, "comm"), "tail\n", "idle: its name is tail (pkill tail finds it)")
     t.ok(os.readlink("/proc/%d/exe" % kid).endswith("execd"), "idle: it is execd's binary")
     t.eq(threads_of(pid), 1, "idle: execd runs one thread (no file threads yet)")
     x = s.execd(sb["id"])
