@@ -26,6 +26,7 @@ from server_bench import CREATE_BODY, Client, Server, pct, sandbox_pids  # noqa:
 BODY = dict(CREATE_BODY, timeout=86400)
 GOAL_RATIO = 1.3  # create and delete p50 at 5000 alive vs 10 alive
 GOAL_MIB = 1.5    # host memory per idle sandbox at 10000 alive
+EXECD_POOL_THREADS = 8  # src/execd/pool.c
 
 
 def meminfo_kib(field):
@@ -85,8 +86,10 @@ def read_pid_max():
 def ensure_pids(srv, alive, target, raise_to):
     """Every task takes a pid: kernel.pid_max bounds the sandboxes alive.
     Returns the old pid_max if it was raised (restored at the end)."""
-    each = tasks_of(sandbox_pids(srv.state)) / max(alive, 1)
-    need = host_tasks() + int(each * (target - alive)) + 2000
+    idle = tasks_of(sandbox_pids(srv.state)) / max(alive, 1)
+    # The command at the end starts execd's file threads in every sandbox.
+    each = idle + EXECD_POOL_THREADS + 1
+    need = host_tasks() + int(each * target) + 2000
     have = read_pid_max()
     if need <= have:
         return None

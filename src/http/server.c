@@ -26,11 +26,18 @@
 static void process(struct conn *c);
 static const struct osb_http_mode http_mode;
 
+static void head_sweep(uv_timer_t *t);
+
 /* The client has OSB_HEAD_TIMEOUT_MS from now to send a whole request
- * head (head_sweep). */
+ * head (head_sweep). The sweep runs only while a deadline is pending: an
+ * idle execd (thousands per host) must not wake up for nothing. */
 static void head_wait(struct conn *c)
 {
-    c->head_until = uv_now(c->srv->loop) + OSB_HEAD_TIMEOUT_MS;
+    struct osb_http_server *srv = c->srv;
+    c->head_until = uv_now(srv->loop) + OSB_HEAD_TIMEOUT_MS;
+    if (!uv_is_active((uv_handle_t *)&srv->head_timer))
+        uv_timer_start(&srv->head_timer, head_sweep, OSB_HEAD_TIMEOUT_MS / 4,
+                       OSB_HEAD_TIMEOUT_MS / 4);
 }
 
 static void conn_start(struct osb_http_server *srv, struct conn *c)
@@ -679,11 +686,15 @@ static void head_sweep(uv_timer_t *t)
 {
     struct osb_http_server *srv = t->data;
     uint64_t now = uv_now(srv->loop);
+    bool pending = false;
     for (struct conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
-        if (c->mode != &http_mode || !c->head_until || c->head_until > now || c->doomed ||
-            c->close_after_flush)
+        if (c->mode != &http_mode || !c->head_until || c->doomed || c->close_after_flush)
             continue;
+        if (c->head_until > now) {
+            pending = true;
+            continue;
+        }
         c->head_until = 0;
         char msg[64];
         snprintf(msg, sizeof msg, "the request head did not arrive within %d s",
@@ -693,6 +704,8 @@ static void head_sweep(uv_timer_t *t)
         else
             osb_http__conn_close(c);
     }
+    if (!pending)
+        uv_timer_stop(t);
 }
 
 struct osb_http_server *osb_http_server_new(uv_loop_t *loop)
@@ -706,7 +719,6 @@ struct osb_http_server *osb_http_server_new(uv_loop_t *loop)
     srv->linger_timer.data = srv;
     uv_timer_init(loop, &srv->head_timer);
     srv->head_timer.data = srv;
-    uv_timer_start(&srv->head_timer, head_sweep, OSB_HEAD_TIMEOUT_MS / 4, OSB_HEAD_TIMEOUT_MS / 4);
     uv_unref((uv_handle_t *)&srv->head_timer);
     return srv;
 }

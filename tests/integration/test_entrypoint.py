@@ -123,6 +123,14 @@ def threads_of(pid):
 
 
 PAUSE = "34"  # x86_64's pause(2), as /proc/<pid>/syscall shows a sleeper in it
+EPOLL_WAITS = ("232", "281", "441")  # epoll_wait, epoll_pwait, epoll_pwait2
+
+
+def sleeps_forever(pid):
+    """In epoll_wait with timeout -1 (its 4th argument): no timer is armed. A
+    kept-alive connection's head deadline (20 s) may hold one for a while."""
+    f = proc_text(pid, "syscall").split()
+    return len(f) > 4 and f[0] in EPOLL_WAITS and int(f[4], 16) & 0xffffffff == 0xffffffff
 
 
 def test_idle_tail(s):
@@ -139,6 +147,9 @@ def test_idle_tail(s):
     t.eq(proc_text(kid, "comm"), "tail\n", "idle: its name is tail (pkill tail finds it)")
     t.ok(os.readlink("/proc/%d/exe" % kid).endswith("execd"), "idle: it is execd's binary")
     t.eq(threads_of(pid), 1, "idle: execd runs one thread (no file threads yet)")
+    t.ok(wait_for(lambda: sleeps_forever(pid), timeout=60),
+         "idle: execd waits for events with no timer (no periodic wake-up)",
+         proc_text(pid, "syscall"))
     x = s.execd(sb["id"])
     t.eq(x.get("/files/info?path=/etc/hostname").status, 200, "idle: a file call answers")
     t.ok(wait_for(lambda: threads_of(pid) > 1, timeout=WAIT), "idle: the file threads started")
