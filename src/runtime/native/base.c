@@ -39,65 +39,85 @@ void osb_nat_maybe_free(struct osb_nat *rt)
 
 /* ------------------------------------------------------------ children */
 
-void osb_nat_kid_add(struct osb_nat *rt, pid_t pid)
+void osb_nat_kid_add(struct osb_nat *rt, pid_t pid, bool expected)
 {
     if (rt->n_kids == rt->cap_kids) {
         rt->cap_kids = rt->cap_kids ? rt->cap_kids * 2 : 64;
         rt->kids = osb_xrealloc(rt->kids, rt->cap_kids * sizeof *rt->kids);
     }
-    rt->kids[rt->n_kids++] = pid;
+    rt->kids[rt->n_kids++] = (struct osb_nat_kid){pid, expected};
+}
+
+static struct osb_nat_kid *find_kid(struct osb_nat *rt, pid_t pid)
+{
+    for (size_t i = 0; i < rt->n_kids; i++)
+        if (rt->kids[i].pid == pid)
+            return &rt->kids[i];
+    return NULL;
+}
+
+void osb_nat_kid_expect(struct osb_nat *rt, pid_t pid)
+{
+    struct osb_nat_kid *k = find_kid(rt, pid);
+    if (k)
+        k->expected = true;
+}
+
+/* waitpid(k->pid, WNOHANG); true if it was reaped (k is then gone). */
+static bool reap(struct osb_nat *rt, struct osb_nat_kid *k)
+{
+    pid_t r = waitpid(k->pid, NULL, WNOHANG);
+    if (r == 0 || (r < 0 && errno != ECHILD))
+        return false;
+    *k = rt->kids[--rt->n_kids];
+    return true;
 }
 
 bool osb_nat_kid_reap(struct osb_nat *rt, pid_t pid)
 {
-    for (size_t i = 0; i < rt->n_kids; i++) {
-        if (rt->kids[i] != pid)
-            continue;
-        pid_t r = waitpid(pid, NULL, WNOHANG);
-        if (r == 0)
-            return false;
-        rt->kids[i] = rt->kids[--rt->n_kids];
-        return true;
-    }
-    return true;
-}
-
-static bool is_kid(const struct osb_nat *rt, pid_t pid)
-{
-    for (size_t i = 0; i < rt->n_kids; i++)
-        if (rt->kids[i] == pid)
-            return true;
-    return false;
+    struct osb_nat_kid *k = find_kid(rt, pid);
+    return !k || reap(rt, k);
 }
 
 /* One waitpid per kid: O(live sandboxes) syscalls, only when a zombie
  * that is not ours (libuv reaps its own) hides the ones behind it. */
 static void reap_each(struct osb_nat *rt)
 {
-    for (size_t i = 0; i < rt->n_kids;) {
-        pid_t r = waitpid(rt->kids[i], NULL, WNOHANG);
-        if (r == rt->kids[i] || (r < 0 && errno == ECHILD))
-            rt->kids[i] = rt->kids[--rt->n_kids];
-        else
+    for (size_t i = 0; i < rt->n_kids;)
+        if (!reap(rt, &rt->kids[i]))
             i++;
-    }
 }
 
-/* Asks the kernel which children are zombies (waitid WNOWAIT peeks and
- * leaves the zombie for its owner) instead of a waitpid per live sandbox
- * on every SIGCHLD: with thousands alive that loop was a create's
- * largest cost in the server. */
+static bool reap_expected(struct osb_nat *rt)
+{
+    bool any = false;
+    for (size_t i = 0; i < rt->n_kids;)
+        if (rt->kids[i].expected && reap(rt, &rt->kids[i]))
+            any = true;
+        else
+            i++;
+    return any;
+}
+
+/* A signal that coalesced an expected exit with another leaves the other
+ * to its watch (which reaps its PID 1) or to the next signal's walk. The
+ * walk asks the kernel which children are zombies (waitid WNOWAIT peeks
+ * and leaves the zombie for its owner) instead of a waitpid per live
+ * sandbox. */
 void osb_nat_reap_all(struct osb_nat *rt)
 {
+    if (reap_expected(rt))
+        return;
     for (;;) {
         siginfo_t si = {0};
         if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
             return;
-        if (!is_kid(rt, si.si_pid)) {
+        struct osb_nat_kid *k = find_kid(rt, si.si_pid);
+        if (!k) {
             reap_each(rt);
             return;
         }
-        if (!osb_nat_kid_reap(rt, si.si_pid))
+        if (!reap(rt, k))
             return; /* not reapable after all: never spin on it */
     }
 }
@@ -201,10 +221,9 @@ void osb_nat_stop_helper(struct osb_nat *rt, const char *id)
         return;
     c->destroyed = true;
     kill(c->helper, SIGKILL);
-    if (OSB_RETRY(waitpid(c->helper, NULL, 0)) == c->helper)
-        for (size_t i = 0; i < rt->n_kids; i++)
-            if (rt->kids[i] == c->helper) {
-                rt->kids[i] = rt->kids[--rt->n_kids];
-                break;
-            }
+    if (OSB_RETRY(waitpid(c->helper, NULL, 0)) == c->helper) {
+        struct osb_nat_kid *k = find_kid(rt, c->helper);
+        if (k)
+            *k = rt->kids[--rt->n_kids];
+    }
 }

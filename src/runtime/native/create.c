@@ -207,7 +207,7 @@ static void finish_create(struct osb_nat_create *c)
         r = osb_err_set(&err, OSB_E_INTERNAL, "creating sandbox `%s` took over %d ms", c->id,
                         CREATE_TIMEOUT_MS);
     if (r == 0) {
-        osb_nat_kid_add(rt, h.pid);
+        osb_nat_kid_add(rt, h.pid, false);
         osb_nat_fill_paths(rt, c->id, &h);
         r = osb_nat_attach_log(rt, c->id, &h, &err);
     }
@@ -323,7 +323,7 @@ int osb_nat_create(struct osb_rt *base, const struct osb_sandbox_spec *spec, osb
         osb_idr_release(&rt->idr, spec->id);
         return -1;
     }
-    osb_nat_kid_add(rt, pid);
+    osb_nat_kid_add(rt, pid, true); /* it exits once it reported */
     start_create(rt, spec, pid, c_fd, cb, ud);
     return 0;
 }

@@ -37,7 +37,7 @@ static int destroy_id(struct osb_nat *rt, const char *id, bool keep_log, struct 
 {
     char dir[PATH_MAX];
     struct osb_cg_set s;
-    osb_nat_cancel_watches(rt, id);
+    pid_t pid1 = osb_nat_cancel_watches(rt, id);
     osb_nat_close_log(rt, id, keep_log);
     osb_nat_stop_helper(rt, id);
     osb_nat_sandbox_dir(rt, id, dir, sizeof dir);
@@ -47,8 +47,14 @@ static int destroy_id(struct osb_nat *rt, const char *id, bool keep_log, struct 
         return osb_err_wrap(err, "%s sandbox `%s`", keep_log ? "stop" : "destroy", id);
     /* Its userns record went with the dir: the range is free again. */
     osb_idr_release(&rt->idr, id);
-    /* Reap PID 1 now if it is already gone; SIGCHLD catches it otherwise. */
-    osb_nat_reap_all(rt);
+    /* Reap PID 1 now if it is already gone; SIGCHLD reaps it by pid
+     * otherwise (an unwatched one: the next walk). */
+    if (pid1 > 0) {
+        osb_nat_kid_expect(rt, pid1);
+        osb_nat_kid_reap(rt, pid1);
+    } else {
+        osb_nat_reap_all(rt);
+    }
     return 0;
 }
 

@@ -50,6 +50,11 @@ struct osb_nat_create {
 struct osb_nat_watch;
 struct osb_nat_log;
 
+struct osb_nat_kid {
+    pid_t pid;
+    bool expected; /* about to exit (a helper, a PID 1 being destroyed): reaped by pid */
+};
+
 struct osb_nat {
     struct osb_rt base; /* first: the ops */
     uv_loop_t *loop;
@@ -61,7 +66,7 @@ struct osb_nat {
     int sandboxes_fd;  /* O_PATH of sandboxes/: socket paths too long for sun_path */
     int sysfs_fd;      /* the sandboxes' /sys (sysfs.h), the helper's OSB_INIT_SYSFS_FD */
     char *spawn_stack; /* the helper's spawn runs on it until it execs (spawn.h) */
-    pid_t *kids;
+    struct osb_nat_kid *kids; /* our children: helpers and sandbox PID 1s */
     size_t n_kids, cap_kids;
     struct osb_nat_create *creates;
     struct osb_nat_watch *watches;
@@ -84,11 +89,15 @@ static inline struct osb_nat *osb_nat_of(struct osb_rt *rt)
 
 /* base.c */
 void osb_nat_maybe_free(struct osb_nat *rt);
-void osb_nat_kid_add(struct osb_nat *rt, pid_t pid);
+void osb_nat_kid_add(struct osb_nat *rt, pid_t pid, bool expected);
+/* pid (ours) is about to exit: the next SIGCHLD reaps it by pid. */
+void osb_nat_kid_expect(struct osb_nat *rt, pid_t pid);
 /* waitpid(pid, WNOHANG) if pid is ours; true once it is reaped (or was
  * never ours). */
 bool osb_nat_kid_reap(struct osb_nat *rt, pid_t pid);
-/* Reap every child of ours that has exited. */
+/* On SIGCHLD: reap the expected exits by pid; only if none of them
+ * explains the signal, ask the kernel which children exited (a walk over
+ * every child, thousands with thousands of sandboxes). */
 void osb_nat_reap_all(struct osb_nat *rt);
 bool osb_nat_valid_id(const char *id);
 int osb_nat_check_id(const char *id, struct osb_err *err) OSB_MUST_CHECK;
@@ -127,7 +136,8 @@ int osb_nat_adopt(struct osb_rt *rt, const char *id, struct osb_rt_handle *h,
 /* watch.c */
 int osb_nat_watch(struct osb_rt *rt, const char *id, const struct osb_rt_handle *h,
                   osb_rt_exit_cb cb, void *ud, struct osb_err *err) OSB_MUST_CHECK;
-void osb_nat_cancel_watches(struct osb_nat *rt, const char *id);
+/* Returns the PID 1 the cancelled watch had, 0 without one. */
+pid_t osb_nat_cancel_watches(struct osb_nat *rt, const char *id);
 void osb_nat_close_watches(struct osb_nat *rt);
 
 /* snapshot.c */

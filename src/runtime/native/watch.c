@@ -156,15 +156,18 @@ static void on_report(uv_poll_t *p, int status, int events)
     finish_watch(w, &end);
 }
 
-void osb_nat_cancel_watches(struct osb_nat *rt, const char *id)
+pid_t osb_nat_cancel_watches(struct osb_nat *rt, const char *id)
 {
+    pid_t pid = 0;
     for (struct osb_nat_watch *w = rt->watches, *next; w; w = next) {
         next = w->next;
         if (strcmp(w->id, id) == 0) {
+            pid = w->pid;
             unlink_watch(rt, w);
             close_watch(w);
         }
     }
+    return pid;
 }
 
 /* A copy of the read end of execd's report pipe (OSB_SANDBOX_REPORT_FD),
