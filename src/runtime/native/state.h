@@ -63,9 +63,9 @@ struct osb_nat {
     struct osb_img_host host;
     char describe[512];
     uv_signal_t sigchld;
-    int sandboxes_fd;  /* O_PATH of sandboxes/: socket paths too long for sun_path */
-    int sysfs_fd;      /* the sandboxes' /sys (sysfs.h), the helper's OSB_INIT_SYSFS_FD */
-    char *spawn_stack; /* the helper's spawn runs on it until it execs (spawn.h) */
+    int sandboxes_fd;         /* O_PATH of sandboxes/: socket paths too long for sun_path */
+    int sysfs_fd;             /* the sandboxes' /sys (sysfs.h), the helper's OSB_INIT_SYSFS_FD */
+    char *spawn_stack;        /* the helper's spawn runs on it until it execs (spawn.h) */
     struct osb_nat_kid *kids; /* our children: helpers and sandbox PID 1s */
     size_t n_kids, cap_kids;
     struct osb_nat_create *creates;
