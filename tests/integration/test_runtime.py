@@ -516,6 +516,23 @@ def test_pause_resume(t, d):
     d.sandboxes.remove(sb)
 
 
+def zombie_children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            kids = f.read().split()
+    except OSError:
+        return []
+    out = []
+    for k in kids:
+        try:
+            with open("/proc/%s/stat" % k) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    out.append(int(k))
+        except OSError:
+            pass
+    return out
+
+
 def test_destroy_leaves_nothing(t, d):
     before = host_mounts()
     sb = d.create("gone", entrypoint=["/bin/sh", "-c", "sleep 100000 & exec sleep 100000"])
@@ -528,6 +545,8 @@ def test_destroy_leaves_nothing(t, d):
     t.diag("destroy took %.2f ms" % r["ms"])
     d.sandboxes.remove(sb)
     t.ok(not pid_alive(sb.pid), "PID 1 is gone")
+    t.ok(wait_for(lambda: not zombie_children(d.proc.pid), 30),
+         "the runtime reaped its helper and PID 1 (no zombie child)", zombie_children(d.proc.pid))
     t.eq(cgroup_dirs("gone"), [], "no cgroup is left")
     t.ok(not os.path.exists(os.path.join(d.state, "sandboxes", "gone")), "no state dir is left")
     t.eq(host_mounts(), before, "no mount is left")

@@ -69,6 +69,7 @@ static bool reap(struct osb_nat *rt, struct osb_nat_kid *k)
     pid_t r = waitpid(k->pid, NULL, WNOHANG);
     if (r == 0 || (r < 0 && errno != ECHILD))
         return false;
+    rt->expected_reaped += k->expected;
     *k = rt->kids[--rt->n_kids];
     return true;
 }
@@ -99,14 +100,18 @@ static bool reap_expected(struct osb_nat *rt)
     return any;
 }
 
-/* A signal that coalesced an expected exit with another leaves the other
+/* An expected exit reaped since the last signal (a helper reaped at its
+ * result's EOF, a PID 1 right after its destroy) explains the signal too.
+ * A signal that coalesced an expected exit with another leaves the other
  * to its watch (which reaps its PID 1) or to the next signal's walk. The
  * walk asks the kernel which children are zombies (waitid WNOWAIT peeks
  * and leaves the zombie for its owner) instead of a waitpid per live
  * sandbox. */
 void osb_nat_reap_all(struct osb_nat *rt)
 {
-    if (reap_expected(rt))
+    bool explained = reap_expected(rt) || rt->expected_reaped > 0;
+    rt->expected_reaped = 0;
+    if (explained)
         return;
     for (;;) {
         siginfo_t si = {0};

@@ -67,6 +67,7 @@ struct osb_nat {
     int sysfs_fd;             /* the sandboxes' /sys (sysfs.h), the helper's OSB_INIT_SYSFS_FD */
     char *spawn_stack;        /* the helper's spawn runs on it until it execs (spawn.h) */
     struct osb_nat_kid *kids; /* our children: helpers and sandbox PID 1s */
+    unsigned expected_reaped; /* expected exits reaped since the last SIGCHLD */
     size_t n_kids, cap_kids;
     struct osb_nat_create *creates;
     struct osb_nat_watch *watches;
