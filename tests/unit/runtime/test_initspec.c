@@ -196,6 +196,7 @@ static const char *base[][2] = {
     {"token", "t"},
     {"entrypoint", "7:/bin/sh,"},
     {"keep_running", "0"},
+    {"background", "0"},
     {"env", ""},
     {"binds", ""},
     {"n_binds", "0"},
@@ -262,6 +263,7 @@ static void test_malformed(void)
     refused("token", NULL, NULL, "\"token\": is missing", "a missing required field");
     refused("n_cgroups", NULL, NULL, "\"n_cgroups\": is missing", "a missing count");
     refused("keep_running", "2", NULL, "\"keep_running\": must be 0 or 1", "a bad bool");
+    refused("background", "x", NULL, "\"background\": must be 0 or 1", "a bad bool (background)");
     refused("memory", "-1", NULL, "\"memory\": must be a non-negative integer",
             "a negative integer");
     refused("pids", "12x", NULL, "\"pids\"", "an integer with junk");
