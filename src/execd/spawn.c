@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/sigreset.h"
 #include "common/xalloc.h"
 #include "execd/envhide.h"
 #include "execd/idle.h"
@@ -68,22 +69,11 @@ static int dup_to(int from, int to)
     return dup2(from, to) < 0 ? -1 : 0;
 }
 
-static void child_signals(void)
-{
-    struct sigaction sa = {.sa_handler = SIG_DFL};
-    for (int s = 1; s < NSIG; s++)
-        if (s != SIGKILL && s != SIGSTOP)
-            sigaction(s, &sa, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
 static int child(void *arg)
 {
     struct child_args *a = arg;
     const struct osb_spawn *sp = a->sp;
-    child_signals();
+    osb_signals_default();
     /* Children end with execd: in a sandbox its PID namespace does that
      * anyway; outside one (development, tests) nothing else would. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/sigreset.h"
 #include "common/xalloc.h"
 #include "runtime/init/init.h"
 
@@ -28,15 +29,6 @@ static __attribute__((noreturn)) void fail(int errfd, const struct osb_err *err)
         (void)w;
     }
     _exit(127);
-}
-
-static void reset_signals(void)
-{
-    sigset_t all;
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-    for (int sig = 1; sig < NSIG; sig++)
-        signal(sig, SIG_DFL);
 }
 
 /* The new network namespace has only lo, and it starts down. */
@@ -155,7 +147,7 @@ void osb_init_child(const struct osb_init_spec *s, const struct osb_init_fds *fd
     struct osb_err err = {0};
     int errfd = fds->err, readyfd = fds->ready;
     int rootfd = -1, layerfd = -1;
-    reset_signals();
+    osb_signals_default();
     if (setsid() < 0)
         osb_err_sys(&err, "setsid"), fail(errfd, &err);
     /* Opened here, in our mount namespace (a descriptor from the parent

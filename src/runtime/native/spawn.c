@@ -9,6 +9,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "common/sigreset.h"
+
 #ifndef CLOSE_RANGE_UNSHARE
 #define CLOSE_RANGE_UNSHARE (1U << 1)
 #endif
@@ -32,23 +34,12 @@ static int fail(struct args *a)
     _exit(127);
 }
 
-static void default_signals(void)
-{
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    for (int s = 1; s < NSIG; s++)
-        if (s != SIGKILL && s != SIGSTOP)
-            sigaction(s, &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
 /* Runs on the parent's memory (CLONE_VM, parent suspended): raw system
  * calls only, no allocation. */
 static int child(void *arg)
 {
     struct args *a = arg;
-    default_signals();
+    osb_signals_default();
     if (setsid() < 0 || syscall(SYS_close_range, 0U, ~0U, CLOSE_RANGE_UNSHARE) < 0)
         return fail(a);
     int pidfd = (int)syscall(SYS_pidfd_open, a->parent, 0);
