@@ -3,8 +3,8 @@
 #include "runtime/runtime.h"
 
 #include <stdio.h>
-#include <sys/resource.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "runtime/gvisor/gvisor.h"
 #include "runtime/native/native.h"

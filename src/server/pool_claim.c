@@ -12,8 +12,8 @@
 
 #include "common/log.h"
 #include "common/xalloc.h"
-#include "server/create.h"
 #include "runtime/runtime.h"
+#include "server/create.h"
 #include "server/execd_call.h"
 #include "server/network.h"
 #include "server/pools.h"

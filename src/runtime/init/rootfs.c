@@ -19,9 +19,10 @@
  * Every superblock a sandbox makes costs each memory cgroup on the host a
  * slot in its shrinker table (memory that grows with the square of the
  * sandboxes alive) and each cgroup's removal a walk over all of them, so
- * what needs no filesystem of its own gets none: /dev, /dev/shm, the masks (an empty
- * mask/) and the skeleton of /sys/fs/cgroup (cgroup/) are directories of
- * the writable layer's tmpfs, bound.
+ * what needs no filesystem of its own gets none: /dev, /dev/shm, the masks
+ * (an empty mask/) and the skeleton of /sys/fs/cgroup (cgroup/) are
+ * directories of the writable layer's tmpfs, bound, and /sys is a clone of
+ * the runtime's one sysfs.
  *
  * Before pivot_root the image's own paths are untrusted: an image may hold
  * a symlink such as /opt -> /etc aimed at the host. Every path inside the
@@ -368,8 +369,9 @@ int osb_init_sysfs_clone(struct osb_err *err)
 
 /* proc and sysfs go in before pivot_root: in a user namespace the kernel
  * lets a new one be mounted only while a full one is visible (the host's,
- * until the old root is detached). made: a mount to attach (a clone of the
- * runtime's sysfs), or -1 for a new one of our own namespaces. */
+ * until the old root is detached). made: a mount to attach (the clone of
+ * the runtime's sysfs, read-only), or -1 for a new one of our own
+ * namespaces (proc). */
 static int attach_new(int rootfd, const char *dir, const char *type, int made, struct osb_err *err)
 {
     _cleanup_close_ int m = made;
@@ -377,8 +379,7 @@ static int attach_new(int rootfd, const char *dir, const char *type, int made, s
         _cleanup_close_ int fs = fsopen(type, FSOPEN_CLOEXEC);
         if (fs < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
             return osb_err_sys(err, "create %s", type);
-        unsigned attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-        m = fsmount(fs, FSMOUNT_CLOEXEC, strcmp(type, "sysfs") ? attrs : attrs | MOUNT_ATTR_RDONLY);
+        m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
         if (m < 0)
             return osb_err_sys(err, "mount %s", type);
     }

@@ -63,14 +63,20 @@ void osb_nat_kid_expect(struct osb_nat *rt, pid_t pid)
         k->expected = true;
 }
 
+/* k was reaped: it leaves the list (the last one takes its place). */
+static void drop_kid(struct osb_nat *rt, struct osb_nat_kid *k)
+{
+    rt->expected_reaped += k->expected;
+    *k = rt->kids[--rt->n_kids];
+}
+
 /* waitpid(k->pid, WNOHANG); true if it was reaped (k is then gone). */
 static bool reap(struct osb_nat *rt, struct osb_nat_kid *k)
 {
     pid_t r = waitpid(k->pid, NULL, WNOHANG);
     if (r == 0 || (r < 0 && errno != ECHILD))
         return false;
-    rt->expected_reaped += k->expected;
-    *k = rt->kids[--rt->n_kids];
+    drop_kid(rt, k);
     return true;
 }
 
@@ -229,6 +235,6 @@ void osb_nat_stop_helper(struct osb_nat *rt, const char *id)
     if (OSB_RETRY(waitpid(c->helper, NULL, 0)) == c->helper) {
         struct osb_nat_kid *k = find_kid(rt, c->helper);
         if (k)
-            *k = rt->kids[--rt->n_kids];
+            drop_kid(rt, k);
     }
 }

@@ -1,8 +1,9 @@
 /* Create: validate (validate.c), encode the helper's spec (init/spec.h)
  * into a memfd, spawn (spawn.h) the static osb-sandbox-init helper (fd 0 =
  * spec, fd 1 = result pipe, fd 3 = the sandboxes' sysfs), watch the pipe
- * with uv_pipe; the helper's one-line result becomes the callback. The helper does every blocking step (mkdir,
- * cgroups, clone, mounts), so the loop only pays for the spawn. */
+ * with uv_pipe; the helper's one-line result becomes the callback. The
+ * helper does every blocking step (mkdir, cgroups, clone, mounts), so the
+ * loop only pays for the spawn. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

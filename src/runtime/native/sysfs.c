@@ -1,10 +1,8 @@
 #include "runtime/native/sysfs.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
-#include <string.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
