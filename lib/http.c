@@ -285,12 +285,12 @@ static int read_response(osbc_client *c, struct osbcl_io *io, struct rx *x, bool
             return 0;
         if (x->done)
             return 0;
-        if (e != HPE_OK && e != HPE_PAUSED)
-            return osbcl_fail(err, OSBC_E_PROTOCOL, "malformed HTTP response: %s",
-                              http_errno_description(e));
         if (!f)
             return osbcl_fail(err, OSBC_E_CONNECT, "the server closed the connection %s",
                               *got_any ? "in the middle of the response" : "without answering");
+        if (e != HPE_OK && e != HPE_PAUSED)
+            return osbcl_fail(err, OSBC_E_PROTOCOL, "malformed HTTP response: %s",
+                              http_errno_description(e));
     }
 }
 
