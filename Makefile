@@ -81,7 +81,7 @@ LIB_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC))
 CLI_OBJ := $(call obj,$(CLI_SRC))
 MCP_OBJ := $(call obj,$(MCP_SRC))
 LIB_A := $(BUILD)/lib/libopensandbox.a
-LIB_SO := $(BUILD)/lib/libopensandbox.so
+LIB_SO := $(BUILD)/lib/libopensandbox.so.0
 
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -161,6 +161,7 @@ $(LIB_SO): $(LIB_OBJ)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libopensandbox.so.0 -Wl,--no-undefined -o $@ $^ $(LIB_SO_LIBS)
+	$(Q)ln -sf libopensandbox.so.0 $(@D)/libopensandbox.so
 $(BUILD)/bin/osb: $(CLI_OBJ) $(COMMON_OBJ) $(LIB_A)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")

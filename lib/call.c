@@ -23,7 +23,7 @@ static int api_call(osbc_client *c, const struct osbcl_base *base, const char *m
         .body = body,
         .body_len = body ? strlen(body) : 0,
     };
-    struct osbcl_resp rs;
+    struct osbcl_resp rs = {0};
     int rc = osbcl_http(c, &rq, &rs, err);
     if (rc < 0)
         return rc;
@@ -77,7 +77,7 @@ int osbc_request(osbc_client *c, const char *method, const char *path, const cha
         .body = body,
         .body_len = body ? strlen(body) : 0,
     };
-    struct osbcl_resp rs;
+    struct osbcl_resp rs = {0};
     int rc = osbcl_http(c, &rq, &rs, err);
     if (rc < 0)
         return rc;

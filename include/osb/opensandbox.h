@@ -267,8 +267,8 @@ struct osbc_run_opts {
     int background;  /* returns after init; output is read with osbc_command_logs */
     const struct osbc_kv *env;
     size_t n_env;
-    long uid; /* < 0 (use -1): the sandbox's default user; 0 is root */
-    long gid; /* < 0: with uid, that user's group */
+    long uid; /* > 0: run as this uid; 0: the sandbox's default user */
+    long gid; /* > 0 (with uid): this gid; 0: execd's choice for uid */
 };
 
 /* POST /command. A command that exits non-zero returns 0 with

@@ -1,0 +1,466 @@
+/* Files and directories through execd (protocol.md 3.2, 3.6-3.8): small
+ * JSON calls, multipart uploads (from memory or streamed from a
+ * descriptor) and downloads (into memory or streamed to a descriptor). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static bool empty(const char *s)
+{
+    return !s || !*s;
+}
+
+/* "<base>?path=a&path=b" (name = "path") */
+static char *paths_query(const char *base, const char *const *paths, size_t n,
+                         struct osbc_error *err)
+{
+    struct osbcl_sb p = {0};
+    osbcl_sb_adds(&p, base);
+    for (size_t i = 0; i < n; i++) {
+        osbcl_sb_adds(&p, i ? "&path=" : "?path=");
+        osbcl_sb_esc(&p, paths[i]);
+    }
+    return osbcl_sb_done(&p, err);
+}
+
+static int check_paths(const char *id, const char *const *paths, size_t n, const char *what,
+                       struct osbc_error *err)
+{
+    if (empty(id) || !paths || !n)
+        return osbcl_fail(err, OSBC_E_ARG, "%s: a sandbox id and at least one path", what);
+    for (size_t i = 0; i < n; i++)
+        if (empty(paths[i]))
+            return osbcl_fail(err, OSBC_E_ARG, "%s: an empty path", what);
+    return 0;
+}
+
+/* Permission {"mode": octal digits as decimal, "owner"?, "group"?}; NULL on OOM. */
+static json_t *perm(const struct osbc_file_attrs *a, int def_mode)
+{
+    int mode = a && a->mode >= 0 ? a->mode : def_mode;
+    json_t *j = json_object();
+    if (!j)
+        return NULL;
+    int bad = 0;
+    if (mode >= 0) {
+        int dec = ((mode >> 6) & 7) * 100 + ((mode >> 3) & 7) * 10 + (mode & 7);
+        bad |= json_object_set_new(j, "mode", json_integer(dec));
+    }
+    if (a && !empty(a->owner))
+        bad |= json_object_set_new(j, "owner", json_string(a->owner));
+    if (a && !empty(a->group))
+        bad |= json_object_set_new(j, "group", json_string(a->group));
+    if (bad) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+static int check_attrs(const struct osbc_file_attrs *a, struct osbc_error *err)
+{
+    if (a && (a->mode > 07777 || a->mode < -1))
+        return osbcl_fail(err, OSBC_E_ARG, "mode %o: want permission bits (0..07777)", a->mode);
+    return 0;
+}
+
+/* ------------------------------------------------------------ upload */
+
+struct upload {
+    char *head, *tail; /* multipart framing around the file's bytes */
+    size_t head_len, tail_len, head_off, tail_off;
+    const char *data; /* from memory ... */
+    size_t data_len, data_off;
+    int fd; /* ... or from a descriptor (-1 for memory) */
+    bool fd_done;
+    long long done, total;
+    osbc_progress_cb progress;
+    void *ud;
+};
+
+static ssize_t upload_read(void *ud, void *buf, size_t cap, struct osbc_error *err)
+{
+    struct upload *u = ud;
+    if (u->head_off < u->head_len) {
+        size_t n = u->head_len - u->head_off < cap ? u->head_len - u->head_off : cap;
+        memcpy(buf, u->head + u->head_off, n);
+        u->head_off += n;
+        return (ssize_t)n;
+    }
+    if (u->fd < 0 && u->data_off < u->data_len) {
+        size_t n = u->data_len - u->data_off < cap ? u->data_len - u->data_off : cap;
+        memcpy(buf, u->data + u->data_off, n);
+        u->data_off += n;
+        return (ssize_t)n;
+    }
+    while (u->fd >= 0 && !u->fd_done) {
+        ssize_t n = read(u->fd, buf, cap);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return osbcl_fail_sys(err, OSBC_E_IO, "reading the file to upload"), -1;
+        if (n == 0) {
+            u->fd_done = true;
+            break;
+        }
+        u->done += n;
+        if (u->progress && u->progress(u->ud, u->done, u->total))
+            return osbcl_fail(err, OSBC_E_CANCELLED, "upload stopped by the caller"), -1;
+        return n;
+    }
+    size_t n = u->tail_len - u->tail_off < cap ? u->tail_len - u->tail_off : cap;
+    memcpy(buf, u->tail + u->tail_off, n);
+    u->tail_off += n;
+    return (ssize_t)n;
+}
+
+static int upload(osbc_client *c, const char *id, const char *path, struct upload *u,
+                  const struct osbc_file_attrs *attrs, struct osbc_error *err)
+{
+    if (empty(id) || empty(path))
+        return osbcl_fail(err, OSBC_E_ARG, "upload: a sandbox id and a path");
+    int rc = check_attrs(attrs, err);
+    if (rc < 0)
+        return rc;
+    unsigned char rnd[12];
+    char boundary[40] = "osb-";
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        return osbcl_fail_sys(err, OSBC_E_IO, "getrandom");
+    for (size_t i = 0; i < sizeof rnd; i++)
+        snprintf(boundary + 4 + 2 * i, 3, "%02x", rnd[i]);
+    json_t *meta = perm(attrs, -1);
+    if (meta && json_object_set_new(meta, "path", json_string(path)) < 0)
+        json_decref(meta), meta = NULL;
+    char *mtext = meta ? osbcl_json_dump(meta) : NULL;
+    json_decref(meta);
+    if (!mtext)
+        return osbcl_fail(err, OSBC_E_ARG, "upload: cannot encode the path (not UTF-8?)");
+    const char *base = strrchr(path, '/');
+    base = base && base[1] ? base + 1 : "file";
+    struct osbcl_sb h = {0}, t = {0};
+    osbcl_sb_addf(&h,
+                  "--%s\r\nContent-Disposition: form-data; name=\"metadata\"; "
+                  "filename=\"metadata\"\r\nContent-Type: application/json\r\n\r\n%s\r\n",
+                  boundary, mtext);
+    osbcl_sb_addf(&h, "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"",
+                  boundary);
+    for (const char *p = base; *p; p++) /* a quote or line break would break the header */
+        osbcl_sb_add(&h, strchr("\"\r\n\\", *p) ? "_" : p, 1);
+    osbcl_sb_adds(&h, "\"\r\nContent-Type: application/octet-stream\r\n\r\n");
+    osbcl_sb_addf(&t, "\r\n--%s--\r\n", boundary);
+    free(mtext);
+    u->head_len = h.len;
+    u->tail_len = t.len;
+    u->head = osbcl_sb_done(&h, err);
+    u->tail = osbcl_sb_done(&t, err);
+    char ctype[80];
+    snprintf(ctype, sizeof ctype, "multipart/form-data; boundary=%s", boundary);
+    long long size = u->fd < 0 ? (long long)u->data_len : u->total;
+    struct osbcl_req rq = {
+        .method = "POST",
+        .path = "/files/upload",
+        .content_type = ctype,
+        .body_read = upload_read,
+        .body_ud = u,
+        .body_size = size < 0 ? -1 : (long long)u->head_len + size + (long long)u->tail_len};
+    struct osbcl_resp rs = {0};
+    rc = u->head && u->tail ? osbcl_sbx_http(c, id, OSBCL_EXECD_PORT, &rq, &rs, err) : OSBC_E_NOMEM;
+    if (rc == 0 && (rs.status < 200 || rs.status >= 300))
+        rc = osbcl_fail_http(err, rs.status, rs.body, rs.len, "POST /files/upload");
+    if (rs.status)
+        osbcl_resp_free(&rs);
+    free(u->head);
+    free(u->tail);
+    return rc;
+}
+
+int osbc_file_write(osbc_client *c, const char *id, const char *path, const void *data, size_t len,
+                    const struct osbc_file_attrs *attrs, struct osbc_error *err)
+{
+    if (!data && len)
+        return osbcl_fail(err, OSBC_E_ARG, "file write: no data");
+    struct upload u = {.data = data ? data : "", .data_len = len, .fd = -1};
+    return upload(c, id, path, &u, attrs, err);
+}
+
+int osbc_file_upload(osbc_client *c, const char *id, const char *path, int fd,
+                     const struct osbc_file_attrs *attrs, osbc_progress_cb progress, void *ud,
+                     struct osbc_error *err)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return osbcl_fail(err, OSBC_E_ARG, "file upload: a bad descriptor");
+    if (S_ISDIR(st.st_mode))
+        return osbcl_fail(err, OSBC_E_ARG, "file upload: the descriptor is a directory");
+    long long total = -1;
+    if (S_ISREG(st.st_mode)) {
+        off_t at = lseek(fd, 0, SEEK_CUR);
+        total = at >= 0 && at <= st.st_size ? (long long)(st.st_size - at) : -1;
+    }
+    struct upload u = {.fd = fd, .total = total, .progress = progress, .ud = ud};
+    return upload(c, id, path, &u, attrs, err);
+}
+
+/* ------------------------------------------------------------ download */
+
+struct download {
+    int fd;
+    long long done, total;
+    osbc_progress_cb progress;
+    void *ud;
+    int error; /* errno of a failed write, or -1: stopped by progress */
+};
+
+static int download_data(void *ud, const char *data, size_t len)
+{
+    struct download *d = ud;
+    while (len) {
+        ssize_t n = write(d->fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            d->error = n < 0 ? errno : EIO;
+            return 1;
+        }
+        data += n;
+        len -= (size_t)n;
+        d->done += n;
+    }
+    if (d->progress && d->progress(d->ud, d->done, d->total)) {
+        d->error = -1;
+        return 1;
+    }
+    return 0;
+}
+
+static long long remote_size(osbc_client *c, const char *id, const char *path)
+{
+    char *json;
+    const char *paths[] = {path};
+    if (osbc_file_info(c, id, paths, 1, &json, NULL) < 0)
+        return -1;
+    json_t *j = json_loads(json, 0, NULL);
+    free(json);
+    json_t *size = json_object_get(json_object_get(j, path), "size");
+    long long n = json_is_integer(size) ? json_integer_value(size) : -1;
+    json_decref(j);
+    return n;
+}
+
+int osbc_file_download(osbc_client *c, const char *id, const char *path, int fd,
+                       osbc_progress_cb progress, void *ud, struct osbc_error *err)
+{
+    if (empty(id) || empty(path) || fd < 0)
+        return osbcl_fail(err, OSBC_E_ARG, "file download: a sandbox id, a path and a descriptor");
+    struct download d = {.fd = fd, .progress = progress, .ud = ud, .total = -1};
+    if (progress)
+        d.total = remote_size(c, id, path);
+    const char *one[] = {path};
+    char *p = paths_query("/files/download", one, 1, err);
+    if (!p)
+        return OSBC_E_NOMEM;
+    struct osbcl_req rq = {.method = "GET", .path = p, .on_data = download_data, .data_ud = &d};
+    struct osbcl_resp rs = {0};
+    int rc = osbcl_sbx_http(c, id, OSBCL_EXECD_PORT, &rq, &rs, err);
+    if (d.error > 0)
+        rc = (errno = d.error, osbcl_fail_sys(err, OSBC_E_IO, "writing the download"));
+    else if (d.error < 0)
+        rc = osbcl_fail(err, OSBC_E_CANCELLED, "download stopped by the caller");
+    else if (rc == 0 && (rs.status < 200 || rs.status >= 300))
+        rc = osbcl_fail_http(err, rs.status, rs.body, rs.len, "GET /files/download");
+    if (rs.status)
+        osbcl_resp_free(&rs);
+    free(p);
+    return rc;
+}
+
+int osbc_file_read(osbc_client *c, const char *id, const char *path, char **data, size_t *len,
+                   struct osbc_error *err)
+{
+    if (empty(id) || empty(path) || !data)
+        return osbcl_fail(err, OSBC_E_ARG, "file read: a sandbox id and a path");
+    *data = NULL;
+    const char *one[] = {path};
+    char *p = paths_query("/files/download", one, 1, err);
+    if (!p)
+        return OSBC_E_NOMEM;
+    struct osbcl_req rq = {.method = "GET", .path = p};
+    struct osbcl_resp rs = {0};
+    int rc = osbcl_sbx_http(c, id, OSBCL_EXECD_PORT, &rq, &rs, err);
+    if (rc == 0 && (rs.status < 200 || rs.status >= 300))
+        rc = osbcl_fail_http(err, rs.status, rs.body, rs.len, "GET /files/download");
+    if (rc == 0) {
+        *data = rs.body;
+        if (len)
+            *len = rs.len;
+        rs.body = NULL;
+    }
+    if (rs.status)
+        osbcl_resp_free(&rs);
+    free(p);
+    return rc;
+}
+
+/* ------------------------------------------------------------ the JSON calls */
+
+static int execd_json(osbc_client *c, const char *id, const char *method, const char *path,
+                      json_t *body, char **out, struct osbc_error *err)
+{
+    char *text = NULL;
+    if (body && !(text = osbcl_json_dump(body))) {
+        json_decref(body);
+        return osbcl_fail(err, OSBC_E_ARG, "cannot encode the request (not UTF-8?)");
+    }
+    json_decref(body);
+    int rc = osbcl_sbx(c, id, OSBCL_EXECD_PORT, method, path, text, out, err);
+    free(text);
+    return rc;
+}
+
+int osbc_file_info(osbc_client *c, const char *id, const char *const *paths, size_t n, char **json,
+                   struct osbc_error *err)
+{
+    int rc = check_paths(id, paths, n, "file info", err);
+    char *p = rc ? NULL : paths_query("/files/info", paths, n, err);
+    if (!p)
+        return rc ? rc : OSBC_E_NOMEM;
+    rc = osbcl_sbx(c, id, OSBCL_EXECD_PORT, "GET", p, NULL, json, err);
+    free(p);
+    return rc;
+}
+
+int osbc_file_remove(osbc_client *c, const char *id, const char *const *paths, size_t n,
+                     struct osbc_error *err)
+{
+    int rc = check_paths(id, paths, n, "file remove", err);
+    char *p = rc ? NULL : paths_query("/files", paths, n, err);
+    if (!p)
+        return rc ? rc : OSBC_E_NOMEM;
+    rc = osbcl_sbx(c, id, OSBCL_EXECD_PORT, "DELETE", p, NULL, NULL, err);
+    free(p);
+    return rc;
+}
+
+int osbc_dir_remove(osbc_client *c, const char *id, const char *const *paths, size_t n,
+                    struct osbc_error *err)
+{
+    int rc = check_paths(id, paths, n, "directory remove", err);
+    char *p = rc ? NULL : paths_query("/directories", paths, n, err);
+    if (!p)
+        return rc ? rc : OSBC_E_NOMEM;
+    rc = osbcl_sbx(c, id, OSBCL_EXECD_PORT, "DELETE", p, NULL, NULL, err);
+    free(p);
+    return rc;
+}
+
+int osbc_file_move(osbc_client *c, const char *id, const char *src, const char *dest,
+                   struct osbc_error *err)
+{
+    if (empty(id) || empty(src) || empty(dest))
+        return osbcl_fail(err, OSBC_E_ARG, "file move: a sandbox id, a source and a destination");
+    json_t *b = json_pack("[{s:s,s:s}]", "src", src, "dest", dest);
+    if (!b)
+        return osbcl_fail(err, OSBC_E_ARG, "file move: cannot encode the paths");
+    return execd_json(c, id, "POST", "/files/mv", b, NULL, err);
+}
+
+int osbc_file_chmod(osbc_client *c, const char *id, const char *path,
+                    const struct osbc_file_attrs *attrs, struct osbc_error *err)
+{
+    if (empty(id) || empty(path) || !attrs)
+        return osbcl_fail(err, OSBC_E_ARG, "chmod: a sandbox id, a path and attributes");
+    int rc = check_attrs(attrs, err);
+    if (rc < 0)
+        return rc;
+    json_t *pm = perm(attrs, -1), *b = json_object();
+    if (!pm || !b || json_object_set_new(b, path, pm) < 0) {
+        json_decref(b);
+        return osbcl_fail(err, OSBC_E_ARG, "chmod: cannot encode the request");
+    }
+    return execd_json(c, id, "POST", "/files/permissions", b, NULL, err);
+}
+
+int osbc_file_replace(osbc_client *c, const char *id, const char *path, const char *old_text,
+                      const char *new_text, long *count, struct osbc_error *err)
+{
+    if (empty(id) || empty(path) || empty(old_text) || !new_text)
+        return osbcl_fail(err, OSBC_E_ARG,
+                          "replace: a sandbox id, a path, a non-empty old "
+                          "text and a new text");
+    json_t *b = json_pack("{s:{s:s,s:s}}", path, "old", old_text, "new", new_text);
+    if (!b)
+        return osbcl_fail(err, OSBC_E_ARG, "replace: cannot encode the request (not UTF-8?)");
+    char *out;
+    int rc = execd_json(c, id, "POST", "/files/replace?verbose=true", b, &out, err);
+    if (rc < 0)
+        return rc;
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *n = json_object_get(json_object_get(j, path), "replacedCount");
+    if (count)
+        *count = json_is_integer(n) ? (long)json_integer_value(n) : -1;
+    json_decref(j);
+    free(out);
+    return 0;
+}
+
+int osbc_file_search(osbc_client *c, const char *id, const char *path, const char *pattern,
+                     char **json, struct osbc_error *err)
+{
+    if (empty(id) || empty(path))
+        return osbcl_fail(err, OSBC_E_ARG, "search: a sandbox id and a path");
+    struct osbcl_sb p = {0};
+    osbcl_sb_adds(&p, "/files/search?path=");
+    osbcl_sb_esc(&p, path);
+    osbcl_sb_adds(&p, "&pattern=");
+    osbcl_sb_esc(&p, empty(pattern) ? "**" : pattern);
+    char *q = osbcl_sb_done(&p, err);
+    if (!q)
+        return OSBC_E_NOMEM;
+    int rc = osbcl_sbx(c, id, OSBCL_EXECD_PORT, "GET", q, NULL, json, err);
+    free(q);
+    return rc;
+}
+
+int osbc_dir_create(osbc_client *c, const char *id, const char *const *paths, size_t n,
+                    const struct osbc_file_attrs *attrs, struct osbc_error *err)
+{
+    int rc = check_paths(id, paths, n, "mkdir", err);
+    if (rc == 0)
+        rc = check_attrs(attrs, err);
+    if (rc < 0)
+        return rc;
+    json_t *b = json_object();
+    for (size_t i = 0; b && i < n; i++) {
+        json_t *pm = perm(attrs, 0755);
+        if (!pm || json_object_set_new(b, paths[i], pm) < 0) {
+            json_decref(b);
+            b = NULL;
+        }
+    }
+    if (!b)
+        return osbcl_fail(err, OSBC_E_ARG, "mkdir: cannot encode the request");
+    return execd_json(c, id, "POST", "/directories", b, NULL, err);
+}
+
+int osbc_dir_list(osbc_client *c, const char *id, const char *path, int depth, char **json,
+                  struct osbc_error *err)
+{
+    if (empty(id) || empty(path) || depth < 0)
+        return osbcl_fail(err, OSBC_E_ARG, "list: a sandbox id, a path and a depth >= 0");
+    struct osbcl_sb p = {0};
+    osbcl_sb_adds(&p, "/directories/list?path=");
+    osbcl_sb_esc(&p, path);
+    osbcl_sb_addf(&p, "&depth=%d", depth ? depth : 1);
+    char *q = osbcl_sb_done(&p, err);
+    if (!q)
+        return OSBC_E_NOMEM;
+    int rc = osbcl_sbx(c, id, OSBCL_EXECD_PORT, "GET", q, NULL, json, err);
+    free(q);
+    return rc;
+}
