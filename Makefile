@@ -30,7 +30,7 @@ endif
 CC ?= cc
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation
-CPPFLAGS := -D_GNU_SOURCE -Isrc -MMD -MP
+CPPFLAGS := -D_GNU_SOURCE -Isrc -Iinclude -MMD -MP
 ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SANFLAGS) $(CPPFLAGS)
 
 # execd must run in any image: link the Debian static archives.
@@ -125,9 +125,7 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 $(BUILD)/pic/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<  (pic)")
-	$(Q)$(CC) $(ALL_CFLAGS) -Iinclude -fPIC -fvisibility=hidden -c $< -o $@
-$(BUILD)/obj/lib/%.o $(BUILD)/obj/src/cli/%.o $(BUILD)/obj/src/mcp/%.o: CPPFLAGS += -Iinclude
-$(BUILD)/obj/examples/%.o: CPPFLAGS += -Iinclude
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
 # --version: the VERSION file plus the commit. The stamp is rewritten only
 # when that string changes, so version.o (alone) rebuilds exactly then.

@@ -1,0 +1,315 @@
+/* osb command ... and osb exec: commands in a sandbox with live output and
+ * the remote exit code as osb's own; background commands and their logs;
+ * bash sessions that keep state between runs. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/xalloc.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static int out_line(void *ud, const char *text, size_t len)
+{
+    (void)ud;
+    fwrite(text, 1, len, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    return interrupted;
+}
+
+static int err_line(void *ud, const char *text, size_t len)
+{
+    (void)ud;
+    fflush(stdout);
+    fwrite(text, 1, len, stderr);
+    fputc('\n', stderr);
+    return interrupted;
+}
+
+/* Pings and every other event: a Ctrl-C is noticed within execd's 3 s ping. */
+static int any_event(void *ud, const char *json)
+{
+    (void)ud;
+    (void)json;
+    return interrupted;
+}
+
+/* The exit code of a finished foreground run (printing an execution error). */
+static int run_result(const struct osbc_exec_result *r)
+{
+    if (r->error_name && strcmp(r->error_name, "CommandExecError") != 0) {
+        fprintf(stderr, "osb: %s: %s\n", r->error_name, r->error_value ? r->error_value : "");
+        return CLI_EAPI;
+    }
+    if (r->exit_code < 0) {
+        fprintf(stderr, "osb: the command's end was not reported (connection lost?)\n");
+        return CLI_ECONNECT;
+    }
+    return r->exit_code > 255 ? 255 : r->exit_code;
+}
+
+static const struct cli_opt run_opts[] = {
+    {"background", 'd', OPT_FLAG},
+    {"workdir", 'w', OPT_VALUE},
+    {"timeout", 't', OPT_VALUE},
+    {"env", 'e', OPT_MULTI},
+    {NULL, 0, 0},
+};
+
+/* command run / exec: ID then the command (words after ID, or after --). */
+static int run(struct cli *cli, int argc, char **argv, const char *usage)
+{
+    struct cli_args a;
+    int rc = cli_parse(cli, argc, argv, run_opts, 0, &a);
+    size_t nw = a.n_pos ? a.n_pos - 1 + a.n_rest : 0;
+    if (!rc && (!a.n_pos || !nw))
+        rc = cli_usage("usage: osb %s", usage);
+    struct osbc_run_opts o = {.cwd = cli_val(&a, run_opts, "workdir"),
+                              .background = cli_flag(&a, run_opts, "background")};
+    const char *t = cli_val(&a, run_opts, "timeout");
+    long s = 0;
+    if (!rc && t && (s = cli_duration(t, false, "--timeout")) < 0)
+        rc = CLI_EUSAGE;
+    o.timeout_ms = s * 1000;
+    const char **ev;
+    size_t ne = cli_vals(&a, run_opts, "env", &ev);
+    struct osbc_kv *env = NULL;
+    if (!rc && ne && !(env = cli_kvs(ev, ne, "--env")))
+        rc = CLI_EUSAGE;
+    o.env = env;
+    o.n_env = ne;
+    osbc_client *c = rc ? NULL : cli_client(cli);
+    if (!rc && !c)
+        rc = CLI_EUSAGE;
+    if (c) {
+        const char **words = osb_xcalloc(nw + 1, sizeof *words);
+        memcpy(words, a.pos + 1, (a.n_pos - 1) * sizeof *words);
+        memcpy(words + a.n_pos - 1, a.rest, a.n_rest * sizeof *words);
+        char *cmd = cli_join_command(words, nw);
+        free(words);
+        struct osbc_exec_cbs cbs = {
+            .on_stdout = out_line, .on_stderr = err_line, .on_event = any_event};
+        struct osbc_exec_result r = {0};
+        struct osbc_error err;
+        signal(SIGINT, on_sigint);
+        if (osbc_command_run(c, a.pos[0], cmd, &o, &cbs, &r, &err) < 0) {
+            rc = interrupted ? CLI_EINTR : cli_fail("command run", &err);
+        } else if (o.background) {
+            json_t *d = json_pack("{s:s?,s:s,s:s}", "execution_id", r.execution_id, "sandbox_id",
+                                  a.pos[0], "mode", "background");
+            rc = cli_print_json(cli, d, "table", "", NULL);
+            json_decref(d);
+        } else {
+            rc = run_result(&r);
+        }
+        osbc_exec_result_clear(&r);
+        free(cmd);
+    }
+    free(env);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int command_run(struct cli *cli, int argc, char **argv)
+{
+    return run(cli, argc, argv, "command run ID [-d] [-w DIR] [-t DUR] [-e K=V]... -- CMD...");
+}
+
+int cli_cmd_exec(struct cli *cli, int argc, char **argv)
+{
+    if (argc && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+        puts("usage: osb exec ID [-w DIR] [-t DUR] [-e K=V]... [--] CMD...\n"
+             "Runs CMD in the sandbox with live output; osb exits with its exit code.\n"
+             "Several words are quoted for the shell; one word is shell text as is\n"
+             "(osb exec ID 'ls | wc -l').");
+        return CLI_OK;
+    }
+    return run(cli, argc, argv, "exec ID [-w DIR] [-t DUR] [--] CMD...");
+}
+
+/* Two positionals: ID and an execution/session id. */
+static osbc_client *two_ids(struct cli *cli, int argc, char **argv, const struct cli_opt *opts,
+                            struct cli_args *a, const char *usage, int *rc)
+{
+    *rc = cli_parse(cli, argc, argv, opts, 0, a);
+    if (!*rc && a->n_pos != 2)
+        *rc = cli_usage("usage: osb %s", usage);
+    osbc_client *c = *rc ? NULL : cli_client(cli);
+    if (!*rc && !c)
+        *rc = CLI_EUSAGE;
+    return c;
+}
+
+static int command_status(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c = two_ids(cli, argc, argv, NULL, &a, "command status ID EXECUTION_ID", &rc);
+    char *json;
+    struct osbc_error err;
+    if (c && osbc_command_status(c, a.pos[0], a.pos[1], &json, &err) < 0)
+        rc = cli_fail("command status", &err);
+    else if (c)
+        rc = cli_print(cli, json, "table", "", NULL), osbc_free(json);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int command_logs(struct cli *cli, int argc, char **argv)
+{
+    static const struct cli_opt opts[] = {{"cursor", 0, OPT_VALUE}, {NULL, 0, 0}};
+    struct cli_args a;
+    int rc;
+    osbc_client *c =
+        two_ids(cli, argc, argv, opts, &a, "command logs ID EXECUTION_ID [--cursor N]", &rc);
+    const char *cs = cli_val(&a, opts, "cursor");
+    char *end = NULL;
+    long long cursor = cs ? strtoll(cs, &end, 10) : 0;
+    if (c && cs && (*end || cursor < 0))
+        c = NULL, rc = cli_usage("--cursor: a byte offset >= 0");
+    char *text;
+    size_t len;
+    long long next;
+    struct osbc_error err;
+    if (c && osbc_command_logs(c, a.pos[0], a.pos[1], cursor, &text, &len, &next, &err) < 0) {
+        rc = cli_fail("command logs", &err);
+    } else if (c && cli->output && strcmp(cli->output, "table") && strcmp(cli->output, "raw")) {
+        json_t *d = json_pack("{s:s%,s:I}", "content", text, len, "cursor", (json_int_t)next);
+        rc = cli_print_json(cli, d ? d : json_null(), "json", NULL, NULL);
+        json_decref(d);
+        osbc_free(text);
+    } else if (c) {
+        fwrite(text, 1, len, stdout);
+        fflush(stdout);
+        fprintf(stderr, "(next cursor: %lld)\n", next);
+        osbc_free(text);
+    }
+    cli_args_free(&a);
+    return rc;
+}
+
+static int command_interrupt(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c = two_ids(cli, argc, argv, NULL, &a, "command interrupt ID EXECUTION_ID", &rc);
+    struct osbc_error err;
+    if (c && osbc_command_interrupt(c, a.pos[0], a.pos[1], &err) < 0)
+        rc = cli_fail("command interrupt", &err);
+    else if (c)
+        fprintf(stderr, "Interrupted %s\n", a.pos[1]);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int session_create(struct cli *cli, int argc, char **argv)
+{
+    static const struct cli_opt opts[] = {{"workdir", 'w', OPT_VALUE}, {NULL, 0, 0}};
+    struct cli_args a;
+    int rc = cli_parse(cli, argc, argv, opts, 0, &a);
+    if (!rc && a.n_pos != 1)
+        rc = cli_usage("usage: osb command session create ID [-w DIR]");
+    osbc_client *c = rc ? NULL : cli_client(cli);
+    if (!rc && !c)
+        rc = CLI_EUSAGE;
+    char *sid;
+    struct osbc_error err;
+    if (c && osbc_session_create(c, a.pos[0], cli_val(&a, opts, "workdir"), &sid, &err) < 0) {
+        rc = cli_fail("session create", &err);
+    } else if (c) {
+        json_t *d = json_pack("{s:s,s:s}", "session_id", sid, "sandbox_id", a.pos[0]);
+        rc = cli_print_json(cli, d, "table", "", NULL);
+        json_decref(d);
+        osbc_free(sid);
+    }
+    cli_args_free(&a);
+    return rc;
+}
+
+static int session_run(struct cli *cli, int argc, char **argv)
+{
+    static const struct cli_opt opts[] = {
+        {"workdir", 'w', OPT_VALUE}, {"timeout", 't', OPT_VALUE}, {NULL, 0, 0}};
+    struct cli_args a;
+    int rc = cli_parse(cli, argc, argv, opts, 0, &a);
+    size_t nw = a.n_pos >= 2 ? a.n_pos - 2 + a.n_rest : 0;
+    if (!rc && !nw)
+        rc = cli_usage("usage: osb command session run ID SESSION_ID [-w DIR] [-t DUR] -- CMD...");
+    struct osbc_run_opts o = {.cwd = cli_val(&a, opts, "workdir")};
+    const char *t = cli_val(&a, opts, "timeout");
+    long s = 0;
+    if (!rc && t && (s = cli_duration(t, false, "--timeout")) < 0)
+        rc = CLI_EUSAGE;
+    o.timeout_ms = s * 1000;
+    osbc_client *c = rc ? NULL : cli_client(cli);
+    if (!rc && !c)
+        rc = CLI_EUSAGE;
+    if (c) {
+        const char **words = osb_xcalloc(nw + 1, sizeof *words);
+        memcpy(words, a.pos + 2, (a.n_pos - 2) * sizeof *words);
+        memcpy(words + a.n_pos - 2, a.rest, a.n_rest * sizeof *words);
+        char *cmd = cli_join_command(words, nw);
+        free(words);
+        struct osbc_exec_cbs cbs = {
+            .on_stdout = out_line, .on_stderr = err_line, .on_event = any_event};
+        struct osbc_exec_result r = {0};
+        struct osbc_error err;
+        signal(SIGINT, on_sigint);
+        if (osbc_session_run(c, a.pos[0], a.pos[1], cmd, &o, &cbs, &r, &err) < 0)
+            rc = interrupted ? CLI_EINTR : cli_fail("session run", &err);
+        else
+            rc = run_result(&r);
+        osbc_exec_result_clear(&r);
+        free(cmd);
+    }
+    cli_args_free(&a);
+    return rc;
+}
+
+static int session_delete(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c =
+        two_ids(cli, argc, argv, NULL, &a, "command session delete ID SESSION_ID", &rc);
+    struct osbc_error err;
+    if (c && osbc_session_delete(c, a.pos[0], a.pos[1], &err) < 0)
+        rc = cli_fail("session delete", &err);
+    else if (c)
+        fprintf(stderr, "Session %s deleted\n", a.pos[1]);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int command_session(struct cli *cli, int argc, char **argv)
+{
+    static const struct cli_sub subs[] = {
+        {"create", session_create, "create ID [-w DIR]"},
+        {"run", session_run, "run ID SESSION_ID [-w DIR] [-t DUR] -- CMD..."},
+        {"delete", session_delete, "delete ID SESSION_ID"},
+        {NULL, NULL, NULL},
+    };
+    return cli_dispatch(cli, "command session", subs, argc, argv);
+}
+
+int cli_cmd_command(struct cli *cli, int argc, char **argv)
+{
+    static const struct cli_sub subs[] = {
+        {"run", command_run, "run ID [-d] [-w DIR] [-t DUR] [-e K=V]... -- CMD..."},
+        {"status", command_status, "status ID EXECUTION_ID"},
+        {"logs", command_logs, "logs ID EXECUTION_ID [--cursor N]"},
+        {"interrupt", command_interrupt, "interrupt ID EXECUTION_ID"},
+        {"session", command_session, "session create|run|delete ..."},
+        {NULL, NULL, NULL},
+    };
+    return cli_dispatch(cli, "command", subs, argc, argv);
+}

@@ -1,0 +1,373 @@
+/* osb file ...: files and directories in a sandbox. Transfers stream from
+ * and to local descriptors; on a terminal a progress bar goes to stderr. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/xalloc.h"
+
+static const struct cli_col info_cols[] = {
+    {"PATH", "path"},
+    {"TYPE", "type"},
+    {"SIZE", "size"},
+    {"MODE", "mode"},
+    {"OWNER", "owner"},
+    {"GROUP", "group"},
+    {"MODIFIED", "modified_at"},
+    {NULL, NULL},
+};
+
+/* Exactly n positionals (n_min..n_max); the client or NULL with *rc. */
+static osbc_client *args(struct cli *cli, int argc, char **argv, const struct cli_opt *opts,
+                         struct cli_args *a, size_t n_min, size_t n_max, const char *usage, int *rc)
+{
+    *rc = cli_parse(cli, argc, argv, opts, 0, a);
+    if (!*rc && (a->n_pos < n_min || a->n_pos > n_max))
+        *rc = cli_usage("usage: osb file %s", usage);
+    osbc_client *c = *rc ? NULL : cli_client(cli);
+    if (!*rc && !c)
+        *rc = CLI_EUSAGE;
+    return c;
+}
+
+/* --mode (octal) / --owner / --group into attrs; false after printing why. */
+static bool attrs_of(const struct cli_args *a, const struct cli_opt *opts,
+                     struct osbc_file_attrs *at)
+{
+    const char *m = cli_val(a, opts, "mode");
+    at->mode = -1;
+    at->owner = cli_val(a, opts, "owner");
+    at->group = cli_val(a, opts, "group");
+    if (!m)
+        return true;
+    char *end;
+    long v = strtol(m, &end, 8);
+    if (*end || !*m || v < 0 || v > 07777) {
+        cli_usage("--mode %s: want octal permission bits like 0644", m);
+        return false;
+    }
+    at->mode = (int)v;
+    return true;
+}
+
+static const struct cli_opt attr_opts[] = {
+    {"mode", 0, OPT_VALUE},
+    {"owner", 0, OPT_VALUE},
+    {"group", 0, OPT_VALUE},
+    {"content", 'c', OPT_VALUE},
+    {NULL, 0, 0},
+};
+
+static int file_cat(struct cli *cli, int argc, char **argv)
+{
+    static const struct cli_opt opts[] = {{"encoding", 0, OPT_VALUE}, {NULL, 0, 0}};
+    struct cli_args a;
+    int rc;
+    osbc_client *c = args(cli, argc, argv, opts, &a, 2, 2, "cat ID PATH", &rc);
+    struct osbc_error err;
+    if (c && osbc_file_download(c, a.pos[0], a.pos[1], 1, NULL, NULL, &err) < 0)
+        rc = cli_fail("file cat", &err);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int file_write(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c = args(cli, argc, argv, attr_opts, &a, 2, 2,
+                          "write ID PATH [-c TEXT] [--mode 0644] [--owner U] [--group G] "
+                          "(without -c: stdin)",
+                          &rc);
+    struct osbc_file_attrs at;
+    if (c && !attrs_of(&a, attr_opts, &at))
+        c = NULL, rc = CLI_EUSAGE;
+    const char *content = cli_val(&a, attr_opts, "content");
+    struct osbc_error err;
+    int r = 0;
+    if (c && content) {
+        r = osbc_file_write(c, a.pos[0], a.pos[1], content, strlen(content), &at, &err);
+    } else if (c) {
+        if (isatty(0))
+            fputs("Reading from stdin (Ctrl+D to finish):\n", stderr);
+        r = osbc_file_upload(c, a.pos[0], a.pos[1], 0, &at, NULL, NULL, &err);
+    }
+    if (c && r < 0)
+        rc = cli_fail("file write", &err);
+    else if (c)
+        fprintf(stderr, "Written: %s\n", a.pos[1]);
+    cli_args_free(&a);
+    return rc;
+}
+
+/* ---- progress ---- */
+
+struct progress {
+    const char *name;
+    time_t last;
+    bool shown;
+};
+
+static int show_progress(void *ud, long long done, long long total)
+{
+    struct progress *p = ud;
+    time_t now = time(NULL);
+    if (now == p->last && done != total)
+        return 0;
+    p->last = now;
+    p->shown = true;
+    if (total > 0) {
+        int pct = (int)(done * 100 / total), bars = pct * 30 / 100;
+        fprintf(stderr, "\r%s [%.*s%*s] %3d%% %lld/%lld MiB", p->name, bars,
+                "##############################", 30 - bars, "", pct, done >> 20, total >> 20);
+    } else {
+        fprintf(stderr, "\r%s %lld MiB", p->name, done >> 20);
+    }
+    return 0;
+}
+
+static int transfer_done(struct progress *p, int rc)
+{
+    if (p->shown)
+        fputs("\n", stderr);
+    return rc;
+}
+
+static bool want_progress(int fd)
+{
+    struct stat st;
+    return isatty(2) && fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+           st.st_size >= (8 << 20);
+}
+
+static int file_upload(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c = args(cli, argc, argv, attr_opts, &a, 3, 3,
+                          "upload ID LOCAL_PATH REMOTE_PATH [--mode 0644]", &rc);
+    struct osbc_file_attrs at;
+    if (c && !attrs_of(&a, attr_opts, &at))
+        c = NULL, rc = CLI_EUSAGE;
+    int fd = c ? (strcmp(a.pos[1], "-") ? open(a.pos[1], O_RDONLY | O_CLOEXEC) : 0) : -1;
+    if (c && fd < 0)
+        c = NULL, rc = cli_usage("cannot open %s: %s", a.pos[1], strerror(errno));
+    struct progress p = {.name = a.pos[1]};
+    bool bar = want_progress(fd);
+    if (c && at.mode < 0) { /* keep the local file's permissions */
+        struct stat st;
+        if (fd > 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+            at.mode = (int)(st.st_mode & 0777);
+    }
+    struct osbc_error err;
+    if (c &&
+        osbc_file_upload(c, a.pos[0], a.pos[2], fd, &at, bar ? show_progress : NULL, &p, &err) < 0)
+        rc = transfer_done(&p, cli_fail("file upload", &err));
+    else if (c)
+        transfer_done(&p, 0), fprintf(stderr, "Uploaded %s to %s\n", a.pos[1], a.pos[2]);
+    if (fd > 0)
+        close(fd);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int file_download(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c =
+        args(cli, argc, argv, NULL, &a, 3, 3, "download ID REMOTE_PATH LOCAL_PATH", &rc);
+    char *tmp = NULL;
+    int fd = -1;
+    if (c && !strcmp(a.pos[2], "-")) {
+        fd = 1;
+    } else if (c) { /* into a temporary file renamed at the end: no torn file */
+        tmp = osb_xasprintf("%s.osb-part.%d", a.pos[2], (int)getpid());
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0)
+            c = NULL, rc = cli_usage("cannot create %s: %s", tmp, strerror(errno));
+    }
+    struct progress p = {.name = a.pos[1]};
+    struct osbc_error err;
+    if (c && osbc_file_download(c, a.pos[0], a.pos[1], fd,
+                                isatty(2) && fd != 1 ? show_progress : NULL, &p, &err) < 0) {
+        rc = transfer_done(&p, cli_fail("file download", &err));
+    } else if (c && tmp && (fsync(fd) < 0 || rename(tmp, a.pos[2]) < 0)) {
+        rc = cli_usage("cannot write %s: %s", a.pos[2], strerror(errno));
+    } else if (c) {
+        transfer_done(&p, 0);
+        if (tmp)
+            fprintf(stderr, "Downloaded %s to %s\n", a.pos[1], a.pos[2]);
+    }
+    if (fd > 1)
+        close(fd);
+    if (tmp && rc)
+        unlink(tmp);
+    free(tmp);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int file_rm(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c = args(cli, argc, argv, NULL, &a, 2, (size_t)-1, "rm ID PATH...", &rc);
+    struct osbc_error err;
+    if (c && osbc_file_remove(c, a.pos[0], a.pos + 1, a.n_pos - 1, &err) < 0)
+        rc = cli_fail("file rm", &err);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int file_rmdir(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c = args(cli, argc, argv, NULL, &a, 2, (size_t)-1, "rmdir ID PATH...", &rc);
+    struct osbc_error err;
+    if (c && osbc_dir_remove(c, a.pos[0], a.pos + 1, a.n_pos - 1, &err) < 0)
+        rc = cli_fail("file rmdir", &err);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int file_mv(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c = args(cli, argc, argv, NULL, &a, 3, 3, "mv ID SOURCE DESTINATION", &rc);
+    struct osbc_error err;
+    if (c && osbc_file_move(c, a.pos[0], a.pos[1], a.pos[2], &err) < 0)
+        rc = cli_fail("file mv", &err);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int file_mkdir(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c = args(cli, argc, argv, attr_opts, &a, 2, (size_t)-1,
+                          "mkdir ID PATH... [--mode 0755] [--owner U] [--group G]", &rc);
+    struct osbc_file_attrs at;
+    if (c && !attrs_of(&a, attr_opts, &at))
+        c = NULL, rc = CLI_EUSAGE;
+    struct osbc_error err;
+    if (c && osbc_dir_create(c, a.pos[0], a.pos + 1, a.n_pos - 1, &at, &err) < 0)
+        rc = cli_fail("file mkdir", &err);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int file_chmod(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c = args(cli, argc, argv, attr_opts, &a, 2, 2,
+                          "chmod ID PATH --mode 0755 [--owner U] [--group G]", &rc);
+    struct osbc_file_attrs at;
+    if (c && !attrs_of(&a, attr_opts, &at))
+        c = NULL, rc = CLI_EUSAGE;
+    if (c && at.mode < 0)
+        c = NULL, rc = cli_usage("file chmod: --mode is required");
+    struct osbc_error err;
+    if (c && osbc_file_chmod(c, a.pos[0], a.pos[1], &at, &err) < 0)
+        rc = cli_fail("file chmod", &err);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int file_search(struct cli *cli, int argc, char **argv)
+{
+    static const struct cli_opt opts[] = {{"pattern", 'p', OPT_VALUE}, {NULL, 0, 0}};
+    struct cli_args a;
+    int rc;
+    osbc_client *c = args(cli, argc, argv, opts, &a, 2, 2, "search ID PATH -p GLOB", &rc);
+    if (c && !cli_val(&a, opts, "pattern"))
+        c = NULL, rc = cli_usage("file search: --pattern GLOB is required");
+    char *json;
+    struct osbc_error err;
+    if (c && osbc_file_search(c, a.pos[0], a.pos[1], cli_val(&a, opts, "pattern"), &json, &err) < 0)
+        rc = cli_fail("file search", &err);
+    else if (c)
+        rc = cli_print(cli, json, "table", NULL, info_cols), osbc_free(json);
+    cli_args_free(&a);
+    return rc;
+}
+
+static int file_info(struct cli *cli, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc;
+    osbc_client *c = args(cli, argc, argv, NULL, &a, 2, (size_t)-1, "info ID PATH...", &rc);
+    char *json;
+    struct osbc_error err;
+    if (c && osbc_file_info(c, a.pos[0], a.pos + 1, a.n_pos - 1, &json, &err) < 0) {
+        rc = cli_fail("file info", &err);
+    } else if (c) {
+        json_t *d = json_loads(json, 0, NULL), *rows = json_array();
+        const char *k;
+        json_t *v;
+        json_object_foreach(d, k, v) json_array_append(rows, v);
+        if (!cli->output || !strcmp(cli->output, "table"))
+            rc = cli_print_json(cli, rows, "table", NULL, info_cols);
+        else
+            rc = cli_print(cli, json, "table", NULL, info_cols);
+        json_decref(rows);
+        json_decref(d);
+        osbc_free(json);
+    }
+    cli_args_free(&a);
+    return rc;
+}
+
+static int file_replace(struct cli *cli, int argc, char **argv)
+{
+    static const struct cli_opt opts[] = {
+        {"old", 0, OPT_VALUE}, {"new", 0, OPT_VALUE}, {NULL, 0, 0}};
+    struct cli_args a;
+    int rc;
+    osbc_client *c =
+        args(cli, argc, argv, opts, &a, 2, 2, "replace ID PATH --old TEXT --new TEXT", &rc);
+    const char *o = cli_val(&a, opts, "old"), *n = cli_val(&a, opts, "new");
+    if (c && (!o || !*o || !n))
+        c = NULL, rc = cli_usage("file replace: --old (not empty) and --new are required");
+    long count;
+    struct osbc_error err;
+    if (c && osbc_file_replace(c, a.pos[0], a.pos[1], o, n, &count, &err) < 0) {
+        rc = cli_fail("file replace", &err);
+    } else if (c) {
+        json_t *d = json_pack("{s:s,s:I}", "path", a.pos[1], "replaced", (json_int_t)count);
+        rc = cli_print_json(cli, d, "table", "", NULL);
+        json_decref(d);
+    }
+    cli_args_free(&a);
+    return rc;
+}
+
+int cli_cmd_file(struct cli *cli, int argc, char **argv)
+{
+    static const struct cli_sub subs[] = {
+        {"cat", file_cat, "cat ID PATH"},
+        {"write", file_write, "write ID PATH [-c TEXT] [--mode 0644] [--owner U] [--group G]"},
+        {"upload", file_upload, "upload ID LOCAL_PATH REMOTE_PATH [--mode 0644]"},
+        {"download", file_download, "download ID REMOTE_PATH LOCAL_PATH (- for stdout)"},
+        {"rm", file_rm, "rm ID PATH..."},
+        {"mv", file_mv, "mv ID SOURCE DESTINATION"},
+        {"mkdir", file_mkdir, "mkdir ID PATH... [--mode 0755]"},
+        {"rmdir", file_rmdir, "rmdir ID PATH..."},
+        {"search", file_search, "search ID PATH -p GLOB"},
+        {"info", file_info, "info ID PATH..."},
+        {"chmod", file_chmod, "chmod ID PATH --mode 0755 [--owner U] [--group G]"},
+        {"replace", file_replace, "replace ID PATH --old TEXT --new TEXT"},
+        {NULL, NULL, NULL},
+    };
+    return cli_dispatch(cli, "file", subs, argc, argv);
+}
