@@ -280,8 +280,8 @@ int osbc_file_download(osbc_client *c, const char *id, const char *path, int fd,
     return rc;
 }
 
-int osbc_file_read(osbc_client *c, const char *id, const char *path, char **data, size_t *len,
-                   struct osbc_error *err)
+static int read_file(osbc_client *c, const char *id, const char *path, const char *range,
+                     char **data, size_t *len, struct osbc_error *err)
 {
     if (empty(id) || empty(path) || !data)
         return osbcl_fail(err, OSBC_E_ARG, "file read: a sandbox id and a path");
@@ -290,7 +290,8 @@ int osbc_file_read(osbc_client *c, const char *id, const char *path, char **data
     char *p = paths_query("/files/download", one, 1, err);
     if (!p)
         return OSBC_E_NOMEM;
-    struct osbcl_req rq = {.method = "GET", .path = p};
+    const char *hdrs[] = {range, NULL};
+    struct osbcl_req rq = {.method = "GET", .path = p, .headers = range ? hdrs : NULL};
     struct osbcl_resp rs = {0};
     int rc = osbcl_sbx_http(c, id, OSBCL_EXECD_PORT, &rq, &rs, err);
     if (rc == 0 && (rs.status < 200 || rs.status >= 300))
@@ -305,6 +306,25 @@ int osbc_file_read(osbc_client *c, const char *id, const char *path, char **data
         osbcl_resp_free(&rs);
     free(p);
     return rc;
+}
+
+int osbc_file_read(osbc_client *c, const char *id, const char *path, char **data, size_t *len,
+                   struct osbc_error *err)
+{
+    return read_file(c, id, path, NULL, data, len, err);
+}
+
+int osbc_file_read_range(osbc_client *c, const char *id, const char *path, long long offset,
+                         long long length, char **data, size_t *len, struct osbc_error *err)
+{
+    if (offset < 0 || length == 0)
+        return osbcl_fail(err, OSBC_E_ARG, "file read: offset >= 0 and a non-zero length");
+    char range[80];
+    if (length < 0)
+        snprintf(range, sizeof range, "Range: bytes=%lld-", offset);
+    else
+        snprintf(range, sizeof range, "Range: bytes=%lld-%lld", offset, offset + length - 1);
+    return read_file(c, id, path, range, data, len, err);
 }
 
 /* ------------------------------------------------------------ the JSON calls */

@@ -329,6 +329,11 @@ typedef int (*osbc_progress_cb)(void *ud, long long done, long long total);
 /* Whole-file read into memory (for small files; see osbc_file_download). */
 OSBC_API int osbc_file_read(osbc_client *c, const char *id, const char *path, char **data,
                             size_t *len, struct osbc_error *err);
+/* Reads length bytes from offset (length < 0: to the end) into memory; a
+ * range past the end is OSBC_E_HTTP with status 416. */
+OSBC_API int osbc_file_read_range(osbc_client *c, const char *id, const char *path,
+                                  long long offset, long long length, char **data, size_t *len,
+                                  struct osbc_error *err);
 /* Writes data (replacing the file, parents created). attrs may be NULL. */
 OSBC_API int osbc_file_write(osbc_client *c, const char *id, const char *path, const void *data,
                              size_t len, const struct osbc_file_attrs *attrs,
