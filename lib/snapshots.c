@@ -117,8 +117,13 @@ int osbc_snapshot_wait_ready(osbc_client *c, const char *id, long timeout_ms, ch
             return rc;
         json_t *j = osbcl_json_parse(body, strlen(body), "GET snapshot", err);
         json_t *st = json_object_get(j, "status");
-        const char *state = json_string_value(json_object_get(st, "state"));
-        char msg[300];
+        char state_buf[64] = "", msg[300];
+        const char *state = NULL;
+        if (json_string_value(json_object_get(st, "state"))) { /* j is freed below */
+            snprintf(state_buf, sizeof state_buf, "%s",
+                     json_string_value(json_object_get(st, "state")));
+            state = state_buf;
+        }
         snprintf(msg, sizeof msg, "%s",
                  json_string_value(json_object_get(st, "message"))
                      ? json_string_value(json_object_get(st, "message"))
