@@ -276,6 +276,13 @@ char *cli_read_file(const char *path, size_t *len)
     return buf;
 }
 
+/* Appends n bytes at *o (the caller sized the buffer). */
+static void put(char **o, const char *s, size_t n)
+{
+    memcpy(*o, s, n);
+    *o += n;
+}
+
 char *cli_join_command(const char **argv, size_t n)
 {
     size_t cap = 1;
@@ -289,24 +296,27 @@ char *cli_join_command(const char **argv, size_t n)
             if (!isalnum((unsigned char)*p) && !strchr("-_./=:,+@%", *p))
                 plain = false;
         if (i)
-            *o++ = ' ';
-        if (plain && n > 1) {
-            o = stpcpy(o, w);
+            put(&o, " ", 1);
+        if (plain || n == 1) { /* one word: the user's own shell text, as is */
+            put(&o, w, strlen(w));
             continue;
         }
-        if (n == 1) { /* one word: the user's own shell text, as is */
-            o = stpcpy(o, w);
-            continue;
-        }
-        *o++ = '\'';
-        for (const char *p = w; *p; p++) {
-            if (*p == '\'')
-                o = stpcpy(o, "'\\''");
-            else
-                *o++ = *p;
-        }
-        *o++ = '\'';
+        put(&o, "'", 1);
+        for (const char *p = w; *p; p++)
+            put(&o, *p == '\'' ? "'\\''" : p, *p == '\'' ? 4 : 1);
+        put(&o, "'", 1);
     }
     *o = 0;
     return out;
+}
+
+bool cli_long(const char *s, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = s && *s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || errno || *end || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
 }

@@ -81,8 +81,11 @@ long cli_duration(const char *s, bool allow_none, const char *what);
 struct osbc_kv *cli_kvs(const char **vals, size_t n, const char *what);
 /* A whole file (or "-": stdin) into memory; NULL after printing why. */
 char *cli_read_file(const char *path, size_t *len);
-/* Joins argv with spaces, quoting each word for the shell when needed. */
+/* Joins argv with spaces, quoting each word for the shell when needed (one
+ * word is taken as shell text as it is: osb exec ID 'ls | wc -l'). */
 char *cli_join_command(const char **argv, size_t n);
+/* A whole decimal number in [min, max]; false when s is anything else. */
+bool cli_long(const char *s, long min, long max, long *out);
 
 /* ---- output (output.c) ---- */
 /* A column of a table: header and a dotted path into each item. */
@@ -98,6 +101,13 @@ int cli_print(struct cli *cli, const char *json_text, const char *fmt_default,
 /* The same for a document built here (not freed). */
 int cli_print_json(struct cli *cli, json_t *doc, const char *fmt_default, const char *items_key,
                    const struct cli_col *cols);
+/* A command's success without a document: the message on stderr, or, with
+ * -o json|yaml|raw, {"status":"ok","message":...} on stdout (upstream's). */
+void cli_ok(struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* What a command did to several things, as upstream prints it: rows of
+ * {key: name, "status": status} (a table, or the list for -o json). */
+void cli_status_rows(struct cli *cli, const char *key, const char *const *names, size_t n,
+                     const char *status);
 /* Whether -o names a known format; prints why not. */
 bool cli_output_ok(const char *fmt);
 bool cli_stdout_tty(void);

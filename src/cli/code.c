@@ -11,9 +11,12 @@
 
 static volatile sig_atomic_t interrupted;
 
+/* The first Ctrl-C interrupts the code; a second one leaves at once. */
 static void on_sigint(int sig)
 {
     (void)sig;
+    if (interrupted)
+        _exit(CLI_EINTR);
     interrupted = 1;
 }
 
@@ -86,9 +89,12 @@ static int code_run(struct cli *cli, int argc, char **argv)
             rc = interrupted ? CLI_EINTR : cli_fail("code run", &err);
         } else if (r.error_name) {
             fflush(stdout);
+            /* a traceback ends with "Name: value" itself */
             if (r.traceback && *r.traceback)
-                fprintf(stderr, "%s\n", r.traceback);
-            fprintf(stderr, "%s: %s\n", r.error_name, r.error_value ? r.error_value : "");
+                fprintf(stderr, "%s%s", r.traceback,
+                        r.traceback[strlen(r.traceback) - 1] == '\n' ? "" : "\n");
+            else
+                fprintf(stderr, "%s: %s\n", r.error_name, r.error_value ? r.error_value : "");
             rc = CLI_EAPI;
         }
         osbc_exec_result_clear(&r);

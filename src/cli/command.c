@@ -5,24 +5,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/xalloc.h"
 
 static volatile sig_atomic_t interrupted;
 
+/* The first Ctrl-C interrupts the remote command (at its next event, within
+ * execd's 3 s keep-alive ping); a second one leaves at once. */
 static void on_sigint(int sig)
 {
     (void)sig;
+    if (interrupted)
+        _exit(CLI_EINTR);
     interrupted = 1;
+}
+
+/* One event's text and a newline, as the lines were in the output (an empty
+ * line comes as "\n" and gets no second one). */
+static void put_line(FILE *f, const char *text, size_t len)
+{
+    fwrite(text, 1, len, f);
+    if (!len || text[len - 1] != '\n')
+        fputc('\n', f);
+    fflush(f);
 }
 
 static int out_line(void *ud, const char *text, size_t len)
 {
     (void)ud;
-    fwrite(text, 1, len, stdout);
-    fputc('\n', stdout);
-    fflush(stdout);
+    put_line(stdout, text, len);
     return interrupted;
 }
 
@@ -30,8 +43,7 @@ static int err_line(void *ud, const char *text, size_t len)
 {
     (void)ud;
     fflush(stdout);
-    fwrite(text, 1, len, stderr);
-    fputc('\n', stderr);
+    put_line(stderr, text, len);
     return interrupted;
 }
 
@@ -66,10 +78,10 @@ static const struct cli_opt run_opts[] = {
 };
 
 /* command run / exec: ID then the command (words after ID, or after --). */
-static int run(struct cli *cli, int argc, char **argv, const char *usage)
+static int run(struct cli *cli, int argc, char **argv, const char *usage, size_t stop_at)
 {
     struct cli_args a;
-    int rc = cli_parse(cli, argc, argv, run_opts, 0, &a);
+    int rc = cli_parse(cli, argc, argv, run_opts, stop_at, &a);
     size_t nw = a.n_pos ? a.n_pos - 1 + a.n_rest : 0;
     if (!rc && (!a.n_pos || !nw))
         rc = cli_usage("usage: osb %s", usage);
@@ -121,7 +133,7 @@ static int run(struct cli *cli, int argc, char **argv, const char *usage)
 
 static int command_run(struct cli *cli, int argc, char **argv)
 {
-    return run(cli, argc, argv, "command run ID [-d] [-w DIR] [-t DUR] [-e K=V]... -- CMD...");
+    return run(cli, argc, argv, "command run ID [-d] [-w DIR] [-t DUR] [-e K=V]... -- CMD...", 0);
 }
 
 int cli_cmd_exec(struct cli *cli, int argc, char **argv)
@@ -133,7 +145,8 @@ int cli_cmd_exec(struct cli *cli, int argc, char **argv)
              "(osb exec ID 'ls | wc -l').");
         return CLI_OK;
     }
-    return run(cli, argc, argv, "exec ID [-w DIR] [-t DUR] [--] CMD...");
+    /* options end at the command's first word: osb exec ID ls -la */
+    return run(cli, argc, argv, "exec ID [-w DIR] [-t DUR] [-e K=V]... [--] CMD...", 2);
 }
 
 /* Two positionals: ID and an execution/session id. */
@@ -206,7 +219,7 @@ static int command_interrupt(struct cli *cli, int argc, char **argv)
     if (c && osbc_command_interrupt(c, a.pos[0], a.pos[1], &err) < 0)
         rc = cli_fail("command interrupt", &err);
     else if (c)
-        fprintf(stderr, "Interrupted %s\n", a.pos[1]);
+        cli_ok(cli, "Interrupted: %s", a.pos[1]);
     cli_args_free(&a);
     return rc;
 }
@@ -285,7 +298,7 @@ static int session_delete(struct cli *cli, int argc, char **argv)
     if (c && osbc_session_delete(c, a.pos[0], a.pos[1], &err) < 0)
         rc = cli_fail("session delete", &err);
     else if (c)
-        fprintf(stderr, "Session %s deleted\n", a.pos[1]);
+        cli_ok(cli, "Deleted session: %s", a.pos[1]);
     cli_args_free(&a);
     return rc;
 }

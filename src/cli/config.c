@@ -152,6 +152,18 @@ osbc_client *cli_client(struct cli *cli)
         return NULL;
     struct osbc_error err;
     cli->cfg.user_agent = "osb";
+    if (cli->verbose) {
+        char *path = config_path(cli);
+        fprintf(stderr,
+                "osb: server %s://%s, API key %s, request timeout %lds, server proxy %s, "
+                "config %s%s\n",
+                cli->cfg.protocol ? cli->cfg.protocol : "http",
+                cli->cfg.domain ? cli->cfg.domain : "localhost:8080",
+                cli->cfg.api_key ? "set" : "none", cli->cfg.request_timeout_ms / 1000,
+                cli->cfg.use_server_proxy ? "on" : "off", path,
+                access(path, F_OK) ? " (none)" : "");
+        free(path);
+    }
     if (osbc_client_new(&cli->cfg, &cli->c, &err)) {
         cli_fail("connection settings", &err);
         return NULL;
@@ -197,7 +209,7 @@ static int config_init(struct cli *cli, int argc, char **argv)
     if (!rc && !access(path, F_OK) && !cli_flag(&a, opts, "force"))
         rc = cli_usage("config file %s already exists (--force overwrites it)", path);
     if (!rc && !(rc = write_atomic(path, template_text)))
-        fprintf(stderr, "Config file created: %s\n", path);
+        cli_ok(cli, "Config file created: %s", path);
     free(path);
     cli_args_free(&a);
     return rc;
@@ -339,7 +351,7 @@ static int config_set(struct cli *cli, int argc, char **argv)
         else
             json_decref(doc), rc = write_atomic(path, updated);
         if (!rc)
-            fprintf(stderr, "Set %s in %s\n", a.pos[0], path);
+            cli_ok(cli, "Set %s = %s", a.pos[0], a.pos[1]);
         free(updated);
         free(sec);
     }

@@ -1,5 +1,6 @@
-/* osb diagnostics logs|events: what the server knows of a sandbox. With a
- * scope the diagnostics API's document; text content is printed as text. */
+/* osb diagnostics logs|events: what the server knows of a sandbox. The
+ * diagnostics API's document for -o json|yaml; else its text (or, for a
+ * document delivered by URL, the URL), as upstream's default raw output. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,7 +8,7 @@
 
 static int diag(struct cli *cli, int argc, char **argv, const char *kind)
 {
-    static const struct cli_opt opts[] = {{"scope", 0, OPT_VALUE}, {NULL, 0, 0}};
+    static const struct cli_opt opts[] = {{"scope", 's', OPT_VALUE}, {NULL, 0, 0}};
     struct cli_args a;
     int rc = cli_parse(cli, argc, argv, opts, 0, &a);
     if (!rc && a.n_pos != 1)
@@ -23,9 +24,12 @@ static int diag(struct cli *cli, int argc, char **argv, const char *kind)
     } else if (c) {
         json_t *d = json_loads(body, 0, NULL);
         const char *content = json_string_value(json_object_get(d, "content"));
-        if ((!cli->output || !strcmp(cli->output, "table")) && content) {
-            fputs(content, stdout);
-            if (*content && content[strlen(content) - 1] != '\n')
+        const char *url = json_string_value(json_object_get(d, "contentUrl"));
+        bool text = !cli->output || !strcmp(cli->output, "table") || !strcmp(cli->output, "raw");
+        if (text && (content || url)) { /* upstream's raw: the text, or where it is */
+            const char *t = content ? content : url;
+            fputs(t, stdout);
+            if (!*t || t[strlen(t) - 1] != '\n')
                 fputs("\n", stdout);
         } else {
             rc = cli_print(cli, body, "table", "", NULL);

@@ -101,7 +101,7 @@ static int file_write(struct cli *cli, int argc, char **argv)
     if (c && r < 0)
         rc = cli_fail("file write", &err);
     else if (c)
-        fprintf(stderr, "Written: %s\n", a.pos[1]);
+        cli_ok(cli, "Written: %s", a.pos[1]);
     cli_args_free(&a);
     return rc;
 }
@@ -170,7 +170,7 @@ static int file_upload(struct cli *cli, int argc, char **argv)
         osbc_file_upload(c, a.pos[0], a.pos[2], fd, &at, bar ? show_progress : NULL, &p, &err) < 0)
         rc = transfer_done(&p, cli_fail("file upload", &err));
     else if (c)
-        transfer_done(&p, 0), fprintf(stderr, "Uploaded %s to %s\n", a.pos[1], a.pos[2]);
+        transfer_done(&p, 0), cli_ok(cli, "Uploaded: %s → %s", a.pos[1], a.pos[2]);
     if (fd > 0)
         close(fd);
     cli_args_free(&a);
@@ -203,7 +203,7 @@ static int file_download(struct cli *cli, int argc, char **argv)
     } else if (c) {
         transfer_done(&p, 0);
         if (tmp)
-            fprintf(stderr, "Downloaded %s to %s\n", a.pos[1], a.pos[2]);
+            cli_ok(cli, "Downloaded: %s → %s", a.pos[1], a.pos[2]);
     }
     if (fd > 1)
         close(fd);
@@ -222,6 +222,8 @@ static int file_rm(struct cli *cli, int argc, char **argv)
     struct osbc_error err;
     if (c && osbc_file_remove(c, a.pos[0], a.pos + 1, a.n_pos - 1, &err) < 0)
         rc = cli_fail("file rm", &err);
+    else if (c)
+        cli_status_rows(cli, "path", a.pos + 1, a.n_pos - 1, "deleted");
     cli_args_free(&a);
     return rc;
 }
@@ -234,6 +236,8 @@ static int file_rmdir(struct cli *cli, int argc, char **argv)
     struct osbc_error err;
     if (c && osbc_dir_remove(c, a.pos[0], a.pos + 1, a.n_pos - 1, &err) < 0)
         rc = cli_fail("file rmdir", &err);
+    else if (c)
+        cli_status_rows(cli, "path", a.pos + 1, a.n_pos - 1, "removed");
     cli_args_free(&a);
     return rc;
 }
@@ -246,6 +250,8 @@ static int file_mv(struct cli *cli, int argc, char **argv)
     struct osbc_error err;
     if (c && osbc_file_move(c, a.pos[0], a.pos[1], a.pos[2], &err) < 0)
         rc = cli_fail("file mv", &err);
+    else if (c)
+        cli_ok(cli, "Moved: %s → %s", a.pos[1], a.pos[2]);
     cli_args_free(&a);
     return rc;
 }
@@ -262,6 +268,8 @@ static int file_mkdir(struct cli *cli, int argc, char **argv)
     struct osbc_error err;
     if (c && osbc_dir_create(c, a.pos[0], a.pos + 1, a.n_pos - 1, &at, &err) < 0)
         rc = cli_fail("file mkdir", &err);
+    else if (c)
+        cli_status_rows(cli, "path", a.pos + 1, a.n_pos - 1, "created");
     cli_args_free(&a);
     return rc;
 }
@@ -280,6 +288,8 @@ static int file_chmod(struct cli *cli, int argc, char **argv)
     struct osbc_error err;
     if (c && osbc_file_chmod(c, a.pos[0], a.pos[1], &at, &err) < 0)
         rc = cli_fail("file chmod", &err);
+    else if (c)
+        cli_ok(cli, "Permissions set: %s", a.pos[1]);
     cli_args_free(&a);
     return rc;
 }

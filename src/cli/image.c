@@ -71,15 +71,20 @@ static int image_rm(struct cli *cli, int argc, char **argv)
     osbc_client *c = rc ? NULL : cli_client(cli);
     if (!rc && !c)
         rc = CLI_EUSAGE;
+    const char **done = calloc(a.n_pos + 1, sizeof *done);
+    size_t n = 0;
     for (size_t i = 0; c && i < a.n_pos; i++) {
         struct osbc_error err;
         if (osbc_image_delete(c, a.pos[i], &err) < 0) {
             int r = cli_fail("image rm", &err);
             rc = rc ? rc : r;
         } else {
-            fprintf(stderr, "Image %s removed\n", a.pos[i]);
+            done[n++] = a.pos[i];
         }
     }
+    if (n)
+        cli_status_rows(cli, "name", done, n, "removed");
+    free(done);
     cli_args_free(&a);
     return rc;
 }

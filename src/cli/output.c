@@ -2,13 +2,16 @@
  * names for scripts), raw (compact JSON), yaml, and tables that fit the
  * terminal. Text goes to stdout; errors and progress go to stderr. */
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/buf.h"
 #include "common/xalloc.h"
 
 bool cli_output_ok(const char *fmt)
@@ -31,9 +34,10 @@ static int term_width(void)
     struct winsize ws;
     if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
         return ws.ws_col;
-    const char *c = getenv("COLUMNS");
-    int n = c ? atoi(c) : 0;
-    return n > 20 ? n : 120;
+    long n;
+    if (cli_long(getenv("COLUMNS"), 21, 10000, &n))
+        return (int)n;
+    return 120;
 }
 
 /* ---- yaml ---- */
@@ -132,25 +136,24 @@ static json_t *at_path(json_t *v, const char *path)
 
 static char *cell(json_t *v)
 {
-    if (!v || json_is_null(v))
+    if (!v || json_is_null(v) || (json_is_object(v) && !json_object_size(v)))
         return osb_xstrdup("");
     if (json_is_string(v))
         return osb_xstrdup(json_string_value(v));
-    if (json_is_object(v) && json_object_size(v) && json_object_size(v) <= 8) {
-        /* a small map (metadata): k=v,k=v */
-        size_t cap = 1;
+    if (json_is_object(v) && json_object_size(v) <= 8) { /* a small map (metadata): k=v,k=v */
+        struct osb_buf b;
+        osb_buf_init(&b, 1 << 20);
         const char *k;
         json_t *x;
-        json_object_foreach(v, k, x) cap +=
-            strlen(k) + 2 + (json_is_string(x) ? strlen(json_string_value(x)) : 16);
-        char *s = osb_xmalloc(cap), *o = s;
-        *o = 0;
+        int bad = 0;
         json_object_foreach(v, k, x)
         {
-            o += sprintf(o, "%s%s=%s", o == s ? "" : ",", k,
-                         json_is_string(x) ? json_string_value(x) : "…");
+            bad |= osb_buf_addf(&b, "%s%s=%s", b.len ? "," : "", k,
+                                json_is_string(x) ? json_string_value(x) : "…");
         }
-        return s;
+        if (!bad)
+            return osb_buf_steal(&b, NULL);
+        osb_buf_free(&b);
     }
     char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
     return s ? s : osb_xstrdup("");
@@ -165,9 +168,32 @@ static size_t width(const char *s)
     return w;
 }
 
-static void put_cell(const char *s, size_t w, bool last)
+/* The color of a state cell (as upstream's: green running, yellow on the
+ * way, blue paused, red failed), or NULL. */
+static const char *state_color(const char *header, const char *v)
+{
+    if (strcmp(header, "STATE") && strcmp(header, "STATUS"))
+        return NULL;
+    static const struct {
+        const char *state, *sgr;
+    } map[] = {
+        {"running", "32"},  {"ready", "32"},    {"healthy", "32"},   {"pending", "33"},
+        {"creating", "33"}, {"starting", "33"}, {"pausing", "33"},   {"resuming", "33"},
+        {"stopping", "33"}, {"paused", "34"},   {"terminated", "2"}, {"deleted", "2"},
+        {"failed", "31"},   {"error", "31"},    {"unhealthy", "31"}, {"created", "36"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (!strcasecmp(v, map[i].state))
+            return map[i].sgr;
+    return NULL;
+}
+
+/* One cell padded to w columns; sgr (may be NULL) colors its text. */
+static void put_cell(const char *s, size_t w, bool last, const char *sgr)
 {
     size_t n = width(s);
+    if (sgr)
+        printf("\033[%sm", sgr);
     if (n > w) { /* cut to w-1 characters and an ellipsis */
         size_t chars = 0;
         const char *p = s;
@@ -183,6 +209,8 @@ static void put_cell(const char *s, size_t w, bool last)
     } else {
         fputs(s, stdout);
     }
+    if (sgr)
+        fputs("\033[0m", stdout);
     if (!last)
         printf("%*s", (int)(w - n + 2), "");
 }
@@ -227,11 +255,13 @@ static void table(struct cli *cli, json_t *rows, const struct cli_col *cols)
     if (cli->color)
         fputs("\033[1m", stdout);
     for (size_t c = 0; c < ncol; c++)
-        put_cell(cols[c].header, w[c], c + 1 == ncol);
+        put_cell(cols[c].header, w[c], c + 1 == ncol, NULL);
     fputs(cli->color ? "\033[0m\n" : "\n", stdout);
     for (size_t r = 0; r < nrow; r++) {
-        for (size_t c = 0; c < ncol; c++)
-            put_cell(cells[r * ncol + c], w[c], c + 1 == ncol);
+        for (size_t c = 0; c < ncol; c++) {
+            const char *v = cells[r * ncol + c];
+            put_cell(v, w[c], c + 1 == ncol, cli->color ? state_color(cols[c].header, v) : NULL);
+        }
         fputs("\n", stdout);
     }
     for (size_t i = 0; i < nrow * ncol; i++)
@@ -300,4 +330,37 @@ int cli_print(struct cli *cli, const char *json_text, const char *fmt_default,
     int rc = cli_print_json(cli, doc, fmt_default, items_key, cols);
     json_decref(doc);
     return rc;
+}
+
+void cli_ok(struct cli *cli, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    if (cli->output && strcmp(cli->output, "table")) {
+        json_t *d = json_pack("{s:s,s:s}", "status", "ok", "message", msg ? msg : "");
+        cli_print_json(cli, d, "json", "", NULL);
+        json_decref(d);
+    } else {
+        fprintf(stderr, "%s\n", msg ? msg : fmt);
+    }
+    free(msg);
+}
+
+void cli_status_rows(struct cli *cli, const char *key, const char *const *names, size_t n,
+                     const char *status)
+{
+    json_t *rows = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(rows, json_pack("{s:s,s:s}", key, names[i], "status", status));
+    char *hdr = osb_xstrdup(key);
+    for (char *p = hdr; *p; p++)
+        *p = (char)toupper((unsigned char)*p);
+    const struct cli_col cols[] = {{hdr, key}, {"STATUS", "status"}, {NULL, NULL}};
+    cli_print_json(cli, rows, "table", NULL, cols);
+    json_decref(rows);
+    free(hdr);
 }

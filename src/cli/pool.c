@@ -1,5 +1,5 @@
-/* osb pool ... and osb batch: warm pools and many sandboxes at once
- * (docs/pools.md, docs/server.md "Batch create"). */
+/* osb pool ...: warm pools of started sandboxes (docs/pools.md); a claim is
+ * osb sandbox create --pool NAME, many at once osb batch --pool NAME. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,15 +204,20 @@ static int pool_rm(struct cli *cli, int argc, char **argv)
     osbc_client *c = rc ? NULL : cli_client(cli);
     if (!rc && !c)
         rc = CLI_EUSAGE;
+    const char **done = calloc(a.n_pos + 1, sizeof *done);
+    size_t n = 0;
     for (size_t i = 0; c && i < a.n_pos; i++) {
         struct osbc_error err;
         if (osbc_pool_delete(c, a.pos[i], &err) < 0) {
             int r = cli_fail("pool rm", &err);
             rc = rc ? rc : r;
         } else {
-            fprintf(stderr, "Pool %s deleted\n", a.pos[i]);
+            done[n++] = a.pos[i];
         }
     }
+    if (n)
+        cli_status_rows(cli, "name", done, n, "deleted");
+    free(done);
     cli_args_free(&a);
     return rc;
 }
@@ -232,74 +237,4 @@ int cli_cmd_pool(struct cli *cli, int argc, char **argv)
         {NULL, NULL, NULL},
     };
     return cli_dispatch(cli, "pool", subs, argc, argv);
-}
-
-/* osb batch --count N (-i IMAGE [-t DUR] | --pool NAME | --template-file F) */
-int cli_cmd_batch(struct cli *cli, int argc, char **argv)
-{
-    static const struct cli_opt opts[] = {
-        {"count", 'n', OPT_VALUE},   {"image", 'i', OPT_VALUE},       {"pool", 0, OPT_VALUE},
-        {"timeout", 't', OPT_VALUE}, {"template-file", 0, OPT_VALUE}, {NULL, 0, 0}};
-    static const char usage[] = "usage: osb batch --count N (-i IMAGE [-t DUR|none] | "
-                                "--pool NAME | --template-file F)";
-    if (argc && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")))
-        return puts(usage), CLI_OK;
-    struct cli_args a;
-    int rc = cli_parse(cli, argc, argv, opts, 0, &a);
-    const char *n = cli_val(&a, opts, "count"), *img = cli_val(&a, opts, "image");
-    const char *pool = cli_val(&a, opts, "pool"), *tf = cli_val(&a, opts, "template-file");
-    char *end = NULL;
-    long count = n ? strtol(n, &end, 10) : 0;
-    if (!rc && (a.n_pos || !n || *end || count < 1 || count > 1000 || (!!img + !!pool + !!tf) != 1))
-        rc = cli_usage("%s (N: 1..1000)", usage);
-    json_t *b = rc ? NULL : json_pack("{s:I}", "count", (json_int_t)count);
-    if (!rc && pool) {
-        json_object_set_new(b, "poolRef", json_string(pool));
-    } else if (!rc && tf) {
-        char *text = cli_read_file(tf, NULL);
-        json_t *t = text ? json_loads(text, 0, NULL) : NULL;
-        if (!json_is_object(t))
-            rc = text ? cli_usage("%s: want a JSON create request", tf) : CLI_EUSAGE;
-        else
-            json_object_set(b, "template", t);
-        json_decref(t);
-        free(text);
-    } else if (!rc) {
-        const char *t = cli_val(&a, opts, "timeout");
-        long s = t ? cli_duration(t, true, "--timeout") : 600;
-        if (s == -2)
-            rc = CLI_EUSAGE;
-        json_t *tpl =
-            json_pack("{s:{s:s},s:[sss],s:{s:s,s:s}}", "image", "uri", img, "entrypoint", "tail",
-                      "-f", "/dev/null", "resourceLimits", "cpu", "1", "memory", "2Gi");
-        if (s > 0)
-            json_object_set_new(tpl, "timeout", json_integer(s));
-        json_object_set_new(b, "template", tpl);
-    }
-    osbc_client *c = rc ? NULL : cli_client(cli);
-    if (!rc && !c)
-        rc = CLI_EUSAGE;
-    if (c) {
-        static const struct cli_col bcols[] = {{"ID", "id"},
-                                               {"STATE", "status.state"},
-                                               {"ERROR", "error.code"},
-                                               {"MESSAGE", "error.message"},
-                                               {NULL, NULL}};
-        char *text = json_dumps(b, JSON_COMPACT), *json;
-        struct osbc_error err;
-        if (osbc_batch_create(c, text, &json, &err) < 0) {
-            rc = cli_fail("batch", &err);
-        } else {
-            json_t *d = json_loads(json, 0, NULL);
-            rc = cli_print(cli, json, "table", "items", bcols);
-            if (json_integer_value(json_object_get(d, "failed")) > 0)
-                rc = CLI_EAPI;
-            json_decref(d);
-            osbc_free(json);
-        }
-        free(text);
-    }
-    json_decref(b);
-    cli_args_free(&a);
-    return rc;
 }

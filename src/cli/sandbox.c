@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/xalloc.h"
@@ -115,6 +117,29 @@ static int create_fill(struct cli *cli, const struct cli_args *a, struct osbc_cr
     return create_kvs(a, o);
 }
 
+/* The image of a pool's template: a claim that names no image asks for
+ * that one (the library wants an image; the server checks it matches). */
+static char *pool_template_image(osbc_client *c, const char *pool, int *rc)
+{
+    char *json;
+    struct osbc_error err;
+    if (osbc_pool_get(c, pool, &json, &err) < 0) {
+        *rc = cli_fail("sandbox create --pool", &err);
+        return NULL;
+    }
+    json_t *d = json_loads(json, 0, NULL);
+    const char *uri = json_string_value(
+        json_object_get(json_object_get(json_object_get(d, "template"), "image"), "uri"));
+    char *img = uri ? osb_xstrdup(uri) : NULL;
+    if (!img) {
+        fprintf(stderr, "osb: sandbox create --pool: pool %s has no template image\n", pool);
+        *rc = CLI_EAPI;
+    }
+    json_decref(d);
+    osbc_free(json);
+    return img;
+}
+
 static int sandbox_create(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
@@ -136,18 +161,19 @@ static int sandbox_create(struct cli *cli, int argc, char **argv)
         rc = CLI_EUSAGE;
     const char *pool = cli_val(&a, create_opts, "pool");
     struct osbc_kv *ext = NULL;
+    char *pool_image = NULL;
+    osbc_client *c = rc ? NULL : cli_client(cli);
+    if (!rc && !c)
+        rc = CLI_EUSAGE;
     if (!rc && pool) { /* a pool claim is extensions.poolRef (docs/pools.md) */
         ext = osb_xcalloc(o.n_extensions + 1, sizeof *ext);
         if (o.n_extensions)
             memcpy(ext, o.extensions, o.n_extensions * sizeof *ext);
         ext[o.n_extensions++] = (struct osbc_kv){"poolRef", pool};
         o.extensions = ext;
-        if (!o.image && !o.snapshot_id)
-            o.image = "pool";
+        if (!o.image && !(o.image = pool_image = pool_template_image(c, pool, &rc)))
+            c = NULL;
     }
-    osbc_client *c = rc ? NULL : cli_client(cli);
-    if (!rc && !c)
-        rc = CLI_EUSAGE;
     if (!rc) {
         char *json;
         struct osbc_error err;
@@ -161,6 +187,7 @@ static int sandbox_create(struct cli *cli, int argc, char **argv)
     free(np);
     free(vol);
     free(ext);
+    free(pool_image);
     cli_args_free(&a);
     return rc;
 }
@@ -186,8 +213,11 @@ static int sandbox_list(struct cli *cli, int argc, char **argv)
     o.metadata = kv;
     o.n_metadata = nm;
     const char *p = cli_val(&a, opts, "page"), *ps = cli_val(&a, opts, "page-size");
-    if (!rc && ((p && (o.page = atoi(p)) < 1) || (ps && (o.page_size = atoi(ps)) < 1)))
+    long pg = 0, pgs = 0;
+    if (!rc && ((p && !cli_long(p, 1, 1000000, &pg)) || (ps && !cli_long(ps, 1, 1000000, &pgs))))
         rc = cli_usage("--page and --page-size are numbers from 1");
+    o.page = (int)pg;
+    o.page_size = (int)pgs;
     osbc_client *c = rc ? NULL : cli_client(cli);
     if (!rc && c) {
         char *json;
@@ -274,7 +304,7 @@ static int sandbox_pause(struct cli *cli, int argc, char **argv)
     if (c && osbc_sandbox_pause(c, a.pos[0], &err) < 0)
         rc = cli_fail("sandbox pause", &err);
     else if (c)
-        fprintf(stderr, "Sandbox %s paused\n", a.pos[0]);
+        cli_ok(cli, "Sandbox paused: %s", a.pos[0]);
     cli_args_free(&a);
     return rc;
 }
@@ -298,7 +328,7 @@ static int sandbox_resume(struct cli *cli, int argc, char **argv)
     if (c && osbc_sandbox_resume(c, a.pos[0], wait, &err) < 0)
         rc = cli_fail("sandbox resume", &err);
     else if (c)
-        fprintf(stderr, "Sandbox %s resumed\n", a.pos[0]);
+        cli_ok(cli, "Sandbox resumed: %s", a.pos[0]);
     cli_args_free(&a);
     return rc;
 }
@@ -371,16 +401,42 @@ static int sandbox_health(struct cli *cli, int argc, char **argv)
 }
 
 static volatile sig_atomic_t stop_watch;
-static void on_int(int sig)
+static void on_int(int sig) /* the second Ctrl-C leaves at once */
 {
     (void)sig;
+    if (stop_watch)
+        _exit(CLI_OK);
     stop_watch = 1;
 }
 
+/* One sample a line: upstream's text form for table (the default), the
+ * sample as compact JSON for json and raw, a YAML document for yaml. */
 static int print_sample(void *ud, const char *json)
 {
     struct cli *cli = ud;
-    cli_print(cli, json, "raw", "", NULL);
+    json_t *m = json_loads(json, 0, NULL);
+    if (cli->output && !strcmp(cli->output, "yaml")) {
+        fputs("---\n", stdout);
+        cli_print_json(cli, m, "yaml", "", NULL);
+    } else if (cli->output && strcmp(cli->output, "table")) { /* JSON lines */
+        char *line = json_dumps(m, JSON_COMPACT);
+        printf("%s\n", line ? line : json);
+        free(line);
+    } else {
+        json_int_t ts = json_integer_value(json_object_get(m, "timestamp"));
+        time_t secs = (time_t)(ts / 1000);
+        struct tm tm;
+        char when[40] = "";
+        if (gmtime_r(&secs, &tm))
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+        printf("[%s.%03dZ] cpu=%.2f%% cores=%g mem=%.2f/%.2fMiB\n", when, (int)(ts % 1000),
+               json_number_value(json_object_get(m, "cpu_used_pct")),
+               json_number_value(json_object_get(m, "cpu_count")),
+               json_number_value(json_object_get(m, "mem_used_mib")),
+               json_number_value(json_object_get(m, "mem_total_mib")));
+    }
+    fflush(stdout);
+    json_decref(m);
     return stop_watch;
 }
 

@@ -2,7 +2,11 @@
  * WebSocket. The local terminal goes to raw mode (so Ctrl-C, Ctrl-Z and
  * friends are bytes for the remote side) and is restored on every way out:
  * the remote exit, a dropped connection, SIGTERM/SIGHUP. Window size
- * changes (SIGWINCH) follow to the remote terminal. */
+ * changes (SIGWINCH) follow to the remote terminal.
+ *
+ * The signals osb handles here are blocked except inside ppoll(), so one
+ * that arrives between two checks is never lost in a wait, and the library
+ * never sees an EINTR in the middle of a frame. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,25 +20,24 @@
 #include "cli/cli.h"
 
 static struct termios saved;
-static volatile sig_atomic_t raw_on, winch, quit_sig;
+static volatile sig_atomic_t raw_on, winch, quit_sig, got_int;
 
 static void restore(void)
 {
     if (raw_on) {
-        tcsetattr(0, TCSAFLUSH, &saved);
+        tcsetattr(0, TCSADRAIN, &saved);
         raw_on = 0;
     }
 }
 
-static void on_winch(int sig)
+static void on_signal(int sig)
 {
-    (void)sig;
-    winch = 1;
-}
-
-static void on_quit(int sig)
-{
-    quit_sig = sig;
+    if (sig == SIGWINCH)
+        winch = 1;
+    else if (sig == SIGINT)
+        got_int = 1;
+    else
+        quit_sig = sig;
 }
 
 static bool enter_raw(void)
@@ -43,10 +46,9 @@ static bool enter_raw(void)
         return false;
     struct termios raw = saved;
     cfmakeraw(&raw);
-    if (tcsetattr(0, TCSAFLUSH, &raw) < 0)
+    if (tcsetattr(0, TCSADRAIN, &raw) < 0) /* keeps what was typed ahead */
         return false;
     raw_on = 1;
-    atexit(restore);
     return true;
 }
 
@@ -73,21 +75,23 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
-/* Drains every event already readable; returns 1 on exit/close, 0 to go on,
- * or an error code (<0). */
+/* Drains every event already readable; returns 1 once the session is over,
+ * 0 to go on, or an error code (<0). */
 static int pump_remote(osbc_pty *p, int *exit_code, struct osbc_error *err)
 {
     for (;;) {
         struct osbc_pty_event ev;
         int rc = osbc_pty_read(p, 0, &ev, err);
-        if (rc < 0 && rc != OSBC_E_REMOTE)
-            return rc;
-        if (rc == OSBC_E_REMOTE) { /* an error frame: show it, go on */
+        if (rc == OSBC_E_REMOTE) { /* an error frame from execd: show it, go on */
+            bool was_raw = raw_on;
             restore();
             fprintf(stderr, "osb: shell: %s\n", err->message);
-            enter_raw();
+            if (was_raw)
+                enter_raw();
             continue;
         }
+        if (rc < 0)
+            return rc;
         switch (ev.type) {
         case OSBC_PTY_NONE: return 0;
         case OSBC_PTY_OUTPUT: write_all(1, ev.data, ev.len); break;
@@ -98,39 +102,95 @@ static int pump_remote(osbc_pty *p, int *exit_code, struct osbc_error *err)
     }
 }
 
+/* What the handled signals asked for: 0 to go on, or an error code. */
+static int handle_signals(osbc_pty *p, bool tty, struct osbc_error *err)
+{
+    if (quit_sig)
+        return OSBC_E_CANCELLED;
+    if (got_int) { /* only by kill(): a terminal in raw mode sends Ctrl-C as a byte */
+        got_int = 0;
+        if (!tty) {
+            quit_sig = SIGINT;
+            return OSBC_E_CANCELLED;
+        }
+        if (osbc_pty_write(p, "\x03", 1, err) < 0)
+            return err->code;
+    }
+    if (winch) {
+        winch = 0;
+        int cols, rows;
+        term_size(&cols, &rows);
+        if (cols && osbc_pty_resize(p, cols, rows, err) < 0)
+            return err->code;
+    }
+    return 0;
+}
+
 /* The loop: stdin to the remote, the remote to stdout, until it ends. */
-static int session(osbc_pty *p, bool tty, int *exit_code, struct osbc_error *err)
+static int session(osbc_pty *p, bool tty, const sigset_t *wait_mask, int *exit_code,
+                   struct osbc_error *err)
 {
     bool in_open = true;
     for (;;) {
         int r = pump_remote(p, exit_code, err);
         if (r)
             return r < 0 ? r : 0;
-        if (quit_sig)
-            return OSBC_E_CANCELLED;
-        if (winch) {
-            winch = 0;
-            int cols, rows;
-            term_size(&cols, &rows);
-            if (cols && osbc_pty_resize(p, cols, rows, err) < 0)
-                return err->code;
-        }
+        if ((r = handle_signals(p, tty, err)) < 0)
+            return r;
         struct pollfd fds[2] = {{.fd = osbc_pty_fd(p), .events = POLLIN},
                                 {.fd = in_open ? 0 : -1, .events = POLLIN}};
-        if (poll(fds, 2, -1) < 0 && errno != EINTR)
-            return OSBC_E_IO;
-        if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-            char buf[4096];
-            ssize_t n = read(0, buf, sizeof buf);
-            if (n > 0 && osbc_pty_write(p, buf, (size_t)n, err) < 0)
+        if (ppoll(fds, 2, NULL, wait_mask) < 0) {
+            if (errno == EINTR)
+                continue;
+            snprintf(err->message, sizeof err->message, "poll: %s", strerror(errno));
+            err->http_status = 0;
+            err->server_code[0] = 0;
+            return err->code = OSBC_E_IO;
+        }
+        if (!(fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        char buf[4096];
+        ssize_t n = read(0, buf, sizeof buf);
+        if (n > 0 && osbc_pty_write(p, buf, (size_t)n, err) < 0)
+            return err->code;
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+            in_open = false; /* end of input: ^D, as a terminal would send */
+            if (!tty && osbc_pty_write(p, "\x04", 1, err) < 0)
                 return err->code;
-            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
-                in_open = false; /* end of input: ^D, as a terminal would send */
-                if (!tty && osbc_pty_write(p, "\x04", 1, err) < 0)
-                    return err->code;
-            }
         }
     }
+}
+
+/* Handlers for the signals the session watches, which stay blocked but in
+ * ppoll (wait_mask: the mask to wait with). */
+static void watch_signals(sigset_t *wait_mask)
+{
+    static const int sigs[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    sigset_t block;
+    sigemptyset(&block);
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        sigaddset(&block, sigs[i]);
+        sigaction(sigs[i], &sa, NULL);
+    }
+    sigprocmask(SIG_BLOCK, &block, wait_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        sigdelset(wait_mask, sigs[i]);
+}
+
+/* osb's exit code for how the session ended. */
+static int outcome(int r, int code, struct osbc_error *err)
+{
+    if (r == OSBC_E_CANCELLED)
+        return quit_sig == SIGINT ? CLI_EINTR : 128 + quit_sig;
+    if (r < 0)
+        return cli_fail("shell", err);
+    if (code < 0) {
+        fprintf(stderr, "osb: shell: the session ended without an exit code\n");
+        return CLI_ECONNECT;
+    }
+    return code > 255 ? 255 : code;
 }
 
 int cli_cmd_shell(struct cli *cli, int argc, char **argv)
@@ -152,30 +212,23 @@ int cli_cmd_shell(struct cli *cli, int argc, char **argv)
         rc = cli_fail("shell", &err), c = NULL;
     struct osbc_pty_opts po = {.since = -1};
     term_size(&po.cols, &po.rows);
-    if (c && osbc_pty_attach(c, a.pos[0], sid, &po, &p, &err) < 0)
-        rc = cli_fail("shell", &err), c = NULL;
+    if (c && osbc_pty_attach(c, a.pos[0], sid, &po, &p, &err) < 0) {
+        rc = cli_fail("shell", &err);
+        osbc_pty_delete(c, a.pos[0], sid, NULL);
+        c = NULL;
+    }
     if (c) {
-        struct sigaction sa = {.sa_handler = on_winch};
-        sigaction(SIGWINCH, &sa, NULL);
-        sa.sa_handler = on_quit;
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL); /* only when stdin is not a terminal */
+        sigset_t wait_mask;
+        watch_signals(&wait_mask);
         bool tty = enter_raw();
+        atexit(restore);
         int code = -1;
-        int r = session(p, tty, &code, &err);
-        restore();
-        if (r == OSBC_E_CANCELLED)
-            rc = quit_sig == SIGINT ? CLI_EINTR : 128 + quit_sig;
-        else if (r < 0)
-            rc = cli_fail("shell", &err);
-        else if (code < 0)
-            rc = (fprintf(stderr, "osb: shell: the session ended without an exit code\n"),
-                  CLI_ECONNECT);
-        else
-            rc = code > 255 ? 255 : code;
+        int r = session(p, tty, &wait_mask, &code, &err);
+        restore(); /* before any message */
+        rc = outcome(r, code, &err);
         osbc_pty_close(p);
-        osbc_pty_delete(c, a.pos[0], sid, NULL); /* best effort: it may be gone */
+        if (r != OSBC_E_CONNECT && r != OSBC_E_TIMEOUT) /* best effort: it may be gone */
+            osbc_pty_delete(c, a.pos[0], sid, NULL);
     }
     osbc_free(sid);
     cli_args_free(&a);

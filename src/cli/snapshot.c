@@ -62,10 +62,13 @@ static int snap_list(struct cli *cli, int argc, char **argv)
     osbc_client *c =
         parse(cli, argc, argv, opts, &a, 0, "list [--sandbox ID] [--page N] [--page-size N]", &rc);
     const char *p = cli_val(&a, opts, "page"), *ps = cli_val(&a, opts, "page-size");
+    long pg = 0, pgs = 0;
+    if (c && ((p && !cli_long(p, 1, 1000000, &pg)) || (ps && !cli_long(ps, 1, 1000000, &pgs))))
+        c = NULL, rc = cli_usage("--page and --page-size are numbers from 1");
     char *json;
     struct osbc_error err;
-    if (c && osbc_snapshot_list(c, cli_val(&a, opts, "sandbox"), p ? atoi(p) : 0, ps ? atoi(ps) : 0,
-                                &json, &err) < 0)
+    if (c &&
+        osbc_snapshot_list(c, cli_val(&a, opts, "sandbox"), (int)pg, (int)pgs, &json, &err) < 0)
         rc = cli_fail("snapshot list", &err);
     else if (c)
         rc = cli_print(cli, json, "table", "items", cols), osbc_free(json);
@@ -97,15 +100,20 @@ static int snap_rm(struct cli *cli, int argc, char **argv)
     osbc_client *c = rc ? NULL : cli_client(cli);
     if (!rc && !c)
         rc = CLI_EUSAGE;
+    const char **done = calloc(a.n_pos + 1, sizeof *done);
+    size_t n = 0;
     for (size_t i = 0; c && i < a.n_pos; i++) {
         struct osbc_error err;
         if (osbc_snapshot_delete(c, a.pos[i], &err) < 0) {
             int r = cli_fail("snapshot rm", &err);
             rc = rc ? rc : r;
         } else {
-            fprintf(stderr, "Snapshot %s deleted\n", a.pos[i]);
+            done[n++] = a.pos[i];
         }
     }
+    if (n)
+        cli_status_rows(cli, "snapshot_id", done, n, "deleted");
+    free(done);
     cli_args_free(&a);
     return rc;
 }

@@ -100,8 +100,13 @@ def test_interactive(t, s, sid):
         if ok:
             break
     t.ok(ok, "a window resize reaches the remote terminal", seen[-400:])
-    term.send(b"sleep 600; echo sleep-$((1+1))-ended\r")
-    term.read_until(b"ended\r\n")  # the echo of the typed line: the sleep runs
+    # The child prints the marker only once it runs, and bash gives a child
+    # the terminal before it executes it: when the marker shows, a ^C reaches
+    # the sleep (a ^C sent as soon as the line is echoed can hit bash before
+    # the sleep is in the foreground, and be lost).
+    term.send(b"sh -c 'echo sleeping-$((2*2)); exec sleep 600'; echo sleep-$((1+1))-ended\r")
+    ok, seen = term.read_until(b"sleeping-4\r\n")
+    t.ok(ok, "the remote sleep runs", seen[-300:])
     term.send(b"\x03")
     # A terminal's interrupt flushes its input queue: type on at the prompt.
     ok, seen = term.read_until(b"# ")
