@@ -97,6 +97,11 @@ static const struct code_row codes[] = {
     /* diagnostics, pools */
     ROW("DIAGNOSTICS::INVALID_SCOPE", 400),
     ROW("DIAGNOSTICS::TOO_LARGE", 500),
+    /* the image store API (api_images.c) */
+    ROW("IMAGE::INVALID_PARAMETER", 400),
+    ROW("IMAGE::NOT_FOUND", 404),
+    ROW("IMAGE::IN_USE", 409),
+    ROW("IMAGE::PULL_DISABLED", 409),
     /* the egress API (port 18080) */
     ROW("EGRESS::INVALID_BODY", 400),
     ROW("EGRESS::INVALID_POLICY", 400),
