@@ -5,7 +5,8 @@
 #   make check    analyze, then the same suites under ASan+UBSan (build/san/)
 #   make bench    run bench/ (BENCH_ARGS=--quick: smaller N; OSB_BENCH="create ...": only those)
 #   make fuzz     build the libFuzzer targets (clang) into build/fuzz/
-#   make install  the three programs into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local)
+#   make install  the programs into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local), libopensandbox,
+#                 its header and osb's man page
 #   make format / format-check / analyze / banned-check: the code habits (see docs/)
 .SUFFIXES:
 .DELETE_ON_ERROR:
@@ -268,17 +269,27 @@ build/analyze/%.ok: %.c | $(TEST_DEPS_STAMP)
 
 # ---- install ----
 # The server looks for execd and osb-sandbox-init next to its own binary
-# (runtime.execd_path / runtime.init_path in the config), so all three go
-# to one directory.
+# (runtime.execd_path / runtime.init_path in the config), so the programs go
+# to one directory; the client library, its header and osb's man page to
+# their usual places.
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR := $(PREFIX)/bin
 DOCDIR := $(PREFIX)/share/doc/opensandbox
+LIBDIR := $(PREFIX)/lib
+INCDIR := $(PREFIX)/include
+MANDIR := $(PREFIX)/share/man
 INSTALL_DOCS := README.md $(filter-out docs/README.md,$(wildcard docs/*.md))
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(LIBDIR) \
+	    $(DESTDIR)$(INCDIR)/osb $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BINS) $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libopensandbox.so.0 $(DESTDIR)$(LIBDIR)/libopensandbox.so
+	install -m 0644 include/osb/opensandbox.h $(DESTDIR)$(INCDIR)/osb/
+	install -m 0644 docs/osb.1 $(DESTDIR)$(MANDIR)/man1/
 
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_LIB_SRC := $(COMMON_SRC) $(HTTP_SRC)

@@ -53,6 +53,16 @@ static bool named(const char *arg, const char *lng, char shrt, const char **eq)
     return arg[2 + n] == 0;
 }
 
+bool cli_output_ok(const char *fmt)
+{
+    static const char *const ok[] = {"table", "json", "yaml", "raw"};
+    for (size_t i = 0; i < 4; i++)
+        if (!strcmp(fmt, ok[i]))
+            return true;
+    cli_usage("-o %s: want table, json, yaml or raw", fmt);
+    return false;
+}
+
 int cli_global_opt(struct cli *cli, int argc, char **argv, int *i)
 {
     const char *a = argv[*i], *eq, *v;

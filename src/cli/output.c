@@ -14,16 +14,6 @@
 #include "common/buf.h"
 #include "common/xalloc.h"
 
-bool cli_output_ok(const char *fmt)
-{
-    static const char *const ok[] = {"table", "json", "yaml", "raw"};
-    for (size_t i = 0; i < 4; i++)
-        if (!strcmp(fmt, ok[i]))
-            return true;
-    cli_usage("-o %s: want table, json, yaml or raw", fmt);
-    return false;
-}
-
 bool cli_stdout_tty(void)
 {
     return isatty(1);

@@ -1,5 +1,6 @@
-"""make install: `make install DESTDIR=<tmp> PREFIX=/usr` puts exactly the three
-programs and the docs in place, and the installed server runs (--version,
+"""make install: `make install DESTDIR=<tmp> PREFIX=/usr` puts exactly the five
+programs, libopensandbox (.a, .so.0 and its link), its header, osb's man page
+and the docs in place, and the installed server runs (--version,
 init-config) and finds the execd and osb-sandbox-init installed beside it:
 with no execd_path in its config it creates a sandbox that runs a command."""
 import os
@@ -49,12 +50,19 @@ def check(dest):
     if not t.ok(r.returncode == 0, "make install DESTDIR=... PREFIX=/usr succeeds",
                 (r.stdout + r.stderr)[-2000:]):
         return
-    bins = ["opensandbox-server", "execd", "osb-sandbox-init"]
+    bins = ["opensandbox-server", "execd", "osb-sandbox-init", "osb", "opensandbox-mcp"]
     docs = ["README.md"] + sorted(n for n in os.listdir(os.path.join(ROOT, "docs"))
                                   if n.endswith(".md") and n != "README.md")
     want = {"usr/bin/" + b: 0o755 for b in bins}
     want.update({"usr/share/doc/opensandbox/" + d: 0o644 for d in docs})
-    t.eq(listing(dest), want, "installed files and modes are exactly the programs and the docs")
+    want.update({"usr/lib/libopensandbox.a": 0o644, "usr/lib/libopensandbox.so.0": 0o755,
+                 "usr/lib/libopensandbox.so": 0o755, "usr/include/osb/opensandbox.h": 0o644,
+                 "usr/share/man/man1/osb.1": 0o644})
+    t.eq(listing(dest), want, "installed files and modes are exactly the programs, the client "
+         "library, its header, the man page and the docs")
+    so = os.path.join(dest, "usr/lib/libopensandbox.so")
+    t.eq(os.readlink(so) if os.path.islink(so) else None, "libopensandbox.so.0",
+         "libopensandbox.so links to the soname")
     for b in bins:
         with open(os.path.join(ROOT, BUILD, "bin", b), "rb") as f1, \
                 open(os.path.join(dest, "usr/bin", b), "rb") as f2:
