@@ -41,4 +41,6 @@ want admission && /usr/bin/python3 bench/admission_bench.py
 want create && /usr/bin/python3 bench/create_bench.py "${quick[@]}" --json "$BUILD/bench/create.json"
 # Warm pools (issue 12): pooled create-to-ready, serially, raw HTTP.
 want pool && /usr/bin/python3 bench/pool_bench.py
+# Native clients (issue 13): osb process start to exit, osb create beside the raw API, MCP round trip.
+want client && /usr/bin/python3 bench/client_bench.py
 exit 0
