@@ -4,15 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sse.h"
-
-struct run {
-    const struct osbc_exec_cbs *cbs;
-    struct osbc_exec_result *r;
-    struct osbcl_sse sse;
-    int rc; /* OSBC_E_NOMEM / _PROTOCOL met while reading, or 0 */
-    bool stopped, errored;
-};
+#include "exec.h"
 
 static int cb_text(int (*fn)(void *, const char *, size_t), void *ud, json_t *ev)
 {
@@ -30,21 +22,24 @@ static int set_str(char **dst, const char *s)
 
 /* error: {ename, evalue, traceback[]}. A command's exit code is evalue of a
  * CommandExecError (protocol.md 0.3); any other error is an exception: 1. */
-static int on_error(struct run *x, json_t *ev)
+static int on_error(struct osbcl_run *x, json_t *ev)
 {
     json_t *e = json_object_get(ev, "error");
     const char *name = json_string_value(json_object_get(e, "ename"));
     const char *value = json_string_value(json_object_get(e, "evalue"));
+    json_t *lines = json_object_get(e, "traceback");
     struct osbcl_sb tb = {0};
     json_t *line;
     size_t i;
-    json_array_foreach(json_object_get(e, "traceback"), i, line)
+    json_array_foreach(lines, i, line)
     {
         if (i)
             osbcl_sb_adds(&tb, "\n");
         if (json_is_string(line))
             osbcl_sb_adds(&tb, json_string_value(line));
     }
+    if (json_is_array(lines) && !tb.p) /* no lines: "" */
+        osbcl_sb_add(&tb, "", 0);
     if (set_str(&x->r->error_name, name) < 0 || set_str(&x->r->error_value, value) < 0 || tb.oom) {
         osbcl_sb_free(&tb);
         return OSBC_E_NOMEM;
@@ -62,61 +57,126 @@ static int on_error(struct run *x, json_t *ev)
     return 0;
 }
 
-static int on_event(void *ud, const char *text, size_t len)
+/* A JSON object without "type" that names an error, {"code","message"}:
+ * what execd writes into an open session stream when the run times out
+ * (protocol.md 3.3). The end is not reported otherwise, so keep the reason. */
+static int on_untyped(struct osbcl_run *x, json_t *ev)
 {
-    struct run *x = ud;
-    const struct osbc_exec_cbs *cb = x->cbs;
-    void *u = cb ? cb->ud : NULL;
-    json_t *ev = json_loadb(text, len, 0, NULL);
-    const char *type = json_string_value(json_object_get(ev, "type"));
-    if (!type) { /* not an event: skip it, as the SDKs do */
-        json_decref(ev);
+    const char *code = json_string_value(json_object_get(ev, "code"));
+    const char *msg = json_string_value(json_object_get(ev, "message"));
+    if (!code || x->errored)
         return 0;
-    }
-    int stop = 0;
-    if (cb && cb->on_event)
-        stop = cb->on_event(u, text);
-    if (!stop && !strcmp(type, "init")) {
-        if (set_str(&x->r->execution_id, json_string_value(json_object_get(ev, "text"))) < 0)
-            x->rc = OSBC_E_NOMEM;
-        else if (cb && cb->on_init && x->r->execution_id)
-            stop = cb->on_init(u, x->r->execution_id);
-    } else if (!stop && !strcmp(type, "stdout")) {
-        stop = cb_text(cb ? cb->on_stdout : NULL, u, ev);
-    } else if (!stop && !strcmp(type, "stderr")) {
-        stop = cb_text(cb ? cb->on_stderr : NULL, u, ev);
-    } else if (!stop && !strcmp(type, "result") && cb && cb->on_result) {
-        char *r = osbcl_json_dump(json_object_get(ev, "results"));
-        if (!r)
-            x->rc = OSBC_E_NOMEM;
-        else
-            stop = cb->on_result(u, r);
-        free(r);
-    } else if (!stop && !strcmp(type, "error")) {
-        x->rc = on_error(x, ev);
-    } else if (!stop && !strcmp(type, "execution_complete")) {
+    if (set_str(&x->r->error_name, code) < 0 || set_str(&x->r->error_value, msg) < 0)
+        return OSBC_E_NOMEM;
+    x->errored = true;
+    return 0;
+}
+
+/* What the run's result learns from an event, before any callback sees it
+ * (so a stop at init still knows what to interrupt). */
+static int record(struct osbcl_run *x, const char *type, json_t *ev)
+{
+    if (!strcmp(type, "init"))
+        return set_str(&x->r->execution_id, json_string_value(json_object_get(ev, "text"))) < 0
+                   ? OSBC_E_NOMEM
+                   : 0;
+    if (!strcmp(type, "error"))
+        return on_error(x, ev);
+    if (!strcmp(type, "execution_complete")) {
         x->r->complete = 1;
+        /* Go's omitempty leaves a 0 ms execution_time out. */
         json_t *t = json_object_get(ev, "execution_time");
         x->r->execution_time_ms = json_is_integer(t) ? (long)json_integer_value(t) : 0;
         if (!x->errored)
             x->r->exit_code = 0;
     }
+    return 0;
+}
+
+/* The typed callback of an event; its return value (non-zero stops). */
+static int dispatch(struct osbcl_run *x, const char *type, json_t *ev)
+{
+    const struct osbc_exec_cbs *cb = x->cbs;
+    if (!cb)
+        return 0;
+    if (!strcmp(type, "init"))
+        return cb->on_init && x->r->execution_id ? cb->on_init(cb->ud, x->r->execution_id) : 0;
+    if (!strcmp(type, "stdout"))
+        return cb_text(cb->on_stdout, cb->ud, ev);
+    if (!strcmp(type, "stderr"))
+        return cb_text(cb->on_stderr, cb->ud, ev);
+    if (!strcmp(type, "result") && cb->on_result) {
+        char *r = osbcl_json_dump(json_object_get(ev, "results"));
+        if (!r) {
+            x->rc = OSBC_E_NOMEM;
+            return 0;
+        }
+        int stop = cb->on_result(cb->ud, r);
+        free(r);
+        return stop;
+    }
+    return 0;
+}
+
+static int on_event(void *ud, const char *text, size_t len)
+{
+    struct osbcl_run *x = ud;
+    json_t *ev = json_loadb(text, len, 0, NULL);
+    if (!json_is_object(ev)) { /* not an event: skip it, as the SDKs do */
+        json_decref(ev);
+        return 0;
+    }
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    x->rc = type ? record(x, type, ev) : on_untyped(x, ev);
+    int stop = 0;
+    if (!x->rc && x->cbs && x->cbs->on_event)
+        stop = x->cbs->on_event(x->cbs->ud, text);
+    if (!x->rc && !stop && type)
+        stop = dispatch(x, type, ev);
     json_decref(ev);
     if (stop)
         x->stopped = true;
     return stop || x->rc;
 }
 
-static int on_data(void *ud, const char *data, size_t len)
+int osbcl_run_feed(void *ud, const char *data, size_t len)
 {
-    struct run *x = ud;
+    struct osbcl_run *x = ud;
     int rc = osbcl_sse_feed(&x->sse, data, len, on_event, x);
     if (rc < 0 && !x->rc)
         x->rc = rc;
     return rc != 0;
 }
 
+void osbcl_run_init(struct osbcl_run *x, const struct osbc_exec_cbs *cbs,
+                    struct osbc_exec_result *r)
+{
+    memset(x, 0, sizeof *x);
+    x->cbs = cbs;
+    x->r = r;
+    osbc_exec_result_clear(r);
+    r->exit_code = -1;
+    r->execution_time_ms = -1;
+}
+
+void osbcl_run_end(struct osbcl_run *x)
+{
+    if (!x->rc && !x->stopped)
+        osbcl_sse_end(&x->sse, on_event, x);
+}
+
+void osbcl_run_free(struct osbcl_run *x)
+{
+    osbcl_sse_free(&x->sse);
+}
+
 static const char *const sse_headers[] = {"Accept: text/event-stream", NULL};
+
+/* A stream's timeout is per read: execd sends a ping event every 3 s while
+ * a command is quiet, so a long silent command is fine, and a dead peer is
+ * noticed. A client timeout shorter than a few pings would cut every quiet
+ * command, so reads wait at least this long. */
+#define SSE_READ_MIN_MS 10000
 
 /* Runs one streaming call; on a stop asked by a callback, DELETE
  * <intr_prefix><intr_id> interrupts the run remotely (intr_id NULL: the
@@ -126,10 +186,8 @@ static int stream(osbc_client *c, const char *id, const char *path, json_t *body
                   struct osbc_exec_result *result, struct osbc_error *err)
 {
     struct osbc_exec_result local = {0};
-    struct run x = {.cbs = cbs, .r = result ? result : &local};
-    osbc_exec_result_clear(x.r);
-    x.r->exit_code = -1;
-    x.r->execution_time_ms = -1;
+    struct osbcl_run x;
+    osbcl_run_init(&x, cbs, result ? result : &local);
     char *text = osbcl_json_dump(body);
     json_decref(body);
     if (!text)
@@ -140,8 +198,11 @@ static int stream(osbc_client *c, const char *id, const char *path, json_t *body
                            .content_type = "application/json",
                            .body = text,
                            .body_len = strlen(text),
-                           .on_data = on_data,
-                           .data_ud = &x};
+                           .on_data = osbcl_run_feed,
+                           .data_ud = &x,
+                           .timeout_ms = osbcl_timeout_ms(c) < SSE_READ_MIN_MS
+                                             ? SSE_READ_MIN_MS
+                                             : osbcl_timeout_ms(c)};
     struct osbcl_resp rs = {0};
     int rc = osbcl_sbx_http(c, id, OSBCL_EXECD_PORT, &rq, &rs, err);
     free(text);
@@ -150,9 +211,9 @@ static int stream(osbc_client *c, const char *id, const char *path, json_t *body
         snprintf(what, sizeof what, "POST %.200s", path);
         rc = osbcl_fail_http(err, rs.status, rs.body, rs.len, what);
     }
-    if (rc == 0 && !x.rc)
-        x.rc = osbcl_sse_end(&x.sse, on_event, &x) < 0 ? OSBC_E_PROTOCOL : 0;
-    osbcl_sse_free(&x.sse);
+    if (rc == 0)
+        osbcl_run_end(&x);
+    osbcl_run_free(&x);
     if (rs.status)
         osbcl_resp_free(&rs);
     if (x.stopped) {
@@ -170,7 +231,7 @@ static int stream(osbc_client *c, const char *id, const char *path, json_t *body
         rc = osbcl_fail(err, OSBC_E_CANCELLED, "stopped by the caller");
     } else if (x.rc == OSBC_E_NOMEM) {
         rc = osbcl_fail(err, OSBC_E_NOMEM, "out of memory");
-    } else if (x.rc) {
+    } else if (x.rc == OSBC_E_PROTOCOL) {
         rc = osbcl_fail(err, OSBC_E_PROTOCOL, "POST %s: an event over %d bytes", path,
                         OSBCL_SSE_MAX_EVENT);
     }
@@ -238,7 +299,9 @@ int osbc_command_run(osbc_client *c, const char *id, const char *command,
         return osbcl_fail(err, OSBC_E_ARG,
                           "command run: uid and gid are positive; a gid needs a uid");
     json_t *b = json_pack("{s:s}", "command", command);
-    if (!b || run_fields(b, o, false) < 0) {
+    if (!b)
+        return osbcl_fail(err, OSBC_E_ARG, "command run: the command is not UTF-8");
+    if (run_fields(b, o, false) < 0) {
         json_decref(b);
         return osbcl_fail(err, OSBC_E_NOMEM, "cannot build the request");
     }
@@ -357,7 +420,9 @@ int osbc_session_run(osbc_client *c, const char *id, const char *session_id, con
         return OSBC_E_NOMEM;
     json_t *b = json_pack("{s:s}", "command", command);
     int rc;
-    if (!b || run_fields(b, o, true) < 0) {
+    if (!b) {
+        rc = osbcl_fail(err, OSBC_E_ARG, "session run: the command is not UTF-8");
+    } else if (run_fields(b, o, true) < 0) {
         json_decref(b);
         rc = osbcl_fail(err, OSBC_E_NOMEM, "cannot build the request");
     } else {
@@ -454,9 +519,9 @@ int osbc_code_run(osbc_client *c, const char *id, const char *context_id, const 
         json_decref(b);
         return osbcl_fail(err, OSBC_E_NOMEM, "out of memory");
     }
-    /* An interrupt of code names its context (DELETE /code?id=); without
-     * one there is nothing to name, and closing the stream is all we can do. */
-    return stream(c, id, "/code", b, empty(context_id) ? NULL : "/code?id=", context_id, cbs,
+    /* An interrupt of code names its context (DELETE /code?id=): the one
+     * given, or the default context the init event names. */
+    return stream(c, id, "/code", b, "/code?id=", empty(context_id) ? NULL : context_id, cbs,
                   result, err);
 }
 

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "files.h"
 
 static bool empty(const char *s)
 {
@@ -40,18 +40,23 @@ static int check_paths(const char *id, const char *const *paths, size_t n, const
     return 0;
 }
 
-/* Permission {"mode": octal digits as decimal, "owner"?, "group"?}; NULL on OOM. */
-static json_t *perm(const struct osbc_file_attrs *a, int def_mode)
+int osbcl_mode_wire(int mode)
+{
+    int dec = 0;
+    for (int scale = 1; mode > 0; mode >>= 3, scale *= 10)
+        dec += (mode & 7) * scale;
+    return dec;
+}
+
+json_t *osbcl_perm_json(const struct osbc_file_attrs *a, int def_mode)
 {
     int mode = a && a->mode >= 0 ? a->mode : def_mode;
     json_t *j = json_object();
     if (!j)
         return NULL;
     int bad = 0;
-    if (mode >= 0) {
-        int dec = ((mode >> 6) & 7) * 100 + ((mode >> 3) & 7) * 10 + (mode & 7);
-        bad |= json_object_set_new(j, "mode", json_integer(dec));
-    }
+    if (mode >= 0)
+        bad |= json_object_set_new(j, "mode", json_integer(osbcl_mode_wire(mode)));
     if (a && !empty(a->owner))
         bad |= json_object_set_new(j, "owner", json_string(a->owner));
     if (a && !empty(a->group))
@@ -66,41 +71,46 @@ static json_t *perm(const struct osbc_file_attrs *a, int def_mode)
 static int check_attrs(const struct osbc_file_attrs *a, struct osbc_error *err)
 {
     if (a && (a->mode > 07777 || a->mode < -1))
-        return osbcl_fail(err, OSBC_E_ARG, "mode %o: want permission bits (0..07777)", a->mode);
+        return osbcl_fail(err, OSBC_E_ARG, "mode %s%o: want permission bits (0..07777)",
+                          a->mode < 0 ? "-0" : "0", a->mode < 0 ? -a->mode : a->mode);
     return 0;
 }
 
 /* ------------------------------------------------------------ upload */
 
 struct upload {
-    char *head, *tail; /* multipart framing around the file's bytes */
-    size_t head_len, tail_len, head_off, tail_off;
+    struct osbcl_upload_frame f; /* multipart framing around the file's bytes */
+    size_t head_off, tail_off;
     const char *data; /* from memory ... */
     size_t data_len, data_off;
     int fd; /* ... or from a descriptor (-1 for memory) */
     bool fd_done;
-    long long done, total;
+    long long done, total; /* total: a regular file's size, or -1 */
     osbc_progress_cb progress;
     void *ud;
 };
 
+static size_t take(char *buf, size_t cap, const char *src, size_t len, size_t *off)
+{
+    size_t n = len - *off < cap ? len - *off : cap;
+    memcpy(buf, src + *off, n);
+    *off += n;
+    return n;
+}
+
 static ssize_t upload_read(void *ud, void *buf, size_t cap, struct osbc_error *err)
 {
     struct upload *u = ud;
-    if (u->head_off < u->head_len) {
-        size_t n = u->head_len - u->head_off < cap ? u->head_len - u->head_off : cap;
-        memcpy(buf, u->head + u->head_off, n);
-        u->head_off += n;
-        return (ssize_t)n;
-    }
-    if (u->fd < 0 && u->data_off < u->data_len) {
-        size_t n = u->data_len - u->data_off < cap ? u->data_len - u->data_off : cap;
-        memcpy(buf, u->data + u->data_off, n);
-        u->data_off += n;
-        return (ssize_t)n;
-    }
+    if (u->head_off < u->f.head_len)
+        return (ssize_t)take(buf, cap, u->f.head, u->f.head_len, &u->head_off);
+    if (u->fd < 0 && u->data_off < u->data_len)
+        return (ssize_t)take(buf, cap, u->data, u->data_len, &u->data_off);
     while (u->fd >= 0 && !u->fd_done) {
-        ssize_t n = read(u->fd, buf, cap);
+        /* A regular file sends the size announced, even if it grows meanwhile. */
+        size_t want = cap;
+        if (u->total >= 0 && (long long)want > u->total - u->done)
+            want = (size_t)(u->total - u->done);
+        ssize_t n = want ? read(u->fd, buf, want) : 0;
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -114,10 +124,51 @@ static ssize_t upload_read(void *ud, void *buf, size_t cap, struct osbc_error *e
             return osbcl_fail(err, OSBC_E_CANCELLED, "upload stopped by the caller"), -1;
         return n;
     }
-    size_t n = u->tail_len - u->tail_off < cap ? u->tail_len - u->tail_off : cap;
-    memcpy(buf, u->tail + u->tail_off, n);
-    u->tail_off += n;
-    return (ssize_t)n;
+    return (ssize_t)take(buf, cap, u->f.tail, u->f.tail_len, &u->tail_off);
+}
+
+int osbcl_upload_frame(struct osbcl_upload_frame *f, const char *boundary, const char *path,
+                       const struct osbc_file_attrs *attrs)
+{
+    memset(f, 0, sizeof *f);
+    json_t *meta = osbcl_perm_json(attrs, -1);
+    if (meta && json_object_set_new(meta, "path", json_string(path)) < 0)
+        json_decref(meta), meta = NULL;
+    char *mtext = meta ? osbcl_json_dump(meta) : NULL;
+    json_decref(meta);
+    if (!mtext)
+        return OSBC_E_ARG; /* jansson refuses strings that are not UTF-8 */
+    const char *base = strrchr(path, '/');
+    base = base && base[1] ? base + 1 : "file";
+    struct osbcl_sb h = {0}, t = {0};
+    osbcl_sb_addf(&h,
+                  "--%s\r\nContent-Disposition: form-data; name=\"metadata\"; "
+                  "filename=\"metadata\"\r\nContent-Type: application/json\r\n\r\n%s\r\n",
+                  boundary, mtext);
+    free(mtext);
+    osbcl_sb_addf(&h, "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"",
+                  boundary);
+    /* Only a hint (execd writes to metadata.path): keep the header intact. */
+    for (const char *p = base; *p; p++)
+        osbcl_sb_add(&h, strchr("\"\r\n\\", *p) ? "_" : p, 1);
+    osbcl_sb_adds(&h, "\"\r\nContent-Type: application/octet-stream\r\n\r\n");
+    osbcl_sb_addf(&t, "\r\n--%s--\r\n", boundary);
+    f->head_len = h.len;
+    f->tail_len = t.len;
+    f->head = osbcl_sb_done(&h, NULL);
+    f->tail = osbcl_sb_done(&t, NULL);
+    if (!f->head || !f->tail) {
+        osbcl_upload_frame_free(f);
+        return OSBC_E_NOMEM;
+    }
+    return 0;
+}
+
+void osbcl_upload_frame_free(struct osbcl_upload_frame *f)
+{
+    free(f->head);
+    free(f->tail);
+    memset(f, 0, sizeof *f);
 }
 
 static int upload(osbc_client *c, const char *id, const char *path, struct upload *u,
@@ -134,49 +185,28 @@ static int upload(osbc_client *c, const char *id, const char *path, struct uploa
         return osbcl_fail_sys(err, OSBC_E_IO, "getrandom");
     for (size_t i = 0; i < sizeof rnd; i++)
         snprintf(boundary + 4 + 2 * i, 3, "%02x", rnd[i]);
-    json_t *meta = perm(attrs, -1);
-    if (meta && json_object_set_new(meta, "path", json_string(path)) < 0)
-        json_decref(meta), meta = NULL;
-    char *mtext = meta ? osbcl_json_dump(meta) : NULL;
-    json_decref(meta);
-    if (!mtext)
-        return osbcl_fail(err, OSBC_E_ARG, "upload: cannot encode the path (not UTF-8?)");
-    const char *base = strrchr(path, '/');
-    base = base && base[1] ? base + 1 : "file";
-    struct osbcl_sb h = {0}, t = {0};
-    osbcl_sb_addf(&h,
-                  "--%s\r\nContent-Disposition: form-data; name=\"metadata\"; "
-                  "filename=\"metadata\"\r\nContent-Type: application/json\r\n\r\n%s\r\n",
-                  boundary, mtext);
-    osbcl_sb_addf(&h, "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"",
-                  boundary);
-    for (const char *p = base; *p; p++) /* a quote or line break would break the header */
-        osbcl_sb_add(&h, strchr("\"\r\n\\", *p) ? "_" : p, 1);
-    osbcl_sb_adds(&h, "\"\r\nContent-Type: application/octet-stream\r\n\r\n");
-    osbcl_sb_addf(&t, "\r\n--%s--\r\n", boundary);
-    free(mtext);
-    u->head_len = h.len;
-    u->tail_len = t.len;
-    u->head = osbcl_sb_done(&h, err);
-    u->tail = osbcl_sb_done(&t, err);
+    rc = osbcl_upload_frame(&u->f, boundary, path, attrs);
+    if (rc == OSBC_E_ARG)
+        return osbcl_fail(err, rc, "upload: cannot encode the path or names (not UTF-8?)");
+    if (rc < 0)
+        return osbcl_fail(err, rc, "out of memory");
     char ctype[80];
     snprintf(ctype, sizeof ctype, "multipart/form-data; boundary=%s", boundary);
     long long size = u->fd < 0 ? (long long)u->data_len : u->total;
-    struct osbcl_req rq = {
-        .method = "POST",
-        .path = "/files/upload",
-        .content_type = ctype,
-        .body_read = upload_read,
-        .body_ud = u,
-        .body_size = size < 0 ? -1 : (long long)u->head_len + size + (long long)u->tail_len};
+    struct osbcl_req rq = {.method = "POST",
+                           .path = "/files/upload",
+                           .content_type = ctype,
+                           .body_read = upload_read,
+                           .body_ud = u,
+                           .body_size =
+                               size < 0 ? -1 : (long long)(u->f.head_len + u->f.tail_len) + size};
     struct osbcl_resp rs = {0};
-    rc = u->head && u->tail ? osbcl_sbx_http(c, id, OSBCL_EXECD_PORT, &rq, &rs, err) : OSBC_E_NOMEM;
+    rc = osbcl_sbx_http(c, id, OSBCL_EXECD_PORT, &rq, &rs, err);
     if (rc == 0 && (rs.status < 200 || rs.status >= 300))
         rc = osbcl_fail_http(err, rs.status, rs.body, rs.len, "POST /files/upload");
     if (rs.status)
         osbcl_resp_free(&rs);
-    free(u->head);
-    free(u->tail);
+    osbcl_upload_frame_free(&u->f);
     return rc;
 }
 
@@ -398,7 +428,7 @@ int osbc_file_chmod(osbc_client *c, const char *id, const char *path,
     int rc = check_attrs(attrs, err);
     if (rc < 0)
         return rc;
-    json_t *pm = perm(attrs, -1), *b = json_object();
+    json_t *pm = osbcl_perm_json(attrs, -1), *b = json_object();
     if (!pm || !b || json_object_set_new(b, path, pm) < 0) {
         json_decref(b);
         return osbcl_fail(err, OSBC_E_ARG, "chmod: cannot encode the request");
@@ -457,7 +487,7 @@ int osbc_dir_create(osbc_client *c, const char *id, const char *const *paths, si
         return rc;
     json_t *b = json_object();
     for (size_t i = 0; b && i < n; i++) {
-        json_t *pm = perm(attrs, 0755);
+        json_t *pm = osbcl_perm_json(attrs, 0755);
         if (!pm || json_object_set_new(b, paths[i], pm) < 0) {
             json_decref(b);
             b = NULL;

@@ -7,21 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "common/base64.h"
 #include "http/ws.h"
 #include "wsframe.h"
 
-#define MSG_MAX (4 * 1024 * 1024)
+#define MSG_MAX (4 * 1024 * 1024) /* a message from execd (its output frames are 32 KiB) */
+#define READ_CHUNK 65536
+#define CLOSE_WAIT_MS 1000 /* how long a close frame may take to leave */
 
 struct osbc_pty {
     struct osbcl_io *io;
     int timeout_ms; /* for writes */
-    uint8_t *in;    /* bytes read, not yet parsed: in[off, len) */
-    size_t off, len, cap;
-    uint8_t *msg; /* a message being joined from fragments */
-    size_t msg_len, msg_cap;
-    int msg_op;
+    struct osbcl_wsr rd;
+    uint8_t *buf; /* one read from the socket */
     bool eof, closed;
 };
 
@@ -102,17 +102,28 @@ static int send_frame(osbc_pty *p, int opcode, const void *data, size_t len, str
     return rc;
 }
 
+/* stdin goes in frames of at most this much, well under any server's
+ * message limit (ours is 4 MiB), so a large paste cannot end the session. */
+#define STDIN_FRAME 32768
+
 int osbc_pty_write(osbc_pty *p, const void *data, size_t len, struct osbc_error *err)
 {
     if (!p || (!data && len))
         return osbcl_fail(err, OSBC_E_ARG, "pty write: no terminal");
-    uint8_t *b = malloc(len + 1);
+    uint8_t *b = malloc(1 + (len < STDIN_FRAME ? len : STDIN_FRAME));
     if (!b)
         return osbcl_fail(err, OSBC_E_NOMEM, "out of memory");
-    b[0] = 0x00;
-    if (len)
-        memcpy(b + 1, data, len);
-    int rc = send_frame(p, OSB_WS_OP_BINARY, b, len + 1, err);
+    const uint8_t *d = data;
+    int rc = 0;
+    do {
+        size_t n = len < STDIN_FRAME ? len : STDIN_FRAME;
+        b[0] = 0x00;
+        if (n)
+            memcpy(b + 1, d, n);
+        rc = send_frame(p, OSB_WS_OP_BINARY, b, n + 1, err);
+        d += n;
+        len -= n;
+    } while (rc == 0 && len);
     free(b);
     return rc;
 }
@@ -191,8 +202,13 @@ int osbc_pty_attach(osbc_client *c, const char *id, const char *session_id,
         return osbcl_fail(err, OSBC_E_ARG, "pty attach: a sandbox id and a session id");
     *out = NULL;
     osbc_pty *p = calloc(1, sizeof *p);
+    if (p && !(p->buf = malloc(READ_CHUNK))) {
+        free(p);
+        p = NULL;
+    }
     if (!p)
         return osbcl_fail(err, OSBC_E_NOMEM, "out of memory");
+    p->rd.max = MSG_MAX;
     long t = osbcl_timeout_ms(c);
     p->timeout_ms = t > 0x7fffffff ? 0x7fffffff : (int)t;
     int rc = handshake(c, id, session_id, o, &p->io, err);
@@ -211,40 +227,8 @@ int osbc_pty_fd(const osbc_pty *p)
     return p && p->io ? osbcl_io_fd(p->io) : -1;
 }
 
-/* Reads more bytes into p->in: 1 read, 0 timeout, -1 error (err set). */
-static int fill(osbc_pty *p, int timeout_ms, struct osbc_error *err)
-{
-    if (p->off == p->len)
-        p->off = p->len = 0;
-    if (p->cap - p->len < 16384) {
-        if (p->off) {
-            memmove(p->in, p->in + p->off, p->len - p->off);
-            p->len -= p->off;
-            p->off = 0;
-        }
-        if (p->cap - p->len < 16384) {
-            size_t cap = p->cap ? p->cap * 2 : 65536;
-            if (cap > MSG_MAX + 64 * 1024)
-                return osbcl_fail(err, OSBC_E_PROTOCOL, "a terminal frame over the limit"), -1;
-            uint8_t *n = realloc(p->in, cap);
-            if (!n)
-                return osbcl_fail(err, OSBC_E_NOMEM, "out of memory"), -1;
-            p->in = n;
-            p->cap = cap;
-        }
-    }
-    ssize_t n = osbcl_io_read(p->io, p->in + p->len, p->cap - p->len, timeout_ms, err);
-    if (n == -2)
-        return 0;
-    if (n < 0)
-        return -1;
-    if (n == 0)
-        p->eof = true;
-    p->len += (size_t)n;
-    return 1;
-}
-
-/* A whole text message: exit gives an event; error frames are reported. */
+/* A whole text message: exit gives an event; error frames are reported
+ * (OSBC_E_REMOTE; the connection goes on); connected and pong are noted. */
 static int on_text(const uint8_t *data, size_t len, struct osbc_pty_event *ev,
                    struct osbc_error *err)
 {
@@ -267,11 +251,10 @@ static int on_text(const uint8_t *data, size_t len, struct osbc_pty_event *ev,
     return rc;
 }
 
-static int on_message(int op, const uint8_t *data, size_t len, struct osbc_pty_event *ev,
-                      struct osbc_error *err)
+/* Output: 0x01 stdout, 0x02 stderr, 0x03 replay (after an 8-byte offset). */
+static int on_binary(const uint8_t *data, size_t len, struct osbc_pty_event *ev,
+                     struct osbc_error *err)
 {
-    if (op == OSB_WS_OP_TEXT)
-        return on_text(data, len, ev, err);
     if (len < 1)
         return 0;
     size_t skip = data[0] == 0x03 ? 9 : 1;
@@ -283,61 +266,54 @@ static int on_message(int op, const uint8_t *data, size_t len, struct osbc_pty_e
     return 0;
 }
 
-/* Handles one parsed frame; may fill ev. */
-static int on_frame(osbc_pty *p, const struct osbcl_wsframe *f, struct osbc_pty_event *ev,
+/* The server closes: answer with the same code and stop. A close other than
+ * a normal one (a takeover's 4001 TAKEN_OVER, 1011 after a failed start) is
+ * reported as OSBC_E_REMOTE with its reason. */
+static int on_close(osbc_pty *p, const struct osbcl_wsmsg *m, struct osbc_pty_event *ev,
                     struct osbc_error *err)
 {
-    if (f->opcode == OSB_WS_OP_PING)
-        return send_frame(p, OSB_WS_OP_PONG, f->payload, f->len, err);
-    if (f->opcode == OSB_WS_OP_PONG)
+    uint8_t cp[OSB_WS_MAX_CONTROL];
+    int code = m->close_code == OSB_WS_CLOSE_NO_STATUS ? OSB_WS_CLOSE_NORMAL : m->close_code;
+    size_t n = osb_ws_close_payload(cp, code, "");
+    int t = p->timeout_ms;
+    p->timeout_ms = CLOSE_WAIT_MS;
+    send_frame(p, OSB_WS_OP_CLOSE, cp, n, NULL);
+    p->timeout_ms = t;
+    p->closed = true;
+    ev->type = OSBC_PTY_CLOSED;
+    if (code == OSB_WS_CLOSE_NORMAL || code == OSB_WS_CLOSE_GOING_AWAY)
         return 0;
-    if (f->opcode == OSB_WS_OP_CLOSE) {
-        uint8_t cp[OSB_WS_MAX_CONTROL];
-        size_t n = osb_ws_close_payload(cp, OSB_WS_CLOSE_NORMAL, "");
-        send_frame(p, OSB_WS_OP_CLOSE, cp, n, NULL);
-        p->closed = true;
-        ev->type = OSBC_PTY_CLOSED;
-        return 0;
+    return osbcl_fail(err, OSBC_E_REMOTE, "terminal closed by the server: %.*s (%d)",
+                      (int)(m->len > 120 ? 120 : m->len), m->len ? (const char *)m->data : "",
+                      code);
+}
+
+/* Handles one message; may fill ev. */
+static int on_msg(osbc_pty *p, const struct osbcl_wsmsg *m, struct osbc_pty_event *ev,
+                  struct osbc_error *err)
+{
+    switch (m->opcode) {
+    case OSB_WS_OP_PING: return send_frame(p, OSB_WS_OP_PONG, m->data, m->len, err);
+    case OSB_WS_OP_CLOSE: return on_close(p, m, ev, err);
+    case OSB_WS_OP_TEXT: return on_text(m->data, m->len, ev, err);
+    case OSB_WS_OP_BINARY: return on_binary(m->data, m->len, ev, err);
+    default: return 0; /* a pong */
     }
-    if (f->opcode != OSB_WS_OP_CONT && p->msg_op)
-        return osbcl_fail(err, OSBC_E_PROTOCOL, "terminal: a new message inside a fragmented one");
-    if (f->opcode == OSB_WS_OP_CONT && !p->msg_op)
-        return osbcl_fail(err, OSBC_E_PROTOCOL, "terminal: a continuation of nothing");
-    if (f->fin && f->opcode != OSB_WS_OP_CONT) {
-        if (f->len > MSG_MAX)
-            return osbcl_fail(err, OSBC_E_PROTOCOL, "terminal: a message over the limit");
-        /* Copy: ev->data must outlive the buffer compaction of the next read. */
-        if (p->msg_cap < f->len + 1) {
-            uint8_t *m = realloc(p->msg, f->len + 1);
-            if (!m)
-                return osbcl_fail(err, OSBC_E_NOMEM, "out of memory");
-            p->msg = m;
-            p->msg_cap = f->len + 1;
-        }
-        memcpy(p->msg, f->payload, f->len);
-        return on_message(f->opcode, p->msg, f->len, ev, err);
-    }
-    if (!p->msg_op) {
-        p->msg_op = f->opcode;
-        p->msg_len = 0;
-    }
-    if (p->msg_len + f->len > MSG_MAX)
-        return osbcl_fail(err, OSBC_E_PROTOCOL, "terminal: a message over the limit");
-    if (p->msg_cap < p->msg_len + f->len + 1) {
-        size_t cap = (p->msg_len + f->len + 1) * 2;
-        uint8_t *m = realloc(p->msg, cap);
-        if (!m)
-            return osbcl_fail(err, OSBC_E_NOMEM, "out of memory");
-        p->msg = m;
-        p->msg_cap = cap;
-    }
-    memcpy(p->msg + p->msg_len, f->payload, f->len);
-    p->msg_len += f->len;
-    if (!f->fin)
-        return 0;
-    int op = p->msg_op;
-    p->msg_op = 0;
-    return on_message(op, p->msg, p->msg_len, ev, err);
+}
+
+static long long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Ends the handle's connection after a failure; returns rc. */
+static int broken(osbc_pty *p, struct osbc_pty_event *ev, int rc)
+{
+    p->closed = true;
+    ev->type = OSBC_PTY_CLOSED;
+    return rc;
 }
 
 int osbc_pty_read(osbc_pty *p, int timeout_ms, struct osbc_pty_event *ev, struct osbc_error *err)
@@ -349,38 +325,39 @@ int osbc_pty_read(osbc_pty *p, int timeout_ms, struct osbc_pty_event *ev, struct
         ev->type = OSBC_PTY_CLOSED;
         return 0;
     }
-    bool waited = false;
+    long long end = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
     for (;;) {
-        struct osbcl_wsframe f;
-        const char *why = NULL;
-        ssize_t n = osbcl_wsframe_parse(p->in + p->off, p->len - p->off, MSG_MAX, &f, &why);
-        if (n < 0) {
-            p->closed = true;
-            return osbcl_fail(err, OSBC_E_PROTOCOL, "terminal: %s", why);
-        }
-        if (n > 0) {
-            p->off += (size_t)n;
-            int rc = on_frame(p, &f, ev, err);
+        struct osbcl_wsmsg m;
+        const char *why = "";
+        int r = osbcl_wsr_next(&p->rd, &m, &why);
+        if (r == OSBC_E_NOMEM)
+            return broken(p, ev, osbcl_fail(err, OSBC_E_NOMEM, "out of memory"));
+        if (r < 0)
+            return broken(p, ev, osbcl_fail(err, OSBC_E_PROTOCOL, "terminal: %s", why));
+        if (r > 0) {
+            int rc = on_msg(p, &m, ev, err);
             if (rc < 0 || ev->type != OSBC_PTY_NONE)
                 return rc;
             continue;
         }
-        if (p->eof) {
-            p->closed = true;
-            ev->type = OSBC_PTY_CLOSED;
-            return osbcl_fail(err, OSBC_E_CONNECT, "the terminal connection was dropped");
+        if (p->eof)
+            return broken(p, ev,
+                          osbcl_fail(err, OSBC_E_CONNECT, "the terminal connection was dropped"));
+        /* Wait for the rest of the time; bytes already buffered (TLS) count. */
+        int t = timeout_ms;
+        if (timeout_ms > 0) {
+            long long left = end - now_ms();
+            t = left > 0 ? (int)left : 0;
         }
-        if (waited && !osbcl_io_pending(p->io))
-            return 0; /* one wait per call */
-        int r = fill(p, waited ? 0 : timeout_ms, err);
-        waited = true;
-        if (r < 0) {
-            p->closed = true;
-            ev->type = OSBC_PTY_CLOSED;
-            return err ? err->code : OSBC_E_CONNECT;
-        }
-        if (r == 0)
+        ssize_t n = osbcl_io_read(p->io, p->buf, READ_CHUNK, t, err);
+        if (n == -2)
             return 0;
+        if (n < 0)
+            return broken(p, ev, err ? err->code : OSBC_E_CONNECT);
+        if (n == 0)
+            p->eof = true;
+        else if (osbcl_wsr_feed(&p->rd, p->buf, (size_t)n) < 0)
+            return broken(p, ev, osbcl_fail(err, OSBC_E_NOMEM, "out of memory"));
     }
 }
 
@@ -391,10 +368,11 @@ void osbc_pty_close(osbc_pty *p)
     if (p->io && !p->closed) {
         uint8_t cp[OSB_WS_MAX_CONTROL];
         size_t n = osb_ws_close_payload(cp, OSB_WS_CLOSE_NORMAL, "client closed");
+        p->timeout_ms = CLOSE_WAIT_MS; /* a dead peer must not hold the caller */
         send_frame(p, OSB_WS_OP_CLOSE, cp, n, NULL);
     }
     osbcl_io_close(p->io);
-    free(p->in);
-    free(p->msg);
+    osbcl_wsr_free(&p->rd);
+    free(p->buf);
     free(p);
 }

@@ -53,26 +53,29 @@ int osbc_sandbox_ping(osbc_client *c, const char *id, struct osbc_error *err)
 }
 
 /* Polls /ping as the SDKs do: a sandbox whose execd answers is ready. A
- * 404 from the server means the sandbox is gone: no point waiting. */
+ * 404 from the lifecycle server (resolving the endpoint) means the sandbox
+ * is gone: no point waiting. A local error record, so this works when the
+ * caller passes err NULL. */
 int osbc_sandbox_wait_ready(osbc_client *c, const char *id, long timeout_ms, struct osbc_error *err)
 {
     if (empty(id))
         return osbcl_fail(err, OSBC_E_ARG, "no sandbox id");
     long long end = now_ms() + (timeout_ms > 0 ? timeout_ms : 30000);
     int delay = 5;
+    struct osbc_error e = {0};
     for (;;) {
-        int rc = osbc_sandbox_ping(c, id, err);
+        int rc = osbc_sandbox_ping(c, id, &e);
         if (rc == 0)
             return 0;
         if (rc == OSBC_E_ARG || rc == OSBC_E_NOMEM ||
-            (err && err->http_status == 404 && !strncmp(err->message, "GET /v1/", 8)))
+            (e.http_status == 404 && !strncmp(e.message, "GET /v1/", 8))) {
+            if (err)
+                *err = e;
             return rc;
-        if (now_ms() >= end) {
-            char why[sizeof err->message];
-            snprintf(why, sizeof why, "%s", err ? err->message : "");
-            return osbcl_fail(err, OSBC_E_TIMEOUT, "sandbox %s was not ready in time (%s)", id,
-                              why);
         }
+        if (now_ms() >= end)
+            return osbcl_fail(err, OSBC_E_TIMEOUT, "sandbox %s was not ready in time (%s)", id,
+                              e.message);
         poll(NULL, 0, delay);
         if (delay < 200)
             delay *= 2;

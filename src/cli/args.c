@@ -238,16 +238,25 @@ long cli_duration(const char *s, bool allow_none, const char *what)
 
 struct osbc_kv *cli_kvs(const char **vals, size_t n, const char *what)
 {
-    struct osbc_kv *kv = osb_xcalloc(n + 1, sizeof *kv);
+    /* one block: the pairs, then a copy of each string cut at its '=' */
+    size_t size = (n + 1) * sizeof(struct osbc_kv);
+    for (size_t i = 0; i < n; i++)
+        size += strlen(vals[i]) + 1;
+    struct osbc_kv *kv = osb_xcalloc(1, size);
+    char *text = (char *)(kv + n + 1);
     for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(vals[i]);
         char *eq = strchr(vals[i], '=');
         if (!eq || eq == vals[i]) {
             cli_usage("%s \"%s\": want KEY=VALUE", what, vals[i]);
             free(kv);
             return NULL;
         }
-        kv[i].key = osb_xstrndup(vals[i], (size_t)(eq - vals[i]));
-        kv[i].value = eq + 1;
+        memcpy(text, vals[i], len + 1);
+        text[eq - vals[i]] = 0;
+        kv[i].key = text;
+        kv[i].value = text + (eq - vals[i]) + 1;
+        text += len + 1;
     }
     return kv;
 }

@@ -34,10 +34,8 @@ static bool kv_object(const struct cli_args *a, const char *opt, json_t *tpl, co
     if (!kv)
         return false;
     json_t *o = json_object();
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         json_object_set_new(o, kv[i].key, json_string(kv[i].value));
-        free((char *)kv[i].key);
-    }
     free(kv);
     json_object_set_new(tpl, field, o);
     return true;

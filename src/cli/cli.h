@@ -76,8 +76,8 @@ int cli_global_opt(struct cli *cli, int argc, char **argv, int *i);
 /* "30s", "5m", "1h30m", "90" (seconds) → seconds; -1 for "none" when
  * allow_none; -2 (after printing why) when malformed. */
 long cli_duration(const char *s, bool allow_none, const char *what);
-/* KEY=VALUE strings → kv pairs (pointing into the strings, which are cut at
- * '='); NULL after printing why. */
+/* KEY=VALUE strings → kv pairs, all in one block for one free(); NULL after
+ * printing why. */
 struct osbc_kv *cli_kvs(const char **vals, size_t n, const char *what);
 /* A whole file (or "-": stdin) into memory; NULL after printing why. */
 char *cli_read_file(const char *path, size_t *len);

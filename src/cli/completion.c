@@ -1,56 +1,127 @@
 /* osb completion bash|zsh: shell completion of groups, commands and
- * options (sandbox ids are completed from `osb sandbox list -o raw`). */
+ * sandbox ids (these from `osb sandbox list -o raw` when completion asks).
+ * Both scripts are written from one table of groups and commands. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 
-static const char bash_script[] =
-    "# osb completion for bash: source <(osb completion bash)\n"
-    "_osb() {\n"
-    "    local cur=${COMP_WORDS[COMP_CWORD]} i group='' sub=''\n"
-    "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
-    "        case ${COMP_WORDS[i]} in -*) ;; *)\n"
-    "            if [ -z \"$group\" ]; then group=${COMP_WORDS[i]}\n"
-    "            elif [ -z \"$sub\" ]; then sub=${COMP_WORDS[i]}; fi ;;\n"
-    "        esac\n"
-    "    done\n"
-    "    local words\n"
-    "    case $group in\n"
-    "    '') words='sandbox command exec shell code file snapshot pool batch image egress "
-    "diagnostics config completion --help --version' ;;\n"
-    "    sandbox) words='create list get kill pause resume renew endpoint health metrics' ;;\n"
-    "    command) words='run status logs interrupt session' ;;\n"
-    "    file) words='cat write upload download rm mv mkdir rmdir search info chmod replace' ;;\n"
-    "    snapshot) words='create list get rm' ;;\n"
-    "    pool) words='create list get resize rm' ;;\n"
-    "    image) words='pull list rm' ;;\n"
-    "    egress) words='get patch' ;;\n"
-    "    diagnostics) words='logs events' ;;\n"
-    "    config) words='init show set' ;;\n"
-    "    code) words='run context' ;;\n"
-    "    completion) words='bash zsh' ;;\n"
-    "    esac\n"
-    "    if [ -n \"$group\" ] && { [ -n \"$sub\" ] || [ \"$group\" = exec ] || "
-    "[ \"$group\" = shell ]; }; then\n"
-    "        words=$(osb sandbox list -o raw 2>/dev/null | tr ',' '\\n' | "
-    "sed -n 's/.*\"id\":\"\\([^\"]*\\)\".*/\\1/p')\n"
-    "    fi\n"
-    "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
-    "}\n"
-    "complete -o default -F _osb osb\n";
+static const struct {
+    const char *group, *commands; /* commands: NULL for a group without them */
+} table[] = {
+    {"sandbox", "create list get kill pause resume renew endpoint health metrics"},
+    {"command", "run status logs interrupt session"},
+    {"exec", NULL},
+    {"shell", NULL},
+    {"code", "run context"},
+    {"file", "cat write upload download rm mv mkdir rmdir search info chmod replace"},
+    {"snapshot", "create list get rm"},
+    {"pool", "create list get resize rm"},
+    {"batch", NULL},
+    {"image", "pull list rm"},
+    {"egress", "get patch"},
+    {"diagnostics", "logs events"},
+    {"config", "init show set"},
+    {"completion", "bash zsh"},
+};
+#define N_GROUPS (sizeof table / sizeof *table)
 
-static const char zsh_script[] = "#compdef osb\n"
-                                 "# osb completion for zsh: source <(osb completion zsh)\n"
-                                 "autoload -U +X bashcompinit && bashcompinit\n";
+/* The ids of the sandboxes, one a line (no jq needed). */
+static const char ids_pipeline[] =
+    "osb sandbox list -o raw --page-size 200 2>/dev/null | tr ',' '\\n' | "
+    "sed -n 's/.*\"id\":\"\\([^\"]*\\)\".*/\\1/p'";
+
+static void groups_line(void)
+{
+    for (size_t i = 0; i < N_GROUPS; i++)
+        printf("%s%s", i ? " " : "", table[i].group);
+}
+
+/* Completion takes ids after these groups' command (or right after
+ * exec/shell); config and completion take none. */
+static void bash_script(void)
+{
+    puts("# osb completion for bash: source <(osb completion bash)\n"
+         "_osb() {\n"
+         "    local cur=${COMP_WORDS[COMP_CWORD]} i group='' sub='' words=''\n"
+         "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
+         "        case ${COMP_WORDS[i]} in -*) ;; *)\n"
+         "            if [ -z \"$group\" ]; then group=${COMP_WORDS[i]}\n"
+         "            elif [ -z \"$sub\" ]; then sub=${COMP_WORDS[i]}; fi ;;\n"
+         "        esac\n"
+         "    done\n"
+         "    case $group in");
+    fputs("    '') words='", stdout);
+    groups_line();
+    puts(" --help --version' ;;");
+    for (size_t i = 0; i < N_GROUPS; i++)
+        if (table[i].commands)
+            printf("    %s) [ -z \"$sub\" ] && words='%s' ;;\n", table[i].group, table[i].commands);
+    printf("    esac\n"
+           "    case $group in config|completion|'') ;; *)\n"
+           "        if [ -z \"$words\" ] && [[ $cur != -* ]]; then\n"
+           "            words=$(%s)\n"
+           "        fi ;;\n"
+           "    esac\n"
+           "    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+           "}\n"
+           "complete -o default -F _osb osb\n",
+           ids_pipeline);
+}
+
+static void zsh_script(void)
+{
+    puts("#compdef osb\n"
+         "# osb completion for zsh: source <(osb completion zsh), or save it as _osb\n"
+         "# in a directory of $fpath\n"
+         "_osb() {\n"
+         "    local w group='' sub=''\n"
+         "    local -a cands\n"
+         "    for w in ${words[2,CURRENT-1]}; do\n"
+         "        [[ $w == -* ]] && continue\n"
+         "        if [[ -z $group ]]; then group=$w\n"
+         "        elif [[ -z $sub ]]; then sub=$w; fi\n"
+         "    done\n"
+         "    case $group in");
+    fputs("    '') cands=(", stdout);
+    groups_line();
+    puts(") ;;");
+    for (size_t i = 0; i < N_GROUPS; i++)
+        if (table[i].commands)
+            printf("    %s) [[ -z $sub ]] && cands=(%s) ;;\n", table[i].group, table[i].commands);
+    printf("    esac\n"
+           "    if (( ! ${#cands} )) && [[ $group != (config|completion) ]] && "
+           "[[ $PREFIX != -* ]]; then\n"
+           "        cands=(${(f)\"$(%s)\"})\n"
+           "    fi\n"
+           "    if (( ${#cands} )); then\n"
+           "        compadd -a cands\n"
+           "    else\n"
+           "        _files\n"
+           "    fi\n"
+           "}\n"
+           "if [[ $zsh_eval_context[-1] == loadautofunc ]]; then\n"
+           "    _osb \"$@\"\n"
+           "else\n"
+           "    compdef _osb osb\n"
+           "fi\n",
+           ids_pipeline);
+}
 
 int cli_cmd_completion(struct cli *cli, int argc, char **argv)
 {
     (void)cli;
+    if (argc == 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+        puts("usage: osb completion bash|zsh\n"
+             "  bash: source <(osb completion bash)   (in ~/.bashrc)\n"
+             "  zsh:  source <(osb completion zsh)    (in ~/.zshrc, after compinit)");
+        return CLI_OK;
+    }
     if (argc != 1 || (strcmp(argv[0], "bash") && strcmp(argv[0], "zsh")))
         return cli_usage("usage: osb completion bash|zsh");
     if (!strcmp(argv[0], "zsh"))
-        fputs(zsh_script, stdout);
-    fputs(bash_script, stdout);
+        zsh_script();
+    else
+        bash_script();
     return CLI_OK;
 }

@@ -256,10 +256,13 @@ static char *toml_value(const char *key, char t, const char *value)
             return cli_usage("%s: want true or false", key), NULL;
         return osb_xstrdup(b ? "true" : "false");
     }
+    if (!strcmp(key, "connection.protocol") && strcmp(value, "http") && strcmp(value, "https"))
+        return cli_usage("%s: want http or https", key), NULL;
+    if (!strcmp(key, "defaults.timeout") && cli_duration(value, true, key) == -2)
+        return NULL;
     if (t == 'i') {
-        char *end;
-        long v = strtol(value, &end, 10);
-        if (*end || v <= 0)
+        long v;
+        if (!cli_long(value, 1, 86400 * 365, &v))
             return cli_usage("%s: want a positive number of seconds", key), NULL;
         return osb_xasprintf("%ld", v);
     }
@@ -271,47 +274,62 @@ static char *toml_value(const char *key, char t, const char *value)
     return out;
 }
 
-/* Replaces "field = ..." (or "# field = ...") inside [section], else adds it. */
-static char *set_in_text(const char *text, const char *section, const char *field, const char *val)
+/* The start of the line "[section]" in text, or NULL. */
+static const char *find_section(const char *text, const char *section)
 {
     char *hdr = osb_xasprintf("[%s]", section);
-    const char *sec = NULL;
-    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-        if (!strncmp(p, hdr, strlen(hdr))) {
-            sec = p;
+    size_t n = strlen(hdr);
+    const char *p = text, *found = NULL;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!strncmp(p, hdr, n)) {
+            found = p;
             break;
         }
-    char *out;
+        const char *nl = strchr(p, '\n');
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    free(hdr);
+    return found;
+}
+
+/* Replaces "field = ..." inside [section] (else its commented "# field =
+ * ..." line, as in the template), else adds the line at the section's top,
+ * else adds the section. */
+static char *set_in_text(const char *text, const char *section, const char *field, const char *val)
+{
+    const char *sec = find_section(text, section);
     if (!sec) {
-        out = osb_xasprintf("%s%s\n%s\n%s = %s\n", text,
-                            *text && text[strlen(text) - 1] != '\n' ? "\n" : "", hdr, field, val);
-        free(hdr);
-        return out;
+        size_t len = strlen(text);
+        return osb_xasprintf("%s%s\n[%s]\n%s = %s\n", text,
+                             len && text[len - 1] != '\n' ? "\n" : "", section, field, val);
     }
     const char *body = strchr(sec, '\n') ? strchr(sec, '\n') + 1 : sec + strlen(sec);
-    const char *end = body;
-    const char *hit = NULL, *hit_end = NULL;
-    while (*end && *end != '[') {
-        const char *eol = strchr(end, '\n');
-        const char *next = eol ? eol + 1 : end + strlen(end);
-        const char *k = end;
-        if (*k == '#')
+    const char *hit = NULL, *hit_end = NULL, *line = body;
+    bool hit_commented = false;
+    size_t n = strlen(field);
+    while (*line && *line != '[') {
+        const char *eol = strchr(line, '\n');
+        const char *next = eol ? eol + 1 : line + strlen(line);
+        const char *k = line;
+        while (*k == ' ' || *k == '\t')
             k++;
-        while (*k == ' ')
+        bool commented = *k == '#';
+        while (*k == '#' || *k == ' ')
             k++;
-        size_t n = strlen(field);
-        if (!hit && !strncmp(k, field, n) && (k[n] == ' ' || k[n] == '=')) {
-            hit = end;
+        if (!strncmp(k, field, n) && (k[n] == ' ' || k[n] == '=') && (!hit || hit_commented)) {
+            hit = line;
             hit_end = eol ? eol : next;
+            hit_commented = commented;
         }
-        end = next;
+        line = next;
     }
     if (hit)
-        out = osb_xasprintf("%.*s%s = %s%s", (int)(hit - text), text, field, val, hit_end);
-    else
-        out = osb_xasprintf("%.*s%s = %s\n%s", (int)(body - text), text, field, val, body);
-    free(hdr);
-    return out;
+        return osb_xasprintf("%.*s%s = %s%s", (int)(hit - text), text, field, val, hit_end);
+    return osb_xasprintf("%.*s%s = %s\n%s", (int)(body - text), text, field, val, body);
 }
 
 static int config_set(struct cli *cli, int argc, char **argv)
@@ -350,8 +368,10 @@ static int config_set(struct cli *cli, int argc, char **argv)
                 cli_usage("the edited config would not parse (%s); edit %s by hand", err.msg, path);
         else
             json_decref(doc), rc = write_atomic(path, updated);
+        char *shown = strcmp(a.pos[0], "connection.api_key") ? NULL : mask(a.pos[1]);
         if (!rc)
-            cli_ok(cli, "Set %s = %s", a.pos[0], a.pos[1]);
+            cli_ok(cli, "Set %s = %s", a.pos[0], shown ? shown : a.pos[1]);
+        free(shown);
         free(updated);
         free(sec);
     }

@@ -16,7 +16,7 @@ static const char help_text[] =
     "groups:\n"
     "  sandbox     create, list, get, kill, pause, resume, renew, endpoint, health, metrics\n"
     "  command     run, status, logs, interrupt, session create|run|delete\n"
-    "  exec        exec ID [-- ] CMD...: shorthand of command run\n"
+    "  exec        exec ID [--] CMD...: command run, shorter\n"
     "  shell       shell ID: an interactive terminal in the sandbox\n"
     "  code        run ID --language L [CODE | -f FILE]: code in a persistent context\n"
     "  file        cat, write, upload, download, rm, mv, mkdir, rmdir, search, info, chmod,\n"
@@ -38,11 +38,18 @@ static const char help_text[] =
     "  --use-server-proxy / --no-use-server-proxy\n"
     "  --config FILE           (default ~/.opensandbox/config.toml)\n"
     "  -o, --output FMT        table, json, yaml or raw\n"
-    "  -v, --verbose           --no-color   --version   -h, --help\n"
+    "  -v, --verbose           the resolved connection on stderr\n"
+    "  --no-color              (also NO_COLOR, and whenever stdout is not a terminal)\n"
+    "  --version   -h, --help\n"
     "\n"
-    "exit codes: 0 success; for command run, exec and shell the remote command's own code;\n"
-    "1 the server refused or failed; 2 bad usage or local input; 3 cannot connect or timed\n"
-    "out; 130 interrupted. `osb GROUP --help` lists a group's commands; man osb has it all.\n";
+    "exit codes:\n"
+    "  0    success; command run, exec, session run and shell: the remote command's code\n"
+    "  1    the server refused or failed (the message names its code and HTTP status)\n"
+    "  2    bad usage, or a local file that cannot be read or written\n"
+    "  3    cannot connect to the server, or a request timed out\n"
+    "  130  interrupted (Ctrl-C)\n"
+    "\n"
+    "`osb GROUP --help` lists a group's commands; `man osb` (docs/osb.1) has it all.\n";
 
 static const struct {
     const char *name;

@@ -19,15 +19,21 @@ bool cli_stdout_tty(void)
     return isatty(1);
 }
 
+/* The width to fit tables to: the terminal's, else an exported COLUMNS;
+ * 0 (no limit: whole cells for grep and cut) when stdout is not a terminal
+ * and COLUMNS is not set. */
 static int term_width(void)
 {
     struct winsize ws;
+    long n;
+    if (cli_long(getenv("COLUMNS"), 21, 10000, &n) &&
+        !(isatty(1) && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20))
+        return (int)n;
+    if (!isatty(1))
+        return 0;
     if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
         return ws.ws_col;
-    long n;
-    if (cli_long(getenv("COLUMNS"), 21, 10000, &n))
-        return (int)n;
-    return 120;
+    return 80;
 }
 
 /* ---- yaml ---- */
@@ -205,20 +211,41 @@ static void put_cell(const char *s, size_t w, bool last, const char *sgr)
         printf("%*s", (int)(w - n + 2), "");
 }
 
-/* Columns wider than the terminal allows are narrowed, widest first. */
+/* Narrows the columns to fit term: the first column (the id or name a user
+ * copies) keeps its width when that is at most 60% of the room; the room
+ * left is shared out evenly, a column that needs less than its share keeping
+ * its own width (water filling). A column gets at least 4. */
 static void fit(size_t *w, size_t ncol, int term)
 {
-    for (;;) {
-        size_t total = 0, wi = 0;
-        for (size_t c = 0; c < ncol; c++) {
-            total += w[c] + 2;
-            if (w[c] > w[wi])
-                wi = c;
-        }
-        if (total <= (size_t)term || w[wi] <= 8)
-            return;
-        w[wi]--;
+    long total = 0, room = (long)term - 2 * (long)ncol;
+    for (size_t c = 0; c < ncol; c++)
+        total += (long)w[c] + 2;
+    if (total <= term)
+        return;
+    bool *fixed = osb_xcalloc(ncol, sizeof *fixed);
+    size_t nfree = ncol;
+    if (ncol > 1 && (long)w[0] * 5 <= room * 3) {
+        fixed[0] = true;
+        room -= (long)w[0];
+        nfree--;
     }
+    for (bool changed = true; changed && nfree;) {
+        changed = false;
+        long share = room / (long)nfree;
+        for (size_t c = 0; c < ncol; c++)
+            if (!fixed[c] && (long)w[c] <= share) {
+                fixed[c] = changed = true;
+                room -= (long)w[c];
+                nfree--;
+            }
+    }
+    long share = nfree ? room / (long)nfree : 0, extra = nfree ? room % (long)nfree : 0;
+    for (size_t c = 0; c < ncol; c++)
+        if (!fixed[c]) {
+            long v = share + (extra-- > 0 ? 1 : 0);
+            w[c] = v < 4 ? 4 : (size_t)v;
+        }
+    free(fixed);
 }
 
 static void table(struct cli *cli, json_t *rows, const struct cli_col *cols)
@@ -240,8 +267,9 @@ static void table(struct cli *cli, json_t *rows, const struct cli_col *cols)
             if (width(s) > w[c])
                 w[c] = width(s);
         }
-    if (cli_stdout_tty())
-        fit(w, ncol, term_width());
+    int tw = term_width();
+    if (tw)
+        fit(w, ncol, tw);
     if (cli->color)
         fputs("\033[1m", stdout);
     for (size_t c = 0; c < ncol; c++)

@@ -165,6 +165,7 @@ static int sandbox_create(struct cli *cli, int argc, char **argv)
     osbc_client *c = rc ? NULL : cli_client(cli);
     if (!rc && !c)
         rc = CLI_EUSAGE;
+    const struct osbc_kv *own_ext = o.extensions; /* from cli_kvs, freed below */
     if (!rc && pool) { /* a pool claim is extensions.poolRef (docs/pools.md) */
         ext = osb_xcalloc(o.n_extensions + 1, sizeof *ext);
         if (o.n_extensions)
@@ -188,6 +189,10 @@ static int sandbox_create(struct cli *cli, int argc, char **argv)
     free(vol);
     free(ext);
     free(pool_image);
+    free((void *)own_ext);
+    free((void *)o.env);
+    free((void *)o.metadata);
+    free((void *)o.resources);
     cli_args_free(&a);
     return rc;
 }

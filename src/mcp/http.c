@@ -173,7 +173,7 @@ static char *new_session(struct srv *s)
     if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
         return free(id), NULL;
     for (int i = 0; i < 16; i++)
-        sprintf(id + 2 * i, "%02x", r[i]);
+        snprintf(id + 2 * i, 3, "%02x", r[i]);
     int slot = -1;
     for (int i = 0; i < MAX_SESSIONS && slot < 0; i++)
         if (!s->sessions[i])

@@ -1,5 +1,6 @@
 /* opensandbox-mcp: options, then the stdio loop (newline-delimited
  * JSON-RPC; logs only on stderr) or the HTTP transport. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,18 @@ static const char *arg(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
+/* --request-timeout's value: whole seconds, 1..86400. */
+static bool seconds(const char *v, struct osbc_config *cfg)
+{
+    char *end;
+    errno = 0;
+    long s = strtol(v, &end, 10);
+    if (!*v || *end || errno || s < 1 || s > 86400)
+        return false;
+    cfg->request_timeout_ms = s * 1000;
+    return true;
+}
+
 static bool is(const char *a, const char *name)
 {
     size_t n = strlen(name);
@@ -83,15 +96,13 @@ int main(int argc, char **argv)
             m.cfg.domain = arg(argc, argv, &i);
         else if (is(a, "--protocol"))
             m.cfg.protocol = arg(argc, argv, &i);
-        else if (is(a, "--request-timeout"))
-            m.cfg.request_timeout_ms = atol(arg(argc, argv, &i)) * 1000;
+        else if (is(a, "--request-timeout") && !seconds(arg(argc, argv, &i), &m.cfg))
+            return fprintf(stderr, "opensandbox-mcp: --request-timeout: seconds, 1..86400\n"), 2;
         else if (!strcmp(a, "--use-server-proxy"))
             m.cfg.use_server_proxy = 1;
         else
             return fprintf(stderr, "opensandbox-mcp: unknown option %s\n%s", a, usage), 2;
     }
-    if (m.cfg.request_timeout_ms < 0)
-        return fprintf(stderr, "opensandbox-mcp: --request-timeout must be positive\n"), 2;
     if (!strcmp(transport, "stdio"))
         return stdio_loop(&m);
     if (!strcmp(transport, "http"))

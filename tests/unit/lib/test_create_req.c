@@ -72,6 +72,29 @@ int main(void)
        "both documents carried");
     free(s);
 
+    np.volumes_json = "[{\"name\":";
+    s = body(&np, &rc, &err);
+    IS_INT(rc, OSBC_E_ARG, "volumes that are not JSON: refused");
+    OK(strstr(err.message, "the volumes is not JSON"), "says which document");
+
+    const char *argv[] = {"python3", "-m", "http.server"};
+    struct osbc_kv res[] = {{"cpu", "500m"}};
+    struct osbc_create_opts ex = {.image = "x",
+                                  .timeout_s = 3600,
+                                  .entrypoint = argv,
+                                  .n_entrypoint = 3,
+                                  .resources = res,
+                                  .n_resources = 1};
+    s = body(&ex, &rc, &err);
+    OK(s && strstr(s, "\"timeout\":3600") &&
+           strstr(s, "\"entrypoint\":[\"python3\",\"-m\",\"http.server\"]") &&
+           strstr(s, "\"resourceLimits\":{\"cpu\":\"500m\"}"),
+       "explicit timeout, entrypoint and resources");
+    free(s);
+    ex.timeout_s = -5;
+    s = body(&ex, &rc, &err);
+    IS_INT(rc, OSBC_E_ARG, "a negative timeout other than NONE: refused");
+
     struct osbc_create_opts bad = {.image = "\xff\xfe"};
     s = body(&bad, &rc, &err);
     IS_INT(rc, OSBC_E_ARG, "a non-UTF-8 string: refused, not a crash");
