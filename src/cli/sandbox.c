@@ -19,13 +19,6 @@ static const struct cli_col sandbox_cols[] = {
     {NULL, NULL},
 };
 
-/* Runs fn's result through the error printer: 0 or an exit code. */
-#define CHECK(what, call) \
-    do { \
-        struct osbc_error err_; \
-        if ((call) < 0) \
-            return cli_fail((what), &err_); \
-    } while (0)
 
 static const struct cli_opt create_opts[] = {
     {"image", 'i', OPT_VALUE},
