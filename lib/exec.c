@@ -426,6 +426,9 @@ int osbc_session_run(osbc_client *c, const char *id, const char *session_id, con
         json_decref(b);
         rc = osbcl_fail(err, OSBC_E_NOMEM, "cannot build the request");
     } else {
+        /* No DELETE on a stop: execd's interrupt of a session id closes the
+         * whole session. Closing the stream is the stop: our execd then kills
+         * what the run started and keeps the shell. */
         rc = stream(c, id, p, b, NULL, NULL, cbs, result, err);
     }
     free(p);

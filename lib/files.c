@@ -2,6 +2,7 @@
  * JSON calls, multipart uploads (from memory or streamed from a
  * descriptor) and downloads (into memory or streamed to a descriptor). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,12 +245,27 @@ struct download {
     long long done, total;
     osbc_progress_cb progress;
     void *ud;
+    const struct osbcl_resp *rs; /* its head is there when the body starts */
+    bool started;
     int error; /* errno of a failed write, or -1: stopped by progress */
 };
+
+/* The size a response announces, or -1. */
+static long long announced(const struct osbcl_resp *rs)
+{
+    const char *v = rs->headers ? osbcl_resp_header(rs, "content-length") : NULL;
+    char *end;
+    long long n = v ? strtoll(v, &end, 10) : -1;
+    return v && end != v && !*end && n >= 0 ? n : -1;
+}
 
 static int download_data(void *ud, const char *data, size_t len)
 {
     struct download *d = ud;
+    if (!d->started) {
+        d->started = true;
+        d->total = announced(d->rs);
+    }
     while (len) {
         ssize_t n = write(d->fd, data, len);
         if (n < 0 && errno == EINTR)
@@ -269,34 +285,18 @@ static int download_data(void *ud, const char *data, size_t len)
     return 0;
 }
 
-static long long remote_size(osbc_client *c, const char *id, const char *path)
-{
-    char *json;
-    const char *paths[] = {path};
-    if (osbc_file_info(c, id, paths, 1, &json, NULL) < 0)
-        return -1;
-    json_t *j = json_loads(json, 0, NULL);
-    free(json);
-    json_t *size = json_object_get(json_object_get(j, path), "size");
-    long long n = json_is_integer(size) ? json_integer_value(size) : -1;
-    json_decref(j);
-    return n;
-}
-
 int osbc_file_download(osbc_client *c, const char *id, const char *path, int fd,
                        osbc_progress_cb progress, void *ud, struct osbc_error *err)
 {
     if (empty(id) || empty(path) || fd < 0)
         return osbcl_fail(err, OSBC_E_ARG, "file download: a sandbox id, a path and a descriptor");
-    struct download d = {.fd = fd, .progress = progress, .ud = ud, .total = -1};
-    if (progress)
-        d.total = remote_size(c, id, path);
     const char *one[] = {path};
     char *p = paths_query("/files/download", one, 1, err);
     if (!p)
         return OSBC_E_NOMEM;
-    struct osbcl_req rq = {.method = "GET", .path = p, .on_data = download_data, .data_ud = &d};
     struct osbcl_resp rs = {0};
+    struct download d = {.fd = fd, .progress = progress, .ud = ud, .total = -1, .rs = &rs};
+    struct osbcl_req rq = {.method = "GET", .path = p, .on_data = download_data, .data_ud = &d};
     int rc = osbcl_sbx_http(c, id, OSBCL_EXECD_PORT, &rq, &rs, err);
     if (d.error > 0)
         rc = (errno = d.error, osbcl_fail_sys(err, OSBC_E_IO, "writing the download"));
@@ -304,6 +304,8 @@ int osbc_file_download(osbc_client *c, const char *id, const char *path, int fd,
         rc = osbcl_fail(err, OSBC_E_CANCELLED, "download stopped by the caller");
     else if (rc == 0 && (rs.status < 200 || rs.status >= 300))
         rc = osbcl_fail_http(err, rs.status, rs.body, rs.len, "GET /files/download");
+    else if (rc == 0 && progress && !d.started) /* an empty file: one report still */
+        progress(ud, 0, 0);
     if (rs.status)
         osbcl_resp_free(&rs);
     free(p);
@@ -347,7 +349,7 @@ int osbc_file_read(osbc_client *c, const char *id, const char *path, char **data
 int osbc_file_read_range(osbc_client *c, const char *id, const char *path, long long offset,
                          long long length, char **data, size_t *len, struct osbc_error *err)
 {
-    if (offset < 0 || length == 0)
+    if (offset < 0 || length == 0 || (length > 0 && length - 1 > LLONG_MAX - offset))
         return osbcl_fail(err, OSBC_E_ARG, "file read: offset >= 0 and a non-zero length");
     char range[80];
     if (length < 0)

@@ -94,7 +94,9 @@ struct osbcl_req {
     osbcl_read_fn body_read; /* ... or streamed: body_size bytes, or chunked when -1 */
     void *body_ud;
     long long body_size;
-    osbcl_data_fn on_data; /* set: a 2xx body is streamed here instead of kept */
+    osbcl_data_fn on_data; /* set: a 2xx body is streamed here instead of kept;
+                            * the response's status and headers are filled in
+                            * before its first call */
     void *data_ud;
     long timeout_ms; /* per read/write; 0: the client's; -1: none */
 };

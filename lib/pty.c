@@ -176,7 +176,7 @@ static int handshake(osbc_client *c, const char *id, const char *sid, const stru
     char *path = osbcl_sb_done(&p, err);
     if (!path)
         return OSBC_E_NOMEM;
-    const struct osbcl_base *b;
+    const struct osbcl_base *b = NULL;
     int rc = osbcl_endpoint(c, id, OSBCL_EXECD_PORT, &b, err);
     struct osbcl_req rq = {.method = "GET", .base = b, .path = path, .headers = hdrs};
     struct osbcl_resp rs = {0};
@@ -201,6 +201,8 @@ int osbc_pty_attach(osbc_client *c, const char *id, const char *session_id,
     if (empty(id) || empty(session_id) || !out)
         return osbcl_fail(err, OSBC_E_ARG, "pty attach: a sandbox id and a session id");
     *out = NULL;
+    if (o && (o->cols < 0 || o->rows < 0 || o->cols > 10000 || o->rows > 10000))
+        return osbcl_fail(err, OSBC_E_ARG, "pty attach: a size of %dx%d", o->cols, o->rows);
     osbc_pty *p = calloc(1, sizeof *p);
     if (p && !(p->buf = malloc(READ_CHUNK))) {
         free(p);

@@ -235,6 +235,8 @@ OSBC_API int osbc_egress_patch(osbc_client *c, const char *id, const char *rules
 /* ------------------------------------------------------------ commands and code */
 
 /* Streaming callbacks of a command, session or code run; each may be NULL.
+ * A stream's read timeout is the client's request timeout but at least 10 s
+ * (execd sends a keep-alive ping every 3 s while a command is quiet).
  * text is one event's text (a line of output without its newline, as execd
  * sends it), not NUL-terminated beyond len. A non-zero return from any
  * callback stops the run: the client interrupts it remotely and the call
@@ -252,8 +254,9 @@ struct osbc_exec_cbs {
 struct osbc_exec_result {
     int exit_code;          /* 0 on success; the command's exit code; -1 when unknown */
     char *execution_id;     /* from the init event */
-    char *error_name;       /* error event: ename ("CommandExecError", "NameError", ...) */
-    char *error_value;      /* evalue */
+    char *error_name;       /* error event: ename ("CommandExecError", "NameError", ...); a
+                          session run's timeout: execd's code ("RUNTIME_ERROR"), exit -1 */
+    char *error_value;      /* evalue, or that timeout's message */
     char *traceback;        /* traceback lines joined with '\n' */
     long execution_time_ms; /* from execution_complete, or -1 */
     int complete;           /* 1 when execution_complete arrived */
@@ -288,7 +291,9 @@ OSBC_API int osbc_command_logs(osbc_client *c, const char *id, const char *execu
 
 OSBC_API int osbc_session_create(osbc_client *c, const char *id, const char *cwd, char **session_id,
                                  struct osbc_error *err);
-/* o: only cwd and timeout_ms apply. */
+/* o: only cwd and timeout_ms apply. A callback's stop closes the stream,
+ * which ends the run in our execd; no DELETE is sent (execd's interrupt of
+ * a session id would close the whole session). */
 OSBC_API int osbc_session_run(osbc_client *c, const char *id, const char *session_id,
                               const char *command, const struct osbc_run_opts *o,
                               const struct osbc_exec_cbs *cbs, struct osbc_exec_result *result,
@@ -315,7 +320,8 @@ OSBC_API int osbc_code_interrupt(osbc_client *c, const char *id, const char *con
 
 /* ------------------------------------------------------------ files */
 
-/* mode: permission bits as a number (0644), or -1 to leave the default;
+/* mode: permission bits as a number (0644, up to 07777), or -1 to leave the
+ * default (mode 0 cannot be asked for: the wire's 0 means "no chmod");
  * owner/group: names or NULL. */
 struct osbc_file_attrs {
     int mode;
@@ -369,7 +375,7 @@ OSBC_API int osbc_dir_create(osbc_client *c, const char *id, const char *const *
 /* rm -rf each path. */
 OSBC_API int osbc_dir_remove(osbc_client *c, const char *id, const char *const *paths, size_t n,
                              struct osbc_error *err);
-/* json: [FileInfo] to depth (1: direct children). */
+/* json: [FileInfo] to depth (1: direct children; 0 is taken as 1). */
 OSBC_API int osbc_dir_list(osbc_client *c, const char *id, const char *path, int depth, char **json,
                            struct osbc_error *err);
 
@@ -404,10 +410,14 @@ struct osbc_pty_event {
     size_t len;
     int exit_code; /* EXIT */
 };
-/* Reads what the socket has (blocking up to timeout_ms; 0 = don't block,
- * -1 = forever) and returns the next event. NONE: nothing yet. CLOSED: the
- * connection ended (after EXIT, or dropped: then the call returns
- * OSBC_E_PROTOCOL/OSBC_E_CONNECT with the reason). */
+/* Returns the next event, waiting up to timeout_ms for one (0 = don't
+ * wait, -1 = forever). NONE: nothing within the time; reading with 0 until
+ * NONE drains what is buffered, so poll() on osbc_pty_fd is then accurate.
+ * CLOSED: the connection ended (after EXIT; or dropped: the call returns
+ * OSBC_E_CONNECT/OSBC_E_PROTOCOL with the reason; or closed by execd with a
+ * code other than 1000/1001, e.g. 4001 TAKEN_OVER: OSBC_E_REMOTE). An error
+ * frame from execd (a failed stdin write, ...) returns OSBC_E_REMOTE with
+ * its code in server_code, and the session goes on. */
 OSBC_API int osbc_pty_read(osbc_pty *p, int timeout_ms, struct osbc_pty_event *ev,
                            struct osbc_error *err);
 OSBC_API void osbc_pty_close(osbc_pty *p);

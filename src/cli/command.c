@@ -55,18 +55,60 @@ static int any_event(void *ud, const char *json)
     return interrupted;
 }
 
-/* The exit code of a finished foreground run (printing an execution error). */
-static int run_result(const struct osbc_exec_result *r)
+/* 128 + the number of a signal execd names as Go does ("signal: killed"),
+ * as a shell reports a command a signal ended; 0 when unknown. */
+static int signal_status(const char *traceback)
+{
+    static const struct {
+        const char *name;
+        int sig;
+    } sigs[] = {
+        {"hangup", 1},
+        {"interrupt", 2},
+        {"quit", 3},
+        {"illegal instruction", 4},
+        {"aborted", 6},
+        {"bus error", 7},
+        {"floating point exception", 8},
+        {"killed", 9},
+        {"user defined signal 1", 10},
+        {"segmentation fault", 11},
+        {"user defined signal 2", 12},
+        {"broken pipe", 13},
+        {"alarm clock", 14},
+        {"terminated", 15},
+    };
+    if (!traceback || strncmp(traceback, "signal: ", 8) != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        if (!strcmp(traceback + 8, sigs[i].name))
+            return 128 + sigs[i].sig;
+    return 0;
+}
+
+/* The exit code of a finished foreground run (printing an execution error):
+ * the command's own; 128 + N for one a signal ended (the -t timeout too). */
+static int run_result(const struct osbc_exec_result *r, long timeout_ms)
 {
     if (r->error_name && strcmp(r->error_name, "CommandExecError") != 0) {
         fprintf(stderr, "osb: %s: %s\n", r->error_name, r->error_value ? r->error_value : "");
         return CLI_EAPI;
     }
-    if (r->exit_code < 0) {
-        fprintf(stderr, "osb: the command's end was not reported (connection lost?)\n");
-        return CLI_ECONNECT;
+    if (r->exit_code >= 0)
+        return r->exit_code > 255 ? 255 : r->exit_code;
+    int sig = signal_status(r->traceback);
+    if (r->error_name && sig) {
+        fprintf(stderr, "osb: the command ended by %s%s\n", r->traceback,
+                timeout_ms ? " (or its --timeout passed)" : "");
+        return sig;
     }
-    return r->exit_code > 255 ? 255 : r->exit_code;
+    if (r->error_name) {
+        fprintf(stderr, "osb: the command failed: %s\n",
+                r->traceback && *r->traceback ? r->traceback : r->error_value);
+        return CLI_EAPI;
+    }
+    fprintf(stderr, "osb: the command's end was not reported (connection lost?)\n");
+    return CLI_ECONNECT;
 }
 
 static const struct cli_opt run_opts[] = {
@@ -121,7 +163,7 @@ static int run(struct cli *cli, int argc, char **argv, const char *usage, size_t
             rc = cli_print_json(cli, d, "table", "", NULL);
             json_decref(d);
         } else {
-            rc = run_result(&r);
+            rc = run_result(&r, o.timeout_ms);
         }
         osbc_exec_result_clear(&r);
         free(cmd);
@@ -280,7 +322,7 @@ static int session_run(struct cli *cli, int argc, char **argv)
         if (osbc_session_run(c, a.pos[0], a.pos[1], cmd, &o, &cbs, &r, &err) < 0)
             rc = interrupted ? CLI_EINTR : cli_fail("session run", &err);
         else
-            rc = run_result(&r);
+            rc = run_result(&r, o.timeout_ms);
         osbc_exec_result_clear(&r);
         free(cmd);
     }

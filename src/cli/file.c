@@ -108,26 +108,44 @@ static int file_write(struct cli *cli, int argc, char **argv)
 
 /* ---- progress ---- */
 
+/* Transfers of at least this many bytes get a progress bar (on a terminal). */
+#define PROGRESS_MIN (8LL << 20)
+
 struct progress {
     const char *name;
-    time_t last;
+    double start, last; /* seconds, monotonic */
     bool shown;
 };
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* "name [#####     ]  42% 12/30 MiB 85.3 MiB/s", redrawn in place at most
+ * five times a second, and once at the end. */
 static int show_progress(void *ud, long long done, long long total)
 {
     struct progress *p = ud;
-    time_t now = time(NULL);
-    if (now == p->last && done != total)
+    double now = now_s();
+    if (!p->start)
+        p->start = now;
+    if (!p->shown && (total >= 0 ? total : done) < PROGRESS_MIN)
+        return 0;
+    if (p->shown && now - p->last < 0.2 && done != total)
         return 0;
     p->last = now;
     p->shown = true;
+    double rate = now > p->start ? (double)done / (now - p->start) / (1 << 20) : 0;
     if (total > 0) {
         int pct = (int)(done * 100 / total), bars = pct * 30 / 100;
-        fprintf(stderr, "\r%s [%.*s%*s] %3d%% %lld/%lld MiB", p->name, bars,
-                "##############################", 30 - bars, "", pct, done >> 20, total >> 20);
+        fprintf(stderr, "\r%s [%.*s%*s] %3d%% %lld/%lld MiB %.1f MiB/s\033[K", p->name, bars,
+                "##############################", 30 - bars, "", pct, done >> 20, total >> 20,
+                rate);
     } else {
-        fprintf(stderr, "\r%s %lld MiB", p->name, done >> 20);
+        fprintf(stderr, "\r%s %lld MiB %.1f MiB/s\033[K", p->name, done >> 20, rate);
     }
     return 0;
 }
@@ -137,13 +155,6 @@ static int transfer_done(struct progress *p, int rc)
     if (p->shown)
         fputs("\n", stderr);
     return rc;
-}
-
-static bool want_progress(int fd)
-{
-    struct stat st;
-    return isatty(2) && fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-           st.st_size >= (8 << 20);
 }
 
 static int file_upload(struct cli *cli, int argc, char **argv)
@@ -159,7 +170,7 @@ static int file_upload(struct cli *cli, int argc, char **argv)
     if (c && fd < 0)
         c = NULL, rc = cli_usage("cannot open %s: %s", a.pos[1], strerror(errno));
     struct progress p = {.name = a.pos[1]};
-    bool bar = want_progress(fd);
+    bool bar = isatty(2);
     if (c && at.mode < 0) { /* keep the local file's permissions */
         struct stat st;
         if (fd > 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
@@ -196,7 +207,7 @@ static int file_download(struct cli *cli, int argc, char **argv)
     struct progress p = {.name = a.pos[1]};
     struct osbc_error err;
     if (c && osbc_file_download(c, a.pos[0], a.pos[1], fd,
-                                isatty(2) && fd != 1 ? show_progress : NULL, &p, &err) < 0) {
+                                isatty(2) && !isatty(fd) ? show_progress : NULL, &p, &err) < 0) {
         rc = transfer_done(&p, cli_fail("file download", &err));
     } else if (c && tmp && (fsync(fd) < 0 || rename(tmp, a.pos[2]) < 0)) {
         rc = cli_usage("cannot write %s: %s", a.pos[2], strerror(errno));

@@ -197,6 +197,14 @@ int cli_cmd_shell(struct cli *cli, int argc, char **argv)
 {
     static const struct cli_opt opts[] = {
         {"command", 'c', OPT_VALUE}, {"workdir", 'w', OPT_VALUE}, {NULL, 0, 0}};
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            puts("usage: osb shell ID [-c COMMAND] [-w DIR]\n"
+                 "An interactive terminal in the sandbox (bash, or COMMAND): every key goes to\n"
+                 "the remote side; osb exits with the remote exit status and restores the\n"
+                 "local terminal on every way out.");
+            return CLI_OK;
+        }
     struct cli_args a;
     int rc = cli_parse(cli, argc, argv, opts, 0, &a);
     if (!rc && a.n_pos != 1)

@@ -142,7 +142,10 @@ def test_usage():
          "--help documents the exit codes", r.stdout)
     for args, what in ((["sandbox", "--help"], "group help"),
                        (["sandbox", "create", "--help"], "command help"),
-                       (["command", "session", "--help"], "subgroup help")):
+                       (["command", "session", "--help"], "subgroup help"),
+                       (["shell", "--help"], "shell help"), (["exec", "--help"], "exec help"),
+                       (["batch", "--help"], "batch help"),
+                       (["completion", "--help"], "completion help")):
         r = osb(*args)
         t.ok(r.returncode == 0 and "usage: osb" in r.stdout, "%s exits 0" % what, r.stdout)
     cases = [([], "no arguments"), (["nosuch"], "an unknown group"),
@@ -325,14 +328,22 @@ def test_command(sid):
     t.eq(r.stdout, "a b|it's|$HOME|\n", "several words are quoted for the shell")
     r = osb("exec", sid, "echo hi | tr a-z A-Z")
     t.eq(r.stdout, "HI\n", "exec: one word is shell text")
+    for flag in ("--use-server-proxy", "--no-use-server-proxy"):
+        r = osb(flag, "exec", sid, "echo", "via")
+        t.eq((r.returncode, r.stdout), (0, "via\n"), "exec %s" % flag)
     r = osb("exec", sid, "ls", "-d", "/tmp")
     t.eq((r.returncode, r.stdout), (0, "/tmp\n"), "exec: options after the command's first word "
          "are the command's")
     r = osb("exec", sid, "--", "sh", "-c", "exit 300 % 256")
     t.eq(r.returncode, 44, "exec: exit code")
     r = osb("command", "run", sid, "-t", "1s", "--", "sleep", "30", timeout=30)
-    t.ok(r.returncode != 0, "command run -t: a command past its timeout fails",
-         "exit %s" % r.returncode)
+    t.ok(r.returncode == 137 and "--timeout" in r.stderr,
+         "command run -t: a command past its timeout is killed (exit 137, said why)",
+         "exit %s %r" % (r.returncode, r.stderr))
+    r = osb("exec", sid, "kill -TERM $$")
+    t.ok(r.returncode == 143 and "signal: terminated" in r.stderr,
+         "a command a signal ends: 128 + the signal, as a shell says", "exit %s %r" %
+         (r.returncode, r.stderr))
     r = osb("-o", "json", "command", "run", sid, "-d", "--", "sh", "-c",
             "echo bg-start; sleep 0.3; echo bg-end")
     ok_run(r, "command run -d")
@@ -371,6 +382,16 @@ def test_sessions(sid):
     ok_run(r, "session delete")
     r = osb("command", "session", "run", sid, ses, "--", "true")
     t.eq(r.returncode, 1, "a deleted session: exit 1")
+
+
+def test_shell_command(sid):
+    """shell -c/-w without a terminal (the interactive shell: test_osb_shell.py)."""
+    r = osb("shell", sid, "-w", "/etc", "-c", "echo in-$PWD-$((1+1)); exit 5",
+            input="")
+    t.ok(r.returncode == 5 and "in-/etc-2" in r.stdout, "shell -c -w: the command's output "
+         "and exit status", "%s %r %r" % (r.returncode, r.stdout, r.stderr))
+    r = osb("shell", "no-such", "-c", "true", input="")
+    t.eq(r.returncode, 1, "shell into an unknown sandbox: exit 1")
 
 
 def test_ctrl_c(sid):
@@ -452,8 +473,20 @@ def test_files(sid, tmp):
     status, out = in_pty(["file", "upload", sid, src, "/tmp/f/big2.bin"])
     t.ok(status == 0 and "100%" in out and "\r" in out, "a progress bar on a terminal",
          repr(out[-300:]))
+    status, out = in_pty(["file", "download", sid, "/tmp/f/big2.bin", dst + "2"])
+    t.ok(status == 0 and "100%" in out and "MiB/s" in out, "downloads have one too",
+         repr(out[-300:]))
+    status, out = in_pty(["file", "upload", sid, path_small(tmp), "/tmp/f/small"])
+    t.ok(status == 0 and "%" not in out, "no progress bar for a small file", repr(out))
     r = osb("file", "upload", sid, src, "/tmp/f/big3.bin")
     t.ok("%" not in r.stderr, "no progress bar when stderr is not a terminal", r.stderr)
+
+
+def path_small(tmp):
+    path = os.path.join(tmp, "small.txt")
+    with open(path, "w") as f:
+        f.write("small\n")
+    return path
 
 
 # ------------------------------------------------------------ code
@@ -749,6 +782,11 @@ def test_terminal(sid):
     t.ok(status == 0 and "\033[" not in out, "--no-color", repr(out[:200]))
     status, out = in_pty(["sandbox", "list"], cols=70, env=E.env(NO_COLOR="1"))
     t.ok(status == 0 and "\033[" not in out, "NO_COLOR", repr(out[:200]))
+    cfg = os.path.join(E.home, "nocolor.toml")
+    with open(cfg, "w") as f:
+        f.write("[output]\ncolor = false\n")
+    status, out = in_pty(["--config", cfg, "sandbox", "list"], cols=70)
+    t.ok(status == 0 and "\033[" not in out, "[output] color = false", repr(out[:200]))
     r = osb("sandbox", "list")
     t.ok(any(len(l) > 70 for l in r.stdout.splitlines()) and "…" not in r.stdout,
          "not a terminal: whole cells (for grep and cut)")
@@ -843,6 +881,7 @@ def main():
             t.run(test_command, sid, timeout=180)
             t.run(test_sessions, sid, timeout=60)
             t.run(test_ctrl_c, sid, timeout=90)
+            t.run(test_shell_command, sid, timeout=60)
             t.run(test_files, sid, tmp, timeout=180)
             t.run(test_code, sid, tmp, timeout=180)
             t.run(test_diagnostics, sid, timeout=60)
