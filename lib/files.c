@@ -375,40 +375,36 @@ static int execd_json(osbc_client *c, const char *id, const char *method, const 
     return rc;
 }
 
+/* A call naming paths in its query (?path=a&path=b): checked, then sent. */
+static int paths_call(osbc_client *c, const char *id, const char *method, const char *base,
+                      const char *const *paths, size_t n, char **out, const char *what,
+                      struct osbc_error *err)
+{
+    int rc = check_paths(id, paths, n, what, err);
+    char *p = rc ? NULL : paths_query(base, paths, n, err);
+    if (!p)
+        return rc ? rc : OSBC_E_NOMEM;
+    rc = osbcl_sbx(c, id, OSBCL_EXECD_PORT, method, p, NULL, out, err);
+    free(p);
+    return rc;
+}
+
 int osbc_file_info(osbc_client *c, const char *id, const char *const *paths, size_t n, char **json,
                    struct osbc_error *err)
 {
-    int rc = check_paths(id, paths, n, "file info", err);
-    char *p = rc ? NULL : paths_query("/files/info", paths, n, err);
-    if (!p)
-        return rc ? rc : OSBC_E_NOMEM;
-    rc = osbcl_sbx(c, id, OSBCL_EXECD_PORT, "GET", p, NULL, json, err);
-    free(p);
-    return rc;
+    return paths_call(c, id, "GET", "/files/info", paths, n, json, "file info", err);
 }
 
 int osbc_file_remove(osbc_client *c, const char *id, const char *const *paths, size_t n,
                      struct osbc_error *err)
 {
-    int rc = check_paths(id, paths, n, "file remove", err);
-    char *p = rc ? NULL : paths_query("/files", paths, n, err);
-    if (!p)
-        return rc ? rc : OSBC_E_NOMEM;
-    rc = osbcl_sbx(c, id, OSBCL_EXECD_PORT, "DELETE", p, NULL, NULL, err);
-    free(p);
-    return rc;
+    return paths_call(c, id, "DELETE", "/files", paths, n, NULL, "file remove", err);
 }
 
 int osbc_dir_remove(osbc_client *c, const char *id, const char *const *paths, size_t n,
                     struct osbc_error *err)
 {
-    int rc = check_paths(id, paths, n, "directory remove", err);
-    char *p = rc ? NULL : paths_query("/directories", paths, n, err);
-    if (!p)
-        return rc ? rc : OSBC_E_NOMEM;
-    rc = osbcl_sbx(c, id, OSBCL_EXECD_PORT, "DELETE", p, NULL, NULL, err);
-    free(p);
-    return rc;
+    return paths_call(c, id, "DELETE", "/directories", paths, n, NULL, "directory remove", err);
 }
 
 int osbc_file_move(osbc_client *c, const char *id, const char *src, const char *dest,

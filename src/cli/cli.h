@@ -87,6 +87,23 @@ char *cli_join_command(const char **argv, size_t n);
 /* A whole decimal number in [min, max]; false when s is anything else. */
 bool cli_long(const char *s, long min, long max, long *out);
 
+/* ---- start.c ---- */
+/* Parses argv (n_min..n_max positionals, else "usage: osb <usage>") and
+ * makes the client: the client, or NULL with *rc the exit code to return. */
+osbc_client *cli_start(struct cli *cli, int argc, char **argv, const struct cli_opt *opts,
+                       struct cli_args *a, size_t n_min, size_t n_max, const char *usage, int *rc);
+/* A command that applies one call to each NAME given: each failure is
+ * reported ("<what> NAME: ..."), the others go on, the done ones are
+ * printed as KEY/STATUS rows; exits with the first failure's code. */
+struct cli_each {
+    const char *usage; /* "sandbox kill ID..." */
+    const char *what;  /* "sandbox kill" */
+    const char *key;   /* the rows' name column: "sandbox_id" */
+    const char *status;
+    int (*call)(osbc_client *c, const char *name, struct osbc_error *err);
+};
+int cli_each(struct cli *cli, int argc, char **argv, const struct cli_each *e);
+
 /* ---- output (output.c) ---- */
 /* A column of a table: header and a dotted path into each item. */
 struct cli_col {

@@ -86,6 +86,19 @@ static int signal_status(const char *traceback)
     return 0;
 }
 
+/* The command: the positionals after the first skip ones, then the words
+ * after "--", joined for the shell. */
+static char *command_of(const struct cli_args *a, size_t skip)
+{
+    size_t n = a->n_pos - skip + a->n_rest;
+    const char **words = osb_xcalloc(n + 1, sizeof *words);
+    memcpy(words, a->pos + skip, (a->n_pos - skip) * sizeof *words);
+    memcpy(words + a->n_pos - skip, a->rest, a->n_rest * sizeof *words);
+    char *cmd = cli_join_command(words, n);
+    free(words);
+    return cmd;
+}
+
 /* The exit code of a finished foreground run (printing an execution error):
  * the command's own; 128 + N for one a signal ended (the -t timeout too). */
 static int run_result(const struct osbc_exec_result *r, long timeout_ms)
@@ -145,11 +158,7 @@ static int run(struct cli *cli, int argc, char **argv, const char *usage, size_t
     if (!rc && !c)
         rc = CLI_EUSAGE;
     if (c) {
-        const char **words = osb_xcalloc(nw + 1, sizeof *words);
-        memcpy(words, a.pos + 1, (a.n_pos - 1) * sizeof *words);
-        memcpy(words + a.n_pos - 1, a.rest, a.n_rest * sizeof *words);
-        char *cmd = cli_join_command(words, nw);
-        free(words);
+        char *cmd = command_of(&a, 1);
         struct osbc_exec_cbs cbs = {
             .on_stdout = out_line, .on_stderr = err_line, .on_event = any_event};
         struct osbc_exec_result r = {0};
@@ -191,24 +200,12 @@ int cli_cmd_exec(struct cli *cli, int argc, char **argv)
     return run(cli, argc, argv, "exec ID [-w DIR] [-t DUR] [-e K=V]... [--] CMD...", 2);
 }
 
-/* Two positionals: ID and an execution/session id. */
-static osbc_client *two_ids(struct cli *cli, int argc, char **argv, const struct cli_opt *opts,
-                            struct cli_args *a, const char *usage, int *rc)
-{
-    *rc = cli_parse(cli, argc, argv, opts, 0, a);
-    if (!*rc && a->n_pos != 2)
-        *rc = cli_usage("usage: osb %s", usage);
-    osbc_client *c = *rc ? NULL : cli_client(cli);
-    if (!*rc && !c)
-        *rc = CLI_EUSAGE;
-    return c;
-}
-
 static int command_status(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = two_ids(cli, argc, argv, NULL, &a, "command status ID EXECUTION_ID", &rc);
+    osbc_client *c =
+        cli_start(cli, argc, argv, NULL, &a, 2, 2, "command status ID EXECUTION_ID", &rc);
     char *json;
     struct osbc_error err;
     if (c && osbc_command_status(c, a.pos[0], a.pos[1], &json, &err) < 0)
@@ -224,8 +221,8 @@ static int command_logs(struct cli *cli, int argc, char **argv)
     static const struct cli_opt opts[] = {{"cursor", 0, OPT_VALUE}, {NULL, 0, 0}};
     struct cli_args a;
     int rc;
-    osbc_client *c =
-        two_ids(cli, argc, argv, opts, &a, "command logs ID EXECUTION_ID [--cursor N]", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, opts, &a, 2, 2,
+                               "command logs ID EXECUTION_ID [--cursor N]", &rc);
     const char *cs = cli_val(&a, opts, "cursor");
     char *end = NULL;
     long long cursor = cs ? strtoll(cs, &end, 10) : 0;
@@ -256,7 +253,8 @@ static int command_interrupt(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = two_ids(cli, argc, argv, NULL, &a, "command interrupt ID EXECUTION_ID", &rc);
+    osbc_client *c =
+        cli_start(cli, argc, argv, NULL, &a, 2, 2, "command interrupt ID EXECUTION_ID", &rc);
     struct osbc_error err;
     if (c && osbc_command_interrupt(c, a.pos[0], a.pos[1], &err) < 0)
         rc = cli_fail("command interrupt", &err);
@@ -309,11 +307,7 @@ static int session_run(struct cli *cli, int argc, char **argv)
     if (!rc && !c)
         rc = CLI_EUSAGE;
     if (c) {
-        const char **words = osb_xcalloc(nw + 1, sizeof *words);
-        memcpy(words, a.pos + 2, (a.n_pos - 2) * sizeof *words);
-        memcpy(words + a.n_pos - 2, a.rest, a.n_rest * sizeof *words);
-        char *cmd = cli_join_command(words, nw);
-        free(words);
+        char *cmd = command_of(&a, 2);
         struct osbc_exec_cbs cbs = {
             .on_stdout = out_line, .on_stderr = err_line, .on_event = any_event};
         struct osbc_exec_result r = {0};
@@ -335,7 +329,7 @@ static int session_delete(struct cli *cli, int argc, char **argv)
     struct cli_args a;
     int rc;
     osbc_client *c =
-        two_ids(cli, argc, argv, NULL, &a, "command session delete ID SESSION_ID", &rc);
+        cli_start(cli, argc, argv, NULL, &a, 2, 2, "command session delete ID SESSION_ID", &rc);
     struct osbc_error err;
     if (c && osbc_session_delete(c, a.pos[0], a.pos[1], &err) < 0)
         rc = cli_fail("session delete", &err);

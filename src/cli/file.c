@@ -23,19 +23,6 @@ static const struct cli_col info_cols[] = {
     {NULL, NULL},
 };
 
-/* Exactly n positionals (n_min..n_max); the client or NULL with *rc. */
-static osbc_client *args(struct cli *cli, int argc, char **argv, const struct cli_opt *opts,
-                         struct cli_args *a, size_t n_min, size_t n_max, const char *usage, int *rc)
-{
-    *rc = cli_parse(cli, argc, argv, opts, 0, a);
-    if (!*rc && (a->n_pos < n_min || a->n_pos > n_max))
-        *rc = cli_usage("usage: osb file %s", usage);
-    osbc_client *c = *rc ? NULL : cli_client(cli);
-    if (!*rc && !c)
-        *rc = CLI_EUSAGE;
-    return c;
-}
-
 /* --mode (octal) / --owner / --group into attrs; false after printing why. */
 static bool attrs_of(const struct cli_args *a, const struct cli_opt *opts,
                      struct osbc_file_attrs *at)
@@ -69,7 +56,7 @@ static int file_cat(struct cli *cli, int argc, char **argv)
     static const struct cli_opt opts[] = {{"encoding", 0, OPT_VALUE}, {NULL, 0, 0}};
     struct cli_args a;
     int rc;
-    osbc_client *c = args(cli, argc, argv, opts, &a, 2, 2, "cat ID PATH", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, opts, &a, 2, 2, "file cat ID PATH", &rc);
     struct osbc_error err;
     if (c && osbc_file_download(c, a.pos[0], a.pos[1], 1, NULL, NULL, &err) < 0)
         rc = cli_fail("file cat", &err);
@@ -81,10 +68,10 @@ static int file_write(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = args(cli, argc, argv, attr_opts, &a, 2, 2,
-                          "write ID PATH [-c TEXT] [--mode 0644] [--owner U] [--group G] "
-                          "(without -c: stdin)",
-                          &rc);
+    osbc_client *c = cli_start(cli, argc, argv, attr_opts, &a, 2, 2,
+                               "file write ID PATH [-c TEXT] [--mode 0644] [--owner U] [--group G] "
+                               "(without -c: stdin)",
+                               &rc);
     struct osbc_file_attrs at;
     if (c && !attrs_of(&a, attr_opts, &at))
         c = NULL, rc = CLI_EUSAGE;
@@ -161,8 +148,8 @@ static int file_upload(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = args(cli, argc, argv, attr_opts, &a, 3, 3,
-                          "upload ID LOCAL_PATH REMOTE_PATH [--mode 0644]", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, attr_opts, &a, 3, 3,
+                               "file upload ID LOCAL_PATH REMOTE_PATH [--mode 0644]", &rc);
     struct osbc_file_attrs at;
     if (c && !attrs_of(&a, attr_opts, &at))
         c = NULL, rc = CLI_EUSAGE;
@@ -193,7 +180,7 @@ static int file_download(struct cli *cli, int argc, char **argv)
     struct cli_args a;
     int rc;
     osbc_client *c =
-        args(cli, argc, argv, NULL, &a, 3, 3, "download ID REMOTE_PATH LOCAL_PATH", &rc);
+        cli_start(cli, argc, argv, NULL, &a, 3, 3, "file download ID REMOTE_PATH LOCAL_PATH", &rc);
     char *tmp = NULL;
     int fd = -1;
     if (c && !strcmp(a.pos[2], "-")) {
@@ -229,7 +216,7 @@ static int file_rm(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = args(cli, argc, argv, NULL, &a, 2, (size_t)-1, "rm ID PATH...", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, NULL, &a, 2, (size_t)-1, "file rm ID PATH...", &rc);
     struct osbc_error err;
     if (c && osbc_file_remove(c, a.pos[0], a.pos + 1, a.n_pos - 1, &err) < 0)
         rc = cli_fail("file rm", &err);
@@ -243,7 +230,8 @@ static int file_rmdir(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = args(cli, argc, argv, NULL, &a, 2, (size_t)-1, "rmdir ID PATH...", &rc);
+    osbc_client *c =
+        cli_start(cli, argc, argv, NULL, &a, 2, (size_t)-1, "file rmdir ID PATH...", &rc);
     struct osbc_error err;
     if (c && osbc_dir_remove(c, a.pos[0], a.pos + 1, a.n_pos - 1, &err) < 0)
         rc = cli_fail("file rmdir", &err);
@@ -257,7 +245,8 @@ static int file_mv(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = args(cli, argc, argv, NULL, &a, 3, 3, "mv ID SOURCE DESTINATION", &rc);
+    osbc_client *c =
+        cli_start(cli, argc, argv, NULL, &a, 3, 3, "file mv ID SOURCE DESTINATION", &rc);
     struct osbc_error err;
     if (c && osbc_file_move(c, a.pos[0], a.pos[1], a.pos[2], &err) < 0)
         rc = cli_fail("file mv", &err);
@@ -271,8 +260,8 @@ static int file_mkdir(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = args(cli, argc, argv, attr_opts, &a, 2, (size_t)-1,
-                          "mkdir ID PATH... [--mode 0755] [--owner U] [--group G]", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, attr_opts, &a, 2, (size_t)-1,
+                               "file mkdir ID PATH... [--mode 0755] [--owner U] [--group G]", &rc);
     struct osbc_file_attrs at;
     if (c && !attrs_of(&a, attr_opts, &at))
         c = NULL, rc = CLI_EUSAGE;
@@ -289,8 +278,8 @@ static int file_chmod(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = args(cli, argc, argv, attr_opts, &a, 2, 2,
-                          "chmod ID PATH --mode 0755 [--owner U] [--group G]", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, attr_opts, &a, 2, 2,
+                               "file chmod ID PATH --mode 0755 [--owner U] [--group G]", &rc);
     struct osbc_file_attrs at;
     if (c && !attrs_of(&a, attr_opts, &at))
         c = NULL, rc = CLI_EUSAGE;
@@ -310,7 +299,7 @@ static int file_search(struct cli *cli, int argc, char **argv)
     static const struct cli_opt opts[] = {{"pattern", 'p', OPT_VALUE}, {NULL, 0, 0}};
     struct cli_args a;
     int rc;
-    osbc_client *c = args(cli, argc, argv, opts, &a, 2, 2, "search ID PATH -p GLOB", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, opts, &a, 2, 2, "file search ID PATH -p GLOB", &rc);
     if (c && !cli_val(&a, opts, "pattern"))
         c = NULL, rc = cli_usage("file search: --pattern GLOB is required");
     char *json;
@@ -327,7 +316,8 @@ static int file_info(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = args(cli, argc, argv, NULL, &a, 2, (size_t)-1, "info ID PATH...", &rc);
+    osbc_client *c =
+        cli_start(cli, argc, argv, NULL, &a, 2, (size_t)-1, "file info ID PATH...", &rc);
     char *json;
     struct osbc_error err;
     if (c && osbc_file_info(c, a.pos[0], a.pos + 1, a.n_pos - 1, &json, &err) < 0) {
@@ -355,8 +345,8 @@ static int file_replace(struct cli *cli, int argc, char **argv)
         {"old", 0, OPT_VALUE}, {"new", 0, OPT_VALUE}, {NULL, 0, 0}};
     struct cli_args a;
     int rc;
-    osbc_client *c =
-        args(cli, argc, argv, opts, &a, 2, 2, "replace ID PATH --old TEXT --new TEXT", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, opts, &a, 2, 2,
+                               "file replace ID PATH --old TEXT --new TEXT", &rc);
     const char *o = cli_val(&a, opts, "old"), *n = cli_val(&a, opts, "new");
     if (c && (!o || !*o || !n))
         c = NULL, rc = cli_usage("file replace: --old (not empty) and --new are required");

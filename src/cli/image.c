@@ -64,29 +64,9 @@ static int image_list(struct cli *cli, int argc, char **argv)
 
 static int image_rm(struct cli *cli, int argc, char **argv)
 {
-    struct cli_args a;
-    int rc = cli_parse(cli, argc, argv, NULL, 0, &a);
-    if (!rc && !a.n_pos)
-        rc = cli_usage("usage: osb image rm NAME...");
-    osbc_client *c = rc ? NULL : cli_client(cli);
-    if (!rc && !c)
-        rc = CLI_EUSAGE;
-    const char **done = calloc(a.n_pos + 1, sizeof *done);
-    size_t n = 0;
-    for (size_t i = 0; c && i < a.n_pos; i++) {
-        struct osbc_error err;
-        if (osbc_image_delete(c, a.pos[i], &err) < 0) {
-            int r = cli_fail("image rm", &err);
-            rc = rc ? rc : r;
-        } else {
-            done[n++] = a.pos[i];
-        }
-    }
-    if (n)
-        cli_status_rows(cli, "name", done, n, "removed");
-    free(done);
-    cli_args_free(&a);
-    return rc;
+    static const struct cli_each e = {"image rm NAME...", "image rm", "name", "removed",
+                                      osbc_image_delete};
+    return cli_each(cli, argc, argv, &e);
 }
 
 int cli_cmd_image(struct cli *cli, int argc, char **argv)

@@ -197,29 +197,9 @@ static int pool_resize(struct cli *cli, int argc, char **argv)
 
 static int pool_rm(struct cli *cli, int argc, char **argv)
 {
-    struct cli_args a;
-    int rc = cli_parse(cli, argc, argv, NULL, 0, &a);
-    if (!rc && !a.n_pos)
-        rc = cli_usage("usage: osb pool rm NAME...");
-    osbc_client *c = rc ? NULL : cli_client(cli);
-    if (!rc && !c)
-        rc = CLI_EUSAGE;
-    const char **done = calloc(a.n_pos + 1, sizeof *done);
-    size_t n = 0;
-    for (size_t i = 0; c && i < a.n_pos; i++) {
-        struct osbc_error err;
-        if (osbc_pool_delete(c, a.pos[i], &err) < 0) {
-            int r = cli_fail("pool rm", &err);
-            rc = rc ? rc : r;
-        } else {
-            done[n++] = a.pos[i];
-        }
-    }
-    if (n)
-        cli_status_rows(cli, "name", done, n, "deleted");
-    free(done);
-    cli_args_free(&a);
-    return rc;
+    static const struct cli_each e = {"pool rm NAME...", "pool rm", "name", "deleted",
+                                      osbc_pool_delete};
+    return cli_each(cli, argc, argv, &e);
 }
 
 int cli_cmd_pool(struct cli *cli, int argc, char **argv)

@@ -232,24 +232,11 @@ static int sandbox_list(struct cli *cli, int argc, char **argv)
     return rc;
 }
 
-/* Parses "ID" (exactly n_pos positionals) with opts; returns the client or NULL with *rc set. */
-static osbc_client *one_id(struct cli *cli, int argc, char **argv, const struct cli_opt *opts,
-                           struct cli_args *a, const char *usage, int *rc)
-{
-    *rc = cli_parse(cli, argc, argv, opts, 0, a);
-    if (!*rc && a->n_pos != 1)
-        *rc = cli_usage("usage: osb %s", usage);
-    osbc_client *c = *rc ? NULL : cli_client(cli);
-    if (!*rc && !c)
-        *rc = CLI_EUSAGE;
-    return c;
-}
-
 static int sandbox_get(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = one_id(cli, argc, argv, NULL, &a, "sandbox get ID", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, NULL, &a, 1, 1, "sandbox get ID", &rc);
     if (c) {
         char *json;
         struct osbc_error err;
@@ -264,40 +251,16 @@ static int sandbox_get(struct cli *cli, int argc, char **argv)
 
 static int sandbox_kill(struct cli *cli, int argc, char **argv)
 {
-    struct cli_args a;
-    int rc = cli_parse(cli, argc, argv, NULL, 0, &a);
-    if (!rc && !a.n_pos)
-        rc = cli_usage("usage: osb sandbox kill ID...");
-    osbc_client *c = rc ? NULL : cli_client(cli);
-    if (!rc && !c)
-        rc = CLI_EUSAGE;
-    json_t *rows = json_array();
-    for (size_t i = 0; c && i < a.n_pos; i++) {
-        struct osbc_error err;
-        if (osbc_sandbox_delete(c, a.pos[i], &err) < 0) {
-            char *what = osb_xasprintf("sandbox kill %s", a.pos[i]);
-            int r = cli_fail(what, &err);
-            free(what);
-            rc = rc ? rc : r;
-            continue;
-        }
-        json_array_append_new(
-            rows, json_pack("{s:s,s:s}", "sandbox_id", a.pos[i], "status", "terminated"));
-    }
-    static const struct cli_col cols[] = {
-        {"SANDBOX_ID", "sandbox_id"}, {"STATUS", "status"}, {NULL, NULL}};
-    if (json_array_size(rows))
-        cli_print_json(cli, rows, "table", NULL, cols);
-    json_decref(rows);
-    cli_args_free(&a);
-    return rc;
+    static const struct cli_each e = {"sandbox kill ID...", "sandbox kill", "sandbox_id",
+                                      "terminated", osbc_sandbox_delete};
+    return cli_each(cli, argc, argv, &e);
 }
 
 static int sandbox_pause(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = one_id(cli, argc, argv, NULL, &a, "sandbox pause ID", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, NULL, &a, 1, 1, "sandbox pause ID", &rc);
     struct osbc_error err;
     if (c && osbc_sandbox_pause(c, a.pos[0], &err) < 0)
         rc = cli_fail("sandbox pause", &err);
@@ -313,7 +276,7 @@ static int sandbox_resume(struct cli *cli, int argc, char **argv)
         {"skip-health-check", 0, OPT_FLAG}, {"resume-timeout", 0, OPT_VALUE}, {NULL, 0, 0}};
     struct cli_args a;
     int rc;
-    osbc_client *c = one_id(cli, argc, argv, opts, &a, "sandbox resume ID", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, opts, &a, 1, 1, "sandbox resume ID", &rc);
     long wait = 0;
     const char *t = cli_val(&a, opts, "resume-timeout");
     if (c && t && (wait = cli_duration(t, false, "--resume-timeout")) < 0)
@@ -336,7 +299,8 @@ static int sandbox_renew(struct cli *cli, int argc, char **argv)
     static const struct cli_opt opts[] = {{"timeout", 't', OPT_VALUE}, {NULL, 0, 0}};
     struct cli_args a;
     int rc;
-    osbc_client *c = one_id(cli, argc, argv, opts, &a, "sandbox renew ID --timeout DUR", &rc);
+    osbc_client *c =
+        cli_start(cli, argc, argv, opts, &a, 1, 1, "sandbox renew ID --timeout DUR", &rc);
     const char *t = cli_val(&a, opts, "timeout");
     long s = 0;
     if (c && !t)
@@ -358,7 +322,8 @@ static int sandbox_endpoint(struct cli *cli, int argc, char **argv)
     static const struct cli_opt opts[] = {{"port", 'p', OPT_VALUE}, {NULL, 0, 0}};
     struct cli_args a;
     int rc;
-    osbc_client *c = one_id(cli, argc, argv, opts, &a, "sandbox endpoint ID --port N", &rc);
+    osbc_client *c =
+        cli_start(cli, argc, argv, opts, &a, 1, 1, "sandbox endpoint ID --port N", &rc);
     const char *p = cli_val(&a, opts, "port");
     char *end = NULL;
     long port = p ? strtol(p, &end, 10) : 0;
@@ -378,7 +343,7 @@ static int sandbox_health(struct cli *cli, int argc, char **argv)
 {
     struct cli_args a;
     int rc;
-    osbc_client *c = one_id(cli, argc, argv, NULL, &a, "sandbox health ID", &rc);
+    osbc_client *c = cli_start(cli, argc, argv, NULL, &a, 1, 1, "sandbox health ID", &rc);
     if (c) {
         struct osbc_error err;
         bool ok = osbc_sandbox_ping(c, a.pos[0], &err) == 0;
@@ -443,7 +408,8 @@ static int sandbox_metrics(struct cli *cli, int argc, char **argv)
     static const struct cli_opt opts[] = {{"watch", 0, OPT_FLAG}, {NULL, 0, 0}};
     struct cli_args a;
     int rc;
-    osbc_client *c = one_id(cli, argc, argv, opts, &a, "sandbox metrics ID [--watch]", &rc);
+    osbc_client *c =
+        cli_start(cli, argc, argv, opts, &a, 1, 1, "sandbox metrics ID [--watch]", &rc);
     struct osbc_error err;
     if (c && cli_flag(&a, opts, "watch")) {
         signal(SIGINT, on_int);

@@ -237,7 +237,11 @@ static const char **paths(json_t *args, size_t *n)
     return v;
 }
 
-static json_t *t_delete(struct mcp *m, json_t *args, char *msg, size_t cap)
+/* file_delete / file_delete_directories: one library call on the paths. */
+static json_t *remove_paths(struct mcp *m, json_t *args, char *msg, size_t cap,
+                            int (*call)(osbc_client *, const char *, const char *const *, size_t,
+                                        struct osbc_error *),
+                            const char *what)
 {
     osbc_client *c = mcp_client(m, msg, cap);
     if (!c)
@@ -245,24 +249,19 @@ static json_t *t_delete(struct mcp *m, json_t *args, char *msg, size_t cap)
     size_t n;
     const char **p = paths(args, &n);
     struct osbc_error err;
-    int rc = osbc_file_remove(c, mcp_str(args, "sandbox_id"), p, n, &err);
+    int rc = call(c, mcp_str(args, "sandbox_id"), p, n, &err);
     free(p);
-    return rc < 0 ? mcp_fail(msg, cap, "file_delete", &err)
-                  : json_pack("{s:s}", "status", "deleted");
+    return rc < 0 ? mcp_fail(msg, cap, what, &err) : json_pack("{s:s}", "status", "deleted");
+}
+
+static json_t *t_delete(struct mcp *m, json_t *args, char *msg, size_t cap)
+{
+    return remove_paths(m, args, msg, cap, osbc_file_remove, "file_delete");
 }
 
 static json_t *t_rmdirs(struct mcp *m, json_t *args, char *msg, size_t cap)
 {
-    osbc_client *c = mcp_client(m, msg, cap);
-    if (!c)
-        return NULL;
-    size_t n;
-    const char **p = paths(args, &n);
-    struct osbc_error err;
-    int rc = osbc_dir_remove(c, mcp_str(args, "sandbox_id"), p, n, &err);
-    free(p);
-    return rc < 0 ? mcp_fail(msg, cap, "file_delete_directories", &err)
-                  : json_pack("{s:s}", "status", "deleted");
+    return remove_paths(m, args, msg, cap, osbc_dir_remove, "file_delete_directories");
 }
 
 /* upstream returns list[EntryInfo]; FastMCP wraps a list as {"result": [...]}. */
