@@ -38,7 +38,7 @@ ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SANFLAGS) $(CPPFLAGS)
 EXECD_LIBS := -l:libuv_a.a -l:libhttp_parser.a -l:libjansson.a -lutil -lpthread -ldl -lm
 TEST_LIBS := $(EXECD_LIBS)
 INIT_LIBS := -l:libseccomp.a -l:libcap.a -l:libjansson.a
-SERVER_LIBS := -luv -lhttp_parser -ljansson -lsqlite3 -larchive -lseccomp -lcap -lcurl -lcrypto -lnftnl -lmnl -lpthread -ldl -lm
+SERVER_LIBS := -luv -lhttp_parser -ljansson -lsqlite3 -larchive -lseccomp -lcap -lcurl -lssl -lcrypto -lnftnl -lmnl -lpthread -ldl -lm
 
 COMMON_SRC := $(wildcard src/common/*.c)
 HTTP_SRC := $(wildcard src/http/*.c)
@@ -52,6 +52,9 @@ SERVER_SRC := $(filter-out src/server/main.c,$(wildcard src/server/*.c))
 IMAGE_SRC := $(wildcard src/image/*.c)
 # Sandbox networking: netns/veth slots (netlink), nftables, DNS forwarder, egress policy.
 NET_SRC := $(wildcard src/net/*.c)
+# The credential vault: its model (bindings, matching, encrypted store), the
+# per-server CA and the intercepting TLS proxy (linked into the server).
+VAULT_SRC := $(wildcard src/vault/*.c)
 # The C client library (lib/, public header include/osb/) and the two
 # programs built only on it: osb (src/cli) and opensandbox-mcp (src/mcp).
 # Its objects are position-independent with hidden visibility (only the
@@ -78,6 +81,7 @@ INIT_OBJ := $(call obj,$(INIT_SRC))
 SERVER_OBJ := $(call obj,$(SERVER_SRC))
 IMAGE_OBJ := $(call obj,$(IMAGE_SRC))
 NET_OBJ := $(call obj,$(NET_SRC))
+VAULT_OBJ := $(call obj,$(VAULT_SRC))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC))
 CLI_OBJ := $(call obj,$(CLI_SRC))
 MCP_OBJ := $(call obj,$(MCP_SRC))
@@ -147,7 +151,7 @@ $(BUILD)/bin/osb-sandbox-init: $(INIT_OBJ) $(COMMON_OBJ)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(STATIC) -o $@ $^ $(INIT_LIBS)
 
-$(BUILD)/bin/opensandbox-server: $(BUILD)/obj/src/server/main.o $(SERVER_OBJ) $(RUNTIME_OBJ) $(IMAGE_OBJ) $(NET_OBJ) $(HTTP_OBJ) $(COMMON_OBJ)
+$(BUILD)/bin/opensandbox-server: $(BUILD)/obj/src/server/main.o $(SERVER_OBJ) $(RUNTIME_OBJ) $(IMAGE_OBJ) $(VAULT_OBJ) $(NET_OBJ) $(HTTP_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(SERVER_LIBS)
@@ -199,7 +203,11 @@ $(BUILD)/tests/runtime/%: tests/unit/runtime/%.c $(RUNTIME_OBJ) $(IMAGE_OBJ) $(H
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(SERVER_LIBS)
-$(BUILD)/tests/server/%: tests/unit/server/%.c $(SERVER_OBJ) $(RUNTIME_OBJ) $(IMAGE_OBJ) $(NET_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+$(BUILD)/tests/vault/%: tests/unit/vault/%.c $(VAULT_OBJ) $(NET_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(SERVER_LIBS)
+$(BUILD)/tests/server/%: tests/unit/server/%.c $(SERVER_OBJ) $(RUNTIME_OBJ) $(IMAGE_OBJ) $(VAULT_OBJ) $(NET_OBJ) $(HTTP_OBJ) $(COMMON_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(SERVER_LIBS)

@@ -25,6 +25,7 @@ FORBIDDEN = {
     "http": {"server", "runtime", "execd"},
     "net": {"server", "runtime", "execd"},
     "image": {"server", "runtime", "execd"},
+    "vault": {"server", "runtime", "execd", "image"},
 }
 # folder -> the only folders it may include (besides itself).
 ALLOWED = {
