@@ -52,6 +52,7 @@ struct osb_net {
     unsigned subnet_len, capacity, pool_size;
     struct osb_nft_cidr4 *allow_host;
     size_t n_allow_host;
+    uint16_t proxy_port;
     int host_nsfd;
     struct osb_nft_conn *nft; /* every commit and conntrack flush */
     struct slot *slots;
@@ -382,6 +383,7 @@ static int parse_config(struct osb_net *net, const struct osb_net_config *cfg, s
             return osb_err_wrap(err, "network allow_host_cidrs");
     }
     net->n_allow_host = cfg->n_allow_host_cidrs;
+    net->proxy_port = cfg->proxy_port;
     return 0;
 }
 
@@ -551,7 +553,8 @@ static int recover(struct osb_net *net, const struct osb_net_inuse *inuse, size_
                                    .subnet = net->subnet,
                                    .subnet_len = net->subnet_len,
                                    .allow_host = net->allow_host,
-                                   .n_allow_host = net->n_allow_host};
+                                   .n_allow_host = net->n_allow_host,
+                                   .proxy_port = net->proxy_port};
     struct osb_nft_batch *b = osb_nft_batch_new(net->table);
     char names[2][16];
     osb_nft_reset_table(b, &tc);
@@ -878,6 +881,18 @@ int osb_net_allow(struct osb_net *net, unsigned index, int family, const void *a
     struct osb_nft_addr a;
     if (entry(family, addr, prefix_len, false, &a, err) < 0)
         return -1;
+    return add_entry(net, index, &a, timeout_s, err);
+}
+
+int osb_net_intercept(struct osb_net *net, unsigned index, struct in_addr dst, uint16_t port,
+                      uint32_t timeout_s, struct osb_err *err)
+{
+    if (!net->proxy_port)
+        return osb_err_set(err, OSB_E_UNSUPPORTED, "no vault proxy on this server");
+    struct osb_nft_addr a;
+    if (entry(AF_INET, &dst, 32, false, &a, err) < 0)
+        return -1;
+    a.port = port;
     return add_entry(net, index, &a, timeout_s, err);
 }
 

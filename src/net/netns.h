@@ -41,6 +41,7 @@ struct osb_net_config {
     const char *const *allow_host_cidrs; /* IPv4 CIDRs sandboxes may reach although they
                                             are host addresses or 169.254.0.0/16 */
     size_t n_allow_host_cidrs;
+    uint16_t proxy_port; /* the vault proxy's TCP port on the host; 0 = none */
 };
 
 /* A slot still used by a sandbox when the server restarts. */
@@ -115,6 +116,12 @@ OSB_MUST_CHECK int osb_net_restrict(struct osb_net *net, unsigned index, bool on
  * widest). Host bits set beyond the prefix -> OSB_E_INVALID. */
 OSB_MUST_CHECK int osb_net_allow(struct osb_net *net, unsigned index, int family, const void *addr,
                                  unsigned prefix_len, uint32_t timeout_s, struct osb_err *err);
+/* Redirects the slot's TCP connections to dst:port to the vault proxy
+ * (config proxy_port) for timeout_s seconds (0 = for good); removed with
+ * the allow entries (osb_net_reset_allow, release). OSB_E_UNSUPPORTED
+ * without a proxy port. */
+OSB_MUST_CHECK int osb_net_intercept(struct osb_net *net, unsigned index, struct in_addr dst,
+                                     uint16_t port, uint32_t timeout_s, struct osb_err *err);
 /* Adds family addr/prefix_len to the deny sets, checked before everything
  * else for every packet from the slot, restricted or not: new and established
  * connections to it are rejected (TCP reset, else ICMP admin-prohibited) from

@@ -26,7 +26,7 @@
 #include "common/xalloc.h"
 
 /* nftables datatype ids (nft's include/datatype.h), for `nft list` display. */
-enum { TYPE_IPADDR = 7, TYPE_IP6ADDR = 8, TYPE_IFNAME = 41 };
+enum { TYPE_IPADDR = 7, TYPE_IP6ADDR = 8, TYPE_INET_SERVICE = 13, TYPE_IFNAME = 41 };
 #define TYPE_CONCAT(a, b) (((a) << 6) | (b)) /* nft's TYPE_BITS */
 #define IFNAME_LEN 16
 #define KEY_MAX 32 /* ifname . IPv6 address */
@@ -141,17 +141,17 @@ static struct nftnl_set *set_obj(struct osb_nft_batch *b, const char *name)
 struct set_def {
     const char *name;
     uint32_t key_type;
-    uint8_t fields[2];
+    uint8_t fields[3];
     uint32_t flags;
 };
 
 static void put_set(struct osb_nft_batch *b, const struct set_def *d)
 {
     struct nftnl_set *s = set_obj(b, d->name);
-    unsigned n = d->fields[1] ? 2 : 1;
+    unsigned n = d->fields[2] ? 3 : d->fields[1] ? 2 : 1;
     uint32_t flags = d->flags;
     nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, d->key_type);
-    nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, (uint32_t)(d->fields[0] + d->fields[1]));
+    nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, (uint32_t)(d->fields[0] + d->fields[1] + d->fields[2]));
     if (n == 2 && (flags & NFT_SET_INTERVAL)) {
         flags |= NFT_SET_CONCAT;
         nftnl_set_set_data(s, NFTNL_SET_DESC_CONCAT, d->fields, n);
@@ -329,6 +329,17 @@ static void m_ct_reply(struct nftnl_rule *r)
     e_cmp(r, NFT_CMP_EQ, &dir, 1);
 }
 
+/* ct status & dnat: the packet's connection was redirected. */
+static void m_ct_dnat(struct nftnl_rule *r)
+{
+    struct nftnl_expr *e = ex(r, "ct");
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_STATUS);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+    uint32_t bit = IPS_DST_NAT, zero = 0;
+    e_mask(r, &bit, 4);
+    e_cmp(r, NFT_CMP_NEQ, &zero, 4);
+}
+
 static void v_reject(struct nftnl_rule *r, uint32_t type, uint8_t code)
 {
     struct nftnl_expr *e = ex(r, "reject");
@@ -383,6 +394,11 @@ static void put_global_sets(struct osb_nft_batch *b, const struct osb_nft_table_
         {"slots", TYPE_CONCAT(TYPE_IFNAME, TYPE_IPADDR), {IFNAME_LEN, 4}, 0},
         {"dns_host", TYPE_CONCAT(TYPE_IPADDR, TYPE_IPADDR), {4, 4}, 0},
         {"restricted", TYPE_IPADDR, {4, 0}, 0},
+        /* sandbox . destination . port (padded to 4): the vault proxy's flows */
+        {"intercept",
+         TYPE_CONCAT(TYPE_CONCAT(TYPE_IPADDR, TYPE_IPADDR), TYPE_INET_SERVICE),
+         {4, 4, 4},
+         NFT_SET_TIMEOUT},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
         put_set(b, &defs[i]);
@@ -504,6 +520,13 @@ static void put_input(struct osb_nft_batch *b, const struct osb_nft_table_cfg *c
     struct nftnl_rule *r = rule(b, "input");
     m_ifprefix(r, NFT_META_IIFNAME, cfg->ifprefix, NFT_CMP_EQ);
     put_verdict(b, r, NFT_JUMP, "to_host");
+    if (cfg->proxy_port) { /* the proxy listens on every address: nobody else reaches it */
+        r = rule(b, "input");
+        m_dport(r, IPPROTO_TCP, cfg->proxy_port);
+        e_meta(r, NFT_META_IIFNAME);
+        e_cmp(r, NFT_CMP_NEQ, "lo", 3);
+        put_verdict(b, r, NF_DROP, NULL);
+    }
 
     r = rule(b, "to_host");
     e_meta(r, NFT_META_NFPROTO);
@@ -513,6 +536,12 @@ static void put_input(struct osb_nft_batch *b, const struct osb_nft_table_cfg *c
     r = rule(b, "to_host");
     m_ct_reply(r);
     put_verdict(b, r, NF_ACCEPT, NULL);
+    if (cfg->proxy_port) { /* the vault proxy, only through the redirect */
+        r = rule(b, "to_host");
+        m_dport(r, IPPROTO_TCP, cfg->proxy_port);
+        m_ct_dnat(r);
+        put_verdict(b, r, NF_ACCEPT, NULL);
+    }
     for (int k = 0; k < 2; k++) { /* DNS to the slot's own host address */
         r = rule(b, "to_host");
         m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4); /* (for `nft list`: ip saddr, not @nh) */
@@ -540,6 +569,30 @@ static void put_nat(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg
     put_rule(b, r);
 }
 
+/* Flows in @intercept go to the vault proxy on the slot's host address;
+ * the proxy reads the original destination from conntrack. */
+static void put_intercept(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
+{
+    if (!cfg->proxy_port)
+        return;
+    put_chain(b, NFT_MSG_NEWCHAIN, "prerouting", NF_INET_PRE_ROUTING, "nat", -100);
+    struct nftnl_rule *r = rule(b, "prerouting");
+    m_ifprefix(r, NFT_META_IIFNAME, cfg->ifprefix, NFT_CMP_EQ);
+    m_u8(r, NFT_META_NFPROTO, NFPROTO_IPV4);
+    m_u8(r, NFT_META_L4PROTO, IPPROTO_TCP);
+    e_payload_to(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4, NFT_REG32_00);
+    e_payload_to(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4, NFT_REG32_01);
+    e_payload_to(r, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG32_02);
+    e_lookup(r, "intercept", false, false);
+    struct nftnl_expr *e = ex(r, "immediate");
+    uint16_t port = htons(cfg->proxy_port);
+    nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_1);
+    nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &port, 2);
+    e = ex(r, "redir");
+    nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MIN, NFT_REG_1);
+    put_rule(b, r);
+}
+
 void osb_nft_reset_table(struct osb_nft_batch *b, const struct osb_nft_table_cfg *cfg)
 {
     osb_nft_delete_table(b);
@@ -549,6 +602,7 @@ void osb_nft_reset_table(struct osb_nft_batch *b, const struct osb_nft_table_cfg
     put_forward(b, cfg);
     put_input(b, cfg);
     put_nat(b, cfg);
+    put_intercept(b, cfg);
 }
 
 /* --- slots ------------------------------------------------------------- */
@@ -612,6 +666,8 @@ static size_t addr_len(int family)
 
 int osb_nft_addr_check(const struct osb_nft_addr *a, struct osb_err *err)
 {
+    if (a->port && (a->family != AF_INET || a->prefix != 32 || a->deny))
+        return osb_err_set(err, OSB_E_INVALID, "an intercepted flow is one IPv4 address");
     size_t alen = addr_len(a->family);
     if (!alen)
         return osb_err_set(err, OSB_E_INVALID, "address family %d is not IPv4 or IPv6", a->family);
@@ -629,6 +685,8 @@ int osb_nft_addr_check(const struct osb_nft_addr *a, struct osb_err *err)
 
 static const char *addr_set(const struct osb_nft_addr *a)
 {
+    if (a->port)
+        return "intercept";
     bool v6 = a->family == AF_INET6;
     return egress_set[a->deny][v6][a->prefix < (v6 ? 128u : 32u)];
 }
@@ -644,6 +702,11 @@ static void put_addr_elem(struct nftnl_set *s, const struct osb_nft_slot *slot,
     bool range = a->prefix < alen * 8;
     uint8_t k[KEY_MAX], last[16];
     size_t klen = v6 ? key_if(k, slot->ifname, a->addr, 16) : key_ip(k, slot->sandbox, a->addr);
+    if (a->port) { /* . port, padded to 4 */
+        uint16_t p = htons(a->port);
+        memcpy(k + 8, &p, 2);
+        klen = 12;
+    }
     struct nftnl_set_elem *e = elem(s, k, klen);
     if (timeout_ms)
         nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
@@ -673,13 +736,13 @@ void osb_nft_forget(struct osb_nft_batch *b, const struct osb_nft_slot *s,
                     const struct osb_nft_addr *v, size_t n)
 {
     /* One set object per egress set, sent when full or at the end. */
-    struct nftnl_set *open[2][2][2] = {0};
-    unsigned count[2][2][2] = {0};
+    struct nftnl_set *open[2][2][2] = {0}, *icpt = NULL;
+    unsigned count[2][2][2] = {0}, nicpt = 0;
     for (size_t i = 0; i < n; i++) {
         int v6 = v[i].family == AF_INET6;
         int range = v[i].prefix < (v6 ? 128u : 32u);
-        struct nftnl_set **o = &open[v[i].deny][v6][range];
-        unsigned *c = &count[v[i].deny][v6][range];
+        struct nftnl_set **o = v[i].port ? &icpt : &open[v[i].deny][v6][range];
+        unsigned *c = v[i].port ? &nicpt : &count[v[i].deny][v6][range];
         if (!*o)
             *o = set_obj(b, addr_set(&v[i]));
         put_addr_elem(*o, s, &v[i], 0);
@@ -694,6 +757,8 @@ void osb_nft_forget(struct osb_nft_batch *b, const struct osb_nft_slot *s,
         if (o)
             put_elems(b, o, NFT_MSG_DESTROYSETELEM);
     }
+    if (icpt)
+        put_elems(b, icpt, NFT_MSG_DESTROYSETELEM);
 }
 
 /* --- commit ------------------------------------------------------------ */

@@ -12,6 +12,8 @@
  *   set slots       ifname . ipv4_addr       "P<n>" . sandbox address, per slot
  *   set dns_host    ipv4_addr . ipv4_addr    sandbox . its slot's host address
  *   set restricted  ipv4_addr                sandbox addresses under an allow list
+ *   set intercept   ipv4_addr . ipv4_addr . inet_service (timeout)
+ *                   sandbox . destination . port: TCP flows for the vault proxy
  *   sets a4 (hash, timeout): sandbox . single address (DNS answers, TTL);
  *        c4 (interval, timeout): sandbox . CIDR (a concatenated range);
  *        a6/c6: the same for IPv6 keyed by "P<n>" . address;
@@ -37,6 +39,10 @@
  *                   the slot's own host address) -> accept;
  *                   daddr in @allow_host -> accept; jump refuse
  *   chain postrouting nat hook postrouting 100: ip saddr SUBNET oifname != "P*" masquerade
+ *   chain prerouting nat hook prerouting -100 (only with a proxy port X):
+ *                   iifname "P*" saddr . daddr . tcp dport in @intercept -> redirect to :X
+ *   (with X, input also drops tcp dport X arriving on any interface but lo and
+ *   the slots, and to_host accepts tcp dport X only when ct status has dnat)
  *
  * Sets cannot be flushed by key prefix, so the caller tracks what it added
  * to a slot's allow and deny sets and removes exactly that (osb_nft_forget,
@@ -64,6 +70,7 @@ struct osb_nft_table_cfg {
     unsigned subnet_len;
     const struct osb_nft_cidr4 *allow_host;
     size_t n_allow_host;
+    uint16_t proxy_port; /* the vault proxy's port on the host; 0 = no interception */
 };
 
 struct osb_nft_slot {
@@ -102,6 +109,7 @@ struct osb_nft_addr {
     int family;
     uint8_t addr[16];
     unsigned prefix;
+    uint16_t port; /* != 0: a flow to intercept (@intercept), IPv4 /32 only */
 };
 /* Checks a (family, prefix, no host bits beyond the prefix): OSB_E_INVALID
  * with a precise message otherwise. */

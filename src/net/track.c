@@ -10,7 +10,7 @@
 
 static bool same_kind(const struct osb_nft_addr *x, const struct osb_nft_addr *y)
 {
-    return x->deny == y->deny && x->family == y->family;
+    return x->deny == y->deny && x->family == y->family && x->port == y->port;
 }
 
 static unsigned full_len(int family)

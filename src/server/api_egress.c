@@ -5,6 +5,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "net/policy.h"
+#include "server/api_vault.h"
 #include "server/network.h"
 #include "server/server.h"
 
@@ -123,6 +124,11 @@ static void patch_or_delete(struct osb_server *srv, struct osb_sbx *s, struct os
     osb_http_respond_json(req, 200, out);
 }
 
+static bool is_vault(const char *rest)
+{
+    return strncmp(rest, "credential-vault", 16) == 0 && (rest[16] == 0 || rest[16] == '/');
+}
+
 /* At the end of the headers: answers and returns false unless the request
  * carries the egress token for a known path. */
 static bool admit(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req *req,
@@ -142,7 +148,7 @@ static bool admit(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req
                          "unauthorized: missing or wrong OPENSANDBOX-EGRESS-AUTH header");
         return false;
     }
-    if (strcmp(rest, "policy") != 0) {
+    if (strcmp(rest, "policy") != 0 && !is_vault(rest)) {
         osb_apierr_reply(req, "EGRESS::NOT_FOUND", "no such egress API path");
         return false;
     }
@@ -163,7 +169,9 @@ static void body_in(struct osb_http_req *req, void *ud)
     if (!s || !admit(srv, s, req, rest_of(req)))
         return;
     const char *m = osb_http_req_method(req);
-    if (strcmp(m, "GET") == 0) {
+    if (is_vault(rest_of(req))) {
+        osb_api_vault(srv, s, req, rest_of(req));
+    } else if (strcmp(m, "GET") == 0) {
         const struct osb_policy *p = osb_network_policy(srv, s);
         json_t *out = status_json(srv, p);
         json_object_set_new(out, "policy", osb_policy_json(p));

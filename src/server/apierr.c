@@ -43,7 +43,6 @@ static const struct code_row codes[] = {
     ROW("POOL::NOT_FOUND", 404),
     ROW("POOL::ALREADY_EXISTS", 409),
     ROW("SANDBOX::RUNTIME_NOT_ALLOWED", 400),
-    ROW("SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED", 400),
     /* a bad value (in the past, over the cap) ... */
     ROW("SANDBOX::INVALID_EXPIRATION", 400),
     /* ... or a sandbox without expiry (manual cleanup): a state conflict, as upstream */
@@ -111,6 +110,14 @@ static const struct code_row codes[] = {
     ROW("EGRESS::NOT_ENABLED", 404),
     ROW("EGRESS::NOT_FOUND", 404),
     ROW("EGRESS::METHOD_NOT_ALLOWED", 405),
+    /* the credential vault under the egress API (api_vault.c) */
+    ROW("EGRESS::VAULT_INVALID", 400),
+    ROW("EGRESS::VAULT_NOT_FOUND", 404),
+    ROW("EGRESS::VAULT_CONFLICT", 409),
+    ROW("EGRESS::VAULT_NOT_ENABLED", 412),
+    ROW("EGRESS::VAULT_INSECURE_TRANSPORT", 426),
+    ROW("EGRESS::VAULT_UNREADABLE", 500),
+    ROW("EGRESS::VAULT_FAILED", 500),
 };
 
 static const struct code_row *row(const char *key)

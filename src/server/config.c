@@ -192,6 +192,10 @@ static const struct option options[] = {
      "How a networkPolicy is enforced: \"dns\" (only allowed names resolve) or\n"
      "\"dns+nft\" (also, only addresses of allowed answers and allowed CIDRs are\n"
      "reachable: literal IPs, hard-coded resolvers and DoH are blocked)."},
+    {"credential_vault", "upstream_ca_file", K_PATH, OFF(credential_vault.upstream_ca_file), 0, 0,
+     "\"/etc/opensandbox/upstream-ca.pem\"", true,
+     "Extra CA certificates (PEM) the credential vault's proxy trusts for\n"
+     "upstreams, beside the host's trust store (private APIs, tests)."},
     {"egress", "image", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"egress", "disable_ipv6", K_IGNORED, 0, 0, 0, NULL, false, NULL},
     {"egress", "readiness_timeout_seconds", K_IGNORED, 0, 0, 0, NULL, false, NULL},
@@ -210,8 +214,9 @@ static const struct option options[] = {
      NULL, false, NULL},
 };
 
-static const char *const our_tables[] = {"server",  "runtime", "native",         "image", "storage",
-                                         "network", "egress",  "secure_runtime", "gvisor"};
+static const char *const our_tables[] = {"server",         "runtime", "native", "image",
+                                         "storage",        "network", "egress", "credential_vault",
+                                         "secure_runtime", "gvisor"};
 
 /* ---- small helpers ---- */
 

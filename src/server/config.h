@@ -68,6 +68,9 @@ struct osb_config {
         char *mode; /* "dns+nft" (default) | "dns" */
     } egress;
     struct {
+        char *upstream_ca_file; /* extra trust for the vault proxy's upstreams; NULL: none */
+    } credential_vault;
+    struct {
         char *type;              /* NULL = absent; "" or "gvisor" as written */
         char **allowed;          /* backends a request may pick (NULL-terminated,
                                      deduplicated, the default first); never NULL */

@@ -25,6 +25,7 @@
 #include "server/admit.h"
 #include "server/ending.h"
 #include "server/network.h"
+#include "server/vault.h"
 #include "server/ping.h"
 #include "server/server.h"
 #include "server/timefmt.h"
@@ -291,6 +292,10 @@ static int start_runtime(struct osb_server *srv, struct osb_create_op *op,
     free(sb->volumes);
     sb->volumes = osb_vol_rt(spec);
     sb->n_volumes = spec->n_volumes;
+    if (osb_srvvault_prepare(srv, spec, e) < 0) {
+        osb_lc_create_failed(op->s->id, "network", e->status, e->code, e->msg);
+        return -1;
+    }
     if (osb_network_attach(srv, op->s, spec, sb, e) < 0) {
         osb_lc_create_failed(op->s->id, "network", e->status, e->code, e->msg);
         return -1;

@@ -30,6 +30,7 @@
 #include "server/idem.h"
 #include "server/image_cli.h"
 #include "server/network.h"
+#include "server/vault.h"
 #include "server/pull.h"
 #include "server/pools.h"
 #include "server/server.h"
@@ -267,6 +268,8 @@ static int start(struct osb_server *srv)
         return fail("recover sandboxes", &err);
     if (osb_snaps_open(srv, &err) < 0)
         return fail("load snapshots", &err);
+    if (osb_srvvault_open(srv, &err) < 0)
+        return fail("credential vault", &err);
     if (osb_network_open(srv, &err) < 0)
         return fail("network", &err);
     if (osb_pools_open(srv, &err) < 0)
@@ -292,6 +295,7 @@ static void stop(struct osb_server *srv)
     osb_lc_close(srv);
     osb_backends_close(srv);
     osb_network_close(srv);
+    osb_srvvault_close(srv);
     if (srv->cfg)
         osb_vol_close(srv);
     uv_run(srv->loop, UV_RUN_NOWAIT);

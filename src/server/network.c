@@ -16,6 +16,8 @@
 #include "net/cidr.h"
 #include "net/netns.h"
 #include "net/policy.h"
+#include "server/vault.h"
+#include "vault/registry.h"
 
 #define EGRESS_AUTH "OPENSANDBOX-EGRESS-AUTH"
 /* Learned addresses stay allowed at least this long: the allow check runs
@@ -49,7 +51,8 @@ struct osb_netglue {
     struct osb_net *net; /* NULL for [network] mode "none" */
     struct osb_dns *dns;
     struct nsb *list;
-    bool nft; /* [egress] mode "dns+nft" */
+    bool nft;                   /* [egress] mode "dns+nft" */
+    struct osb_vault_reg *vreg; /* the credential vault's registry, or NULL */
     bool bridge;
     char upstreams[256]; /* "127.0.0.1:9, 10.0.0.2" for logs and diagnostics */
 };
@@ -90,6 +93,8 @@ static void deny_addr(struct osb_netglue *g, struct nsb *n, const struct osb_cid
         osb_warn("sandbox %s: deny an address: %s", n->id, err.msg);
 }
 
+static void reintercept(struct osb_netglue *g, struct nsb *n);
+
 /* nft side of the policy (dns+nft): the deny IP/CIDR rules are enforced
  * under either default; with default deny, only the allow rules' IPs/CIDRs
  * and the addresses of allowed answers are reachable besides. Between the
@@ -103,8 +108,10 @@ static void apply_nft(struct osb_netglue *g, struct nsb *n)
         osb_err_log("sandbox %s: apply the egress policy: %s", n->id, err.msg);
         return;
     }
-    if (!g->nft || !n->has_policy)
+    if (!g->nft || !n->has_policy) {
+        reintercept(g, n);
         return;
+    }
     struct osb_cidrs deny = {0}, allow = {0};
     osb_cidr_policy_sets(&n->policy, &deny, &allow);
     for (size_t i = 0; i < deny.n; i++)
@@ -114,8 +121,10 @@ static void apply_nft(struct osb_netglue *g, struct nsb *n)
             allow_addr(g, n, allow.v[i].family, allow.v[i].addr, allow.v[i].prefix, 0);
     osb_cidrs_free(&deny);
     osb_cidrs_free(&allow);
-    if (!restricted(g, n))
+    if (!restricted(g, n)) {
+        reintercept(g, n);
         return;
+    }
     int64_t now = osb_now_ms();
     size_t k = 0;
     for (size_t i = 0; i < n->n_learned; i++) {
@@ -127,6 +136,33 @@ static void apply_nft(struct osb_netglue *g, struct nsb *n)
         n->learned[k++] = *l;
     }
     n->n_learned = k;
+    reintercept(g, n);
+}
+
+/* An address of a name the sandbox's vault binds: its connections to the
+ * bound ports go to the vault proxy, which is told the address is genuine.
+ * Before the answer reaches the sandbox, as the allow entries. */
+static void intercept(struct osb_netglue *g, struct nsb *n, const char *name, int family,
+                      const uint8_t *addr, uint32_t keep)
+{
+    if (!g->vreg || family != AF_INET)
+        return;
+    struct in_addr dst;
+    memcpy(&dst, addr, 4);
+    static const uint16_t ports[] = {443, 80};
+    bool any = false;
+    for (size_t i = 0; i < 2; i++) {
+        if (!osb_vault_reg_bound(g->vreg, n->slot.sandbox_ip, name, ports[i]))
+            continue;
+        struct osb_err err = {0};
+        if (osb_net_intercept(g->net, n->slot.index, dst, ports[i], keep, &err) < 0)
+            osb_warn("sandbox %s: intercept %s:%u: %s", n->id, name, ports[i], err.msg);
+        else
+            any = true;
+    }
+    if (any)
+        osb_vault_reg_learn(g->vreg, n->slot.sandbox_ip, name, dst,
+                            osb_mono_ms() + (int64_t)keep * 1000);
 }
 
 static void on_learn(void *ud, const char *key, const char *name, int family, const uint8_t *addr,
@@ -155,6 +191,28 @@ static void on_learn(void *ud, const char *key, const char *name, int family, co
         l->until_ms = osb_now_ms() + (int64_t)keep * 1000;
     if (restricted(g, n))
         allow_addr(g, n, family, addr, family == AF_INET ? 32 : 128, keep);
+    intercept(g, n, name, family, addr, keep);
+}
+
+/* After a reset of the slot's sets (a policy change) or a vault change:
+ * the names it already resolved that are (now) bound. */
+static void reintercept(struct osb_netglue *g, struct nsb *n)
+{
+    int64_t now = osb_now_ms();
+    for (size_t i = 0; i < n->n_learned; i++) {
+        struct learned *l = &n->learned[i];
+        if (l->until_ms > now &&
+            (!n->has_policy || osb_policy_match_name(&n->policy, l->name) == OSB_POLICY_ALLOW))
+            intercept(g, n, l->name, l->family, l->addr,
+                      (uint32_t)((l->until_ms - now) / 1000 + 1));
+    }
+}
+
+static void on_vault_change(struct osb_server *srv, const char *id)
+{
+    struct nsb *n = find(srv->net, id);
+    if (n && srv->net->net)
+        reintercept(srv->net, n);
 }
 
 static int start_dns(struct osb_netglue *g, struct nsb *n, struct osb_err *err)
@@ -299,6 +357,17 @@ static void readopt(struct osb_netglue *g, struct osb_sbx *s)
     apply_nft(g, n);
 }
 
+static void readopt_all(struct osb_server *srv, struct osb_netglue *g)
+{
+    for (size_t i = 0, c = osb_reg_count(srv->reg); i < c; i++) {
+        struct osb_sbx *s = osb_reg_at(srv->reg, i);
+        readopt(g, s);
+        struct nsb *n = find(g, s->id);
+        if (n)
+            osb_srvvault_attach(srv, s, n->slot.sandbox_ip);
+    }
+}
+
 /* Another server, docker0 or a VPN on the same range would take the
  * sandboxes' gateway addresses (or their traffic): refuse before touching
  * anything. This server's own slots from a previous run do not count. */
@@ -345,7 +414,9 @@ int osb_network_open(struct osb_server *srv, struct osb_err *err)
         .pool_size = (unsigned)srv->cfg->network.pool_size,
         .allow_host_cidrs = (const char *const *)srv->cfg->network.allow_host_cidrs,
         .n_allow_host_cidrs = n_allow,
+        .proxy_port = osb_srvvault_port(srv),
     };
+    g->vreg = osb_srvvault_reg(srv);
     if (check_subnet(srv, err) < 0)
         return -1;
     struct osb_net_inuse *inuse;
@@ -362,8 +433,8 @@ int osb_network_open(struct osb_server *srv, struct osb_err *err)
         g->net = NULL;
         return -1;
     }
-    for (size_t i = 0, c = osb_reg_count(srv->reg); i < c; i++)
-        readopt(g, osb_reg_at(srv->reg, i));
+    readopt_all(srv, g);
+    osb_srvvault_on_change(srv, on_vault_change);
     log_summary(srv);
     return 0;
 }
@@ -435,8 +506,9 @@ int osb_network_attach(struct osb_server *srv, struct osb_sbx *s,
     }
     n->next = g->list;
     g->list = n;
-    apply_nft(g, n);
     record(s, n);
+    osb_srvvault_attach(srv, s, n->slot.sandbox_ip); /* before its first lookup */
+    apply_nft(g, n);
     rs->netns = n->slot.netns_path;
     rs->dns = n->gateway;
     return 0;
@@ -451,6 +523,7 @@ void osb_network_detach(struct osb_server *srv, struct osb_sbx *s)
     if (!n || !g->net)
         return;
     osb_dns_stop(g->dns, s->id);
+    osb_srvvault_detach(srv, s->id, n->slot.sandbox_ip);
     struct osb_err err = {0};
     if (osb_net_release(g->net, s->id, &err) < 0)
         osb_err_log("sandbox %s: release its network slot: %s", s->id, err.msg);

@@ -47,6 +47,7 @@ struct osb_server {
     int64_t ready_timeout_ms;     /* how long execd gets to answer /ping */
     struct osb_vol_job *vol_jobs; /* claims being made or mounted (server/volumes.c) */
     struct osb_netglue *net;      /* sandbox networking (server/network.c) */
+    struct osb_srvvault *vault;   /* the credential vault (server/vault.c) */
     struct osb_admit *admit;      /* the admission queue (server/admit.c) */
     struct osb_idem *idem;        /* idempotency keys in flight (server/idem.c) */
     struct osb_pools *pools;      /* warm pools (server/pools.c) */

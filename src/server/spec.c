@@ -820,7 +820,7 @@ static int parse_network_policy(json_t *body, struct osb_create_spec *out, struc
     return 0;
 }
 
-static int parse_unsupported(json_t *body, struct osb_apierr *e)
+static int parse_unsupported(json_t *body, struct osb_create_spec *out, struct osb_apierr *e)
 {
     json_t *v;
     if ((v = osb_json_field(body, "networkPolicy")) && !json_is_object(v))
@@ -831,10 +831,12 @@ static int parse_unsupported(json_t *body, struct osb_apierr *e)
         json_t *en = osb_json_field(v, "enabled");
         if (en && !json_is_boolean(en))
             return osb_apierr(e, BAD, "field 'credentialProxy.enabled' must be a boolean");
-        if (json_is_true(en))
-            return osb_apierr(e, "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED",
-                              "field 'credentialProxy': the credential proxy is not implemented "
-                              "by this server yet");
+        json_t *np = osb_json_field(body, "networkPolicy");
+        if (json_is_true(en) && (!np || json_is_null(np)))
+            return osb_apierr(e, BAD,
+                              "field 'credentialProxy': the credential proxy needs a "
+                              "networkPolicy (its bindings' hosts must be allowed by it)");
+        out->credential_proxy = json_is_true(en);
     }
     if ((v = osb_json_field(body, "secureAccess"))) {
         if (!json_is_boolean(v))
@@ -907,7 +909,7 @@ int osb_spec_parse_create(json_t *body, const struct osb_spec_limits *lim,
         parse_limits(body, out, e) < 0 || parse_timeout(body, lim, out, e) < 0 ||
         parse_env(body, out, e) < 0 || parse_metadata(body, out, e) < 0 ||
         parse_platform(body, out, e) < 0 || parse_volumes(body, out, e) < 0 ||
-        parse_unsupported(body, e) < 0 || parse_network_policy(body, out, e) < 0 ||
+        parse_unsupported(body, out, e) < 0 || parse_network_policy(body, out, e) < 0 ||
         parse_extensions(body, out, e) < 0) {
         osb_spec_free(out);
         return -1;
@@ -965,6 +967,8 @@ json_t *osb_spec_record(const struct osb_create_spec *s)
             json_array_append_new(vols, volume_record(&s->volumes[i]));
         json_object_set_new(r, "volumes", vols);
     }
+    if (s->credential_proxy)
+        json_object_set_new(r, "credentialProxy", json_pack("{s:b}", "enabled", 1));
     if (s->pool_member) /* server/pools.c: never shown (the API picks its fields) */
         json_object_set_new(r, "poolMember",
                             json_pack("{s:s,s:I,s:b}", "name", s->pool_member, "revision",

@@ -51,6 +51,8 @@ struct osb_create_spec {
     char *auth_pass;
     struct osb_policy *network_policy; /* networkPolicy, parsed (src/net/policy.h), or
                                           NULL: no egress policy */
+    bool credential_proxy;             /* credentialProxy.enabled (needs network_policy):
+                                          the sandbox gets a credential vault (server/vault.c) */
     /* What the runtime gets, owned here. The parser fills entrypoint
      * (NULL-terminated, >= 1 element), env (NULL-terminated "K=V") and the
      * limits (0 = none/default); osb_spec_complete (server/complete.c) the

@@ -260,6 +260,14 @@ int osb_store_put(struct osb_store *st, const struct osb_sbx *s, const char *ev_
     return in_txn(st, rc, err);
 }
 
+int osb_store_event(struct osb_store *st, const char *id, const char *ev_type, const char *ev_msg,
+                    struct osb_err *err)
+{
+    if (step_done(st, Q_BEGIN, err) < 0)
+        return -1;
+    return in_txn(st, put_event(st, id, osb_now_us(), ev_type, ev_msg, err), err);
+}
+
 int osb_store_delete(struct osb_store *st, const char *id, struct osb_err *err)
 {
     if (step_done(st, Q_BEGIN, err) < 0)

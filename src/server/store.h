@@ -24,6 +24,9 @@ void osb_store_close(struct osb_store *st);
  * an event; one transaction. */
 int osb_store_put(struct osb_store *st, const struct osb_sbx *s, const char *ev_type,
                   const char *ev_msg, struct osb_err *err) OSB_MUST_CHECK;
+/* Append an event alone (the record unchanged). */
+int osb_store_event(struct osb_store *st, const char *id, const char *ev_type, const char *ev_msg,
+                    struct osb_err *err) OSB_MUST_CHECK;
 /* Remove the record and its events. */
 int osb_store_delete(struct osb_store *st, const char *id, struct osb_err *err) OSB_MUST_CHECK;
 

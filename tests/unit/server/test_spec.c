@@ -173,8 +173,10 @@ static void test_invalid(void)
     expect_error("{" BASE ",\"networkPolicy\":{\"defaultAction\":\"maybe\"}}", 400, bad,
                  "networkPolicy");
     expect_error("{" BASE ",\"networkPolicy\":[]}", 400, bad, "networkPolicy");
-    expect_error("{" BASE ",\"credentialProxy\":{\"enabled\":true}}", 400,
-                 "SANDBOX::CREDENTIAL_PROXY_NOT_IMPLEMENTED", "credentialProxy");
+    expect_error("{" BASE ",\"credentialProxy\":{\"enabled\":true}}", 400, bad,
+                 "needs a networkPolicy");
+    expect_error("{" BASE ",\"credentialProxy\":{\"enabled\":true},\"networkPolicy\":null}", 400,
+                 bad, "needs a networkPolicy");
     expect_error("{" BASE ",\"secureAccess\":true}", 400, bad, "secureAccess");
     expect_error("{" BASE ",\"extensions\":{\"poolRef\":\"Pool A\"}}", 400, bad,
                  "extensions.poolRef");

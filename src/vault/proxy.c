@@ -1,0 +1,202 @@
+/* The proxy's listener: one accept thread, one thread per connection (a
+ * connection's work is sequential and blocking, with deadlines), and the
+ * two TLS contexts they share. */
+#include "vault/proxy_int.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/xalloc.h"
+
+static const unsigned char alpn_h1[] = "\x08http/1.1";
+
+/* The sandbox side speaks HTTP/1.1 only: h2 would need a frame codec to add
+ * headers; clients that offer both pick 1.1. */
+static int pick_alpn(SSL *s, const unsigned char **out, unsigned char *outlen,
+                     const unsigned char *in, unsigned inlen, void *arg)
+{
+    (void)s;
+    (void)arg;
+    unsigned char *sel;
+    if (SSL_select_next_proto(&sel, outlen, alpn_h1, sizeof alpn_h1 - 1, in, inlen) !=
+        OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_NOACK;
+    *out = sel;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+static int ssl_fail(struct osb_err *err, const char *what)
+{
+    char buf[256] = "OpenSSL failed";
+    unsigned long e = ERR_get_error();
+    if (e)
+        ERR_error_string_n(e, buf, sizeof buf);
+    ERR_clear_error();
+    return osb_err_set(err, OSB_E_INVALID, "%s: %s", what, buf);
+}
+
+static int make_ctxs(struct osb_vault_proxy *p, struct osb_err *err)
+{
+    p->to_sandbox = SSL_CTX_new(TLS_server_method());
+    p->to_upstream = SSL_CTX_new(TLS_client_method());
+    if (!p->to_sandbox || !p->to_upstream)
+        return ssl_fail(err, "vault proxy: TLS context");
+    SSL_CTX_set_min_proto_version(p->to_sandbox, TLS1_2_VERSION);
+    SSL_CTX_set_min_proto_version(p->to_upstream, TLS1_2_VERSION);
+    SSL_CTX_set_alpn_select_cb(p->to_sandbox, pick_alpn, NULL);
+    SSL_CTX_set_verify(p->to_upstream, SSL_VERIFY_PEER, NULL);
+    if (SSL_CTX_set_default_verify_paths(p->to_upstream) != 1)
+        return ssl_fail(err, "vault proxy: the host's trust store");
+    const char *ca = p->cfg.upstream_ca_file;
+    if (ca && *ca && SSL_CTX_load_verify_locations(p->to_upstream, ca, NULL) != 1)
+        return ssl_fail(err, "[credential_vault] upstream_ca_file");
+    if (SSL_CTX_set_alpn_protos(p->to_upstream, alpn_h1, sizeof alpn_h1 - 1) != 0)
+        return ssl_fail(err, "vault proxy: ALPN");
+    return 0;
+}
+
+static void *conn_main(void *arg)
+{
+    struct px_conn *c = arg;
+    struct osb_vault_proxy *p = c->px;
+    osb_px_serve(c);
+    pthread_mutex_lock(&p->mu);
+    for (struct px_conn **q = &p->conns; *q; q = &(*q)->next)
+        if (*q == c) {
+            *q = c->next;
+            break;
+        }
+    if (--p->nconns == 0)
+        pthread_cond_broadcast(&p->idle);
+    pthread_mutex_unlock(&p->mu);
+    free(c);
+    return NULL;
+}
+
+static void start_conn(struct osb_vault_proxy *p, int fd)
+{
+    struct px_conn *c = osb_xcalloc(1, sizeof *c);
+    c->px = p;
+    c->cfd = fd;
+    c->ufd = -1;
+    pthread_mutex_lock(&p->mu);
+    bool room = !p->stopping && p->nconns < PX_MAX_CONNS;
+    if (room) {
+        c->next = p->conns;
+        p->conns = c;
+        p->nconns++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    pthread_attr_t a;
+    pthread_t t;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&a, 512 * 1024);
+    if (room && pthread_create(&t, &a, conn_main, c) == 0) {
+        pthread_attr_destroy(&a);
+        return;
+    }
+    pthread_attr_destroy(&a);
+    if (room) { /* no thread: undo */
+        pthread_mutex_lock(&p->mu);
+        p->conns = c->next;
+        p->nconns--;
+        pthread_mutex_unlock(&p->mu);
+    }
+    close(fd);
+    free(c);
+}
+
+static void *accept_main(void *arg)
+{
+    struct osb_vault_proxy *p = arg;
+    for (;;) {
+        int fd = accept4(p->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            start_conn(p, fd);
+            continue;
+        }
+        if (p->stopping || errno == EINVAL || errno == EBADF)
+            return NULL;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+            usleep(10000); /* out of descriptors: let connections finish */
+    }
+}
+
+static int listen_any(uint16_t *port, struct osb_err *err)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return osb_err_sys(err, "vault proxy: socket");
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t al = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 512) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &al) < 0) {
+        osb_err_sys(err, "vault proxy: listen");
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+int osb_vault_proxy_start(const struct osb_vault_proxy_cfg *cfg, uint16_t *port,
+                          struct osb_vault_proxy **out, struct osb_err *err)
+{
+    *out = NULL;
+    struct osb_vault_proxy *p = osb_xcalloc(1, sizeof *p);
+    p->cfg = *cfg;
+    p->lfd = -1;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->idle, NULL);
+    int r = make_ctxs(p, err);
+    if (r == 0 && (p->lfd = listen_any(port, err)) < 0)
+        r = -1;
+    if (r == 0 && pthread_create(&p->acceptor, NULL, accept_main, p) != 0)
+        r = osb_err_set(err, OSB_E_SYS, "vault proxy: cannot start its thread");
+    if (r < 0) {
+        if (p->lfd >= 0)
+            close(p->lfd);
+        p->lfd = -1;
+        SSL_CTX_free(p->to_sandbox);
+        SSL_CTX_free(p->to_upstream);
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->idle);
+        free(p);
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
+void osb_vault_proxy_stop(struct osb_vault_proxy *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = true;
+    pthread_mutex_unlock(&p->mu);
+    shutdown(p->lfd, SHUT_RDWR); /* wakes accept */
+    pthread_join(p->acceptor, NULL);
+    close(p->lfd);
+    pthread_mutex_lock(&p->mu);
+    for (struct px_conn *c = p->conns; c; c = c->next) {
+        shutdown(c->cfd, SHUT_RDWR);
+        if (c->ufd >= 0)
+            shutdown(c->ufd, SHUT_RDWR);
+    }
+    while (p->nconns)
+        pthread_cond_wait(&p->idle, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    SSL_CTX_free(p->to_sandbox);
+    SSL_CTX_free(p->to_upstream);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->idle);
+    free(p);
+}

@@ -1,0 +1,40 @@
+/* Shared by proxy.c (listener, threads, TLS contexts) and proxy_conn.c
+ * (what one connection does). Not for other modules. */
+#ifndef OSB_VAULT_PROXY_INT_H
+#define OSB_VAULT_PROXY_INT_H
+#include <netinet/in.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "vault/proxy.h"
+
+#define PX_MAX_CONNS 1024
+#define PX_HELLO_MS 10000   /* ClientHello and handshakes */
+#define PX_CONNECT_MS 10000 /* to the upstream */
+#define PX_IDLE_MS 300000   /* a silent peer (long polls and streams stay alive) */
+
+struct px_conn;
+
+struct osb_vault_proxy {
+    struct osb_vault_proxy_cfg cfg;
+    int lfd;
+    pthread_t acceptor;
+    SSL_CTX *to_sandbox; /* server side, a leaf per connection */
+    SSL_CTX *to_upstream;
+    pthread_mutex_t mu;
+    pthread_cond_t idle;
+    struct px_conn *conns; /* open connections, cut at stop */
+    unsigned nconns;
+    bool stopping;
+};
+
+struct px_conn {
+    struct px_conn *next;
+    struct osb_vault_proxy *px;
+    int cfd, ufd; /* ufd: -1 until connected */
+};
+
+/* The thread body of one accepted connection; closes its fds. */
+void osb_px_serve(struct px_conn *c);
+#endif
