@@ -254,6 +254,9 @@ static bool relay_response(struct px *x, bool head_req, const struct osb_h1_edit
             continue; /* an interim answer; the real one follows */
         report(x, binding, host, method, path, st, binding ? "injected" : "no-binding");
         if (st == 101) { /* a protocol switch: what is buffered first, then both ways */
+            /* The parser ends the head (its last LF) only when resumed. */
+            if (osb_h1_body(&x->uin, &x->resp, &x->c) != OSB_H1_OK)
+                return false;
             size_t cl = x->cin.len - x->cin.off, ul = x->uin.len - x->uin.off;
             if ((cl && osb_vio_write(&x->u, x->cin.buf + x->cin.off, cl) < 0) ||
                 (ul && osb_vio_write(&x->c, x->uin.buf + x->uin.off, ul) < 0))
