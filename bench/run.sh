@@ -32,6 +32,8 @@ want volume && /usr/bin/python3 bench/volume_bench.py
 want secure && /usr/bin/python3 bench/secure_bench.py
 # Create/delete p50 with 10 and 1000 idle sandboxes alive, and the nft table's object count (issue #12).
 want nft && /usr/bin/python3 bench/nft_bench.py
+# Issue 14: the credential vault proxy: added latency (kept-alive, new connection) and throughput.
+want vault && /usr/bin/python3 bench/vault_bench.py
 # Concurrent creates against [server] max_concurrent_creates (issue #12): first ready, p50, wall,
 # CPU per create and the server's phase split, per limit and network mode.
 want admission && /usr/bin/python3 bench/admission_bench.py

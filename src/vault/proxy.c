@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,8 @@ static void *accept_main(void *arg)
     for (;;) {
         int fd = accept4(p->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
+            int one = 1; /* heads and bodies go as written, no Nagle delay */
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
             start_conn(p, fd);
             continue;
         }

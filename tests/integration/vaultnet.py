@@ -44,6 +44,7 @@ def log(**kw):
         LOG.write(json.dumps(kw) + "\n")
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # the head and body go as written
     def name(self):
         return getattr(self.connection, "sni", None) or "plain:" + self.server.server_address[0]
     def reply(self, code, body, extra=()):
@@ -57,7 +58,7 @@ class H(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         log(server=self.name(), method=self.command, path=self.path, headers=dict(self.headers))
-        if self.path.startswith("/big"):
+        if "/big" in self.path:
             size = int(self.path.split("n=")[1])
             self.send_response(200)
             self.send_header("Content-Length", str(size))

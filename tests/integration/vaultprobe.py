@@ -11,7 +11,9 @@ argv[1] is a JSON list of probes, one JSON line is printed per probe.
   ["secret_in_sandbox", secret]     is the secret in this process's environment,
                                     /proc/*/environ or a file under /etc, /tmp, /root?
   ["env", name]                     an environment variable
-  ["big", url, n]                   download n bytes: {"bytes", "seconds"}"""
+  ["big", url, n, cafile?]          download (n bytes expected): {"bytes", "seconds"}
+  ["lat", host, path, n, cafile?]   p50 of n GETs on one connection and of n GETs
+                                    each on a new connection (ms)"""
 import http.client
 import json
 import os
@@ -122,9 +124,10 @@ def secret_in_sandbox(secret):
     return None
 
 
-def big(url, n):
+def big(url, n, cafile=None):
+    ctx = ssl.create_default_context(cafile=cafile) if cafile else None
     t = time.time()
-    r = urllib.request.urlopen(url, timeout=120)
+    r = urllib.request.urlopen(url, timeout=120, context=ctx)
     got = 0
     while True:
         b = r.read(1 << 20)
@@ -132,6 +135,31 @@ def big(url, n):
             break
         got += len(b)
     return {"bytes": got, "seconds": time.time() - t}
+
+
+def lat(host, path, n, cafile=None):
+    ctx = ssl.create_default_context(cafile=cafile) if cafile else ssl.create_default_context()
+
+    def p50(xs):
+        return sorted(xs)[len(xs) // 2] * 1000
+    c = http.client.HTTPSConnection(host, timeout=20, context=ctx)
+    ka = []
+    for i in range(n + 5):
+        t = time.perf_counter()
+        c.request("GET", path)
+        c.getresponse().read()
+        if i >= 5:
+            ka.append(time.perf_counter() - t)
+    c.close()
+    new = []
+    for i in range(n):
+        t = time.perf_counter()
+        c = http.client.HTTPSConnection(host, timeout=20, context=ctx)
+        c.request("GET", path)
+        c.getresponse().read()
+        c.close()
+        new.append(time.perf_counter() - t)
+    return {"keepalive_p50_ms": p50(ka), "new_p50_ms": p50(new)}
 
 
 def run(p):
@@ -152,7 +180,9 @@ def run(p):
         if kind == "env":
             return os.environ.get(p[1])
         if kind == "big":
-            return big(p[1], p[2])
+            return big(p[1], p[2], p[3] if len(p) > 3 else None)
+        if kind == "lat":
+            return lat(p[1], p[2], p[3], p[4] if len(p) > 4 else None)
     except Exception as e:
         return {"error": repr(e)[:300]}
     return {"error": "unknown probe " + kind}

@@ -1,0 +1,71 @@
+"""The credential vault's proxy (issue 14; goals in brackets, printed, not
+asserted): from inside a sandbox, HTTPS GETs to an intercepted (bound) name
+beside the same server's twin reached through plain NAT (an unbound name on
+its own address), p50 on one kept-alive connection and with a new connection
+each; then a 100 MB download through the proxy and through NAT
+[>= 500 MB/s through the proxy]. The fake TLS internet is vaultnet.py; the
+client is vaultprobe.py (Python: its own TLS and HTTP cost is in every
+figure, on both paths).
+
+Usage: vault_bench.py [--n 200] [--mb 100]"""
+import argparse
+import json
+import os
+import shlex
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import fakenet  # noqa: E402
+import vaultnet  # noqa: E402
+from serverlib import Server  # noqa: E402
+from test_egress import Egress, net_config, new_sbx  # noqa: E402
+from test_credential_vault import upload, PROBE, VAULT, POLICY  # noqa: E402
+from osbtest import stdout_lines  # noqa: E402
+
+
+def probe(sb, *probes):
+    ev = sb.sh("/usr/bin/python3 /tmp/vaultprobe.py %s" % shlex.quote(json.dumps(probes)),
+               timeout=600)
+    return [json.loads(x) for x in stdout_lines(ev)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--mb", type=int, default=100)
+    a = ap.parse_args()
+    print("== credential vault proxy (issue 14): intercepted vs plain NAT, from a sandbox")
+    why = fakenet.available()
+    if why:
+        print("skipped: " + why)
+        return
+    with vaultnet.VaultNet() as vn:
+        extra = net_config() + '[credential_vault]\nupstream_ca_file = "%s"\n' % vn.ca_file
+        with Server(api_key="bench", extra=extra, tmp_dir=os.path.expanduser("~")) as s:
+            sb = new_sbx(s, networkPolicy=POLICY, credentialProxy={"enabled": True})
+            upload(sb, "/tmp/vaultprobe.py", open(PROBE, "rb").read())
+            upload(sb, "/tmp/testca.pem", open(vn.ca_file, "rb").read())
+            Egress(s, sb.id).post("/credential-vault", json=VAULT)
+            n, size = a.n, a.mb << 20
+            got = probe(sb, ["lat", "api.vault.test", "/v1/x", n],
+                        ["lat", "bulk.vault.test", "/v1/x", n, "/tmp/testca.pem"],
+                        ["big", "https://api.vault.test/v1/big?n=%d" % size, size],
+                        ["big", "https://bulk.vault.test/big?n=%d" % size, size,
+                         "/tmp/testca.pem"])
+            icp, nat = got[0], got[1]
+            for k, what in (("keepalive_p50_ms", "kept-alive connection"),
+                            ("new_p50_ms", "new connection each")):
+                print("GET p50, %-22s intercepted %6.2f ms  NAT %6.2f ms  added %+.2f ms" % (
+                    what, icp[k], nat[k], icp[k] - nat[k]))
+            for name, r in (("intercepted (bound name)", got[2]), ("plain NAT", got[3])):
+                if "bytes" in r and r["bytes"] == size:
+                    print("%d MB download, %-25s %7.1f MB/s%s" % (
+                        a.mb, name, size / r["seconds"] / 1e6,
+                        "  [>= 500 MB/s]" if name.startswith("inter") else ""))
+                else:
+                    print("%d MB download, %s: %r" % (a.mb, name, r))
+
+
+if __name__ == "__main__":
+    main()
