@@ -109,12 +109,20 @@ void osb_vio_relay(struct osb_vio *a, struct osb_vio *b, int idle_ms)
 {
     char buf[32768];
     for (;;) {
-        /* Decrypted bytes OpenSSL holds do not show in poll. */
-        while ((a->ssl && SSL_pending(a->ssl)) || (b->ssl && SSL_pending(b->ssl))) {
-            if (a->ssl && SSL_pending(a->ssl) && pump(a, b, buf, sizeof buf) < 0)
+        /* Bytes OpenSSL already read (records, decrypted or not) do not show
+         * in poll; a pump that finds only part of a record moves nothing. */
+        int moved = 1;
+        while (moved > 0 &&
+               ((a->ssl && SSL_has_pending(a->ssl)) || (b->ssl && SSL_has_pending(b->ssl)))) {
+            moved = 0;
+            int r = a->ssl && SSL_has_pending(a->ssl) ? pump(a, b, buf, sizeof buf) : 0;
+            if (r < 0)
                 return;
-            if (b->ssl && SSL_pending(b->ssl) && pump(b, a, buf, sizeof buf) < 0)
+            moved += r;
+            r = b->ssl && SSL_has_pending(b->ssl) ? pump(b, a, buf, sizeof buf) : 0;
+            if (r < 0)
                 return;
+            moved += r;
         }
         struct pollfd p[2] = {{.fd = a->fd, .events = POLLIN}, {.fd = b->fd, .events = POLLIN}};
         int r = poll(p, 2, idle_ms);

@@ -30,7 +30,10 @@ NAMES = {
     "evil.vault.test": "10.203.0.21",
     "badcert.vault.test": "10.203.0.22",
     "bulk.vault.test": "10.203.0.23",
+    "fast.vault.test": "10.203.0.24",  # no Python server: start_file_server()
+    "fastnat.vault.test": "10.203.0.25",  # likewise
 }
+FILE_SERVED = ("fast.vault.test", "fastnat.vault.test")
 PY = "/usr/bin/python3"
 
 SERVE = r'''
@@ -118,6 +121,7 @@ class VaultNet:
         self.log = os.path.join(self.tmp, "tls.log")
         self.inet = None
         self.proc = None
+        self.extra_procs = []
 
     def _certs(self):
         d = self.tmp
@@ -144,7 +148,8 @@ class VaultNet:
         certs = self._certs()
         addrs = {}
         for name, ip in NAMES.items():
-            addrs.setdefault(ip, []).append(name)
+            if name not in FILE_SERVED:
+                addrs.setdefault(ip, []).append(name)
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", self.inet.ns, PY, "-c", SERVE, self.log, json.dumps(certs),
              json.dumps(addrs)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -152,6 +157,22 @@ class VaultNet:
         if self.proc.stdout.readline().strip() != "ready":
             raise RuntimeError("the TLS servers did not start: " + self.proc.stderr.read()[-2000:])
         return self
+
+    def start_file_server(self, name, size):
+        """`openssl s_server -WWW` on name's address serving /file (size
+        bytes): a C server, so a throughput figure is not Python's."""
+        d = os.path.join(self.tmp, "www-" + name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "file"), "wb") as f:
+            f.truncate(size)
+        p = subprocess.Popen(
+            ["ip", "netns", "exec", self.inet.ns, "openssl", "s_server", "-quiet", "-WWW",
+             "-accept", NAMES[name] + ":443", "-cert", os.path.join(self.tmp, name + ".pem"),
+             "-key", os.path.join(self.tmp, name + ".key")], cwd=d,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.extra_procs.append(p)
+        fakenet.wait_port(NAMES[name], 443, timeout=20)
+        return p
 
     def seen(self, name):
         out = []
@@ -166,6 +187,9 @@ class VaultNet:
         return out
 
     def teardown(self):
+        for p in self.extra_procs:
+            p.kill()
+            p.wait()
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()

@@ -12,6 +12,7 @@ argv[1] is a JSON list of probes, one JSON line is printed per probe.
                                     /proc/*/environ or a file under /etc, /tmp, /root?
   ["env", name]                     an environment variable
   ["big", url, n, cafile?]          download (n bytes expected): {"bytes", "seconds"}
+  ["curl", url, cafile?]            the same with curl: {"status", "bytes", "seconds"}
   ["lat", host, path, n, cafile?]   p50 of n GETs on one connection and of n GETs
                                     each on a new connection (ms)"""
 import http.client
@@ -162,6 +163,15 @@ def lat(host, path, n, cafile=None):
     return {"keepalive_p50_ms": p50(ka), "new_p50_ms": p50(new)}
 
 
+def curl(url, cafile=None):
+    import subprocess
+    argv = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download} %{time_total}",
+            url] + (["--cacert", cafile] if cafile else [])
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    code, size, secs = r.stdout.split()
+    return {"status": int(code), "bytes": int(size), "seconds": float(secs)}
+
+
 def run(p):
     kind = p[0]
     try:
@@ -181,6 +191,8 @@ def run(p):
             return os.environ.get(p[1])
         if kind == "big":
             return big(p[1], p[2], p[3] if len(p) > 3 else None)
+        if kind == "curl":
+            return curl(p[1], p[2] if len(p) > 2 else None)
         if kind == "lat":
             return lat(p[1], p[2], p[3], p[4] if len(p) > 4 else None)
     except Exception as e:
