@@ -575,7 +575,8 @@ int osb_network_diag(const struct osb_server *srv, const struct osb_sbx *s, stru
     else
         rc |= osb_buf_adds(b, "endpoints: through the server proxy "
                               "(/sandboxes/<id>/proxy/<port>)\n");
-    return rc | describe_policy(srv, n, b);
+    rc |= describe_policy(srv, n, b);
+    return rc | osb_srvvault_diag(srv, s, b);
 }
 
 const char *osb_network_bridge_ip(const struct osb_server *srv, const struct osb_sbx *s)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/fsutil.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -30,8 +31,18 @@
 struct ev {
     struct ev *next;
     char id[65];
+    char key[160]; /* the binding, or "(outcome)" when none was used */
     char msg[768];
 };
+
+/* Requests per sandbox and binding (or outcome), for diagnostics. */
+struct counter {
+    struct counter *next;
+    char id[65];
+    char key[160];
+    uint64_t n;
+};
+#define MAX_COUNTERS 8192
 
 struct osb_srvvault {
     struct osb_server *srv;
@@ -48,6 +59,8 @@ struct osb_srvvault {
     pthread_mutex_t mu;
     struct ev *head, **tail;
     size_t queued, dropped;
+    struct counter *counters;
+    size_t ncounters;
 };
 
 static struct osb_srvvault *glue(const struct osb_server *srv)
@@ -62,6 +75,10 @@ static void on_event(void *ud, const struct osb_vault_event *e)
     struct osb_srvvault *g = ud;
     struct ev *v = osb_xcalloc(1, sizeof *v);
     snprintf(v->id, sizeof v->id, "%s", e->sandbox_id);
+    if (e->binding)
+        snprintf(v->key, sizeof v->key, "binding %s: credential added", e->binding);
+    else
+        snprintf(v->key, sizeof v->key, "%s", e->outcome);
     snprintf(v->msg, sizeof v->msg, "%s: %s %s%s -> %d (binding %s)", e->outcome, e->method,
              e->host, e->path, e->status, e->binding ? e->binding : "none");
     pthread_mutex_lock(&g->mu);
@@ -78,6 +95,37 @@ static void on_event(void *ud, const struct osb_vault_event *e)
         free(v);
     else
         uv_async_send(&g->async);
+}
+
+static void count(struct osb_srvvault *g, const char *id, const char *key)
+{
+    struct counter *c = g->counters;
+    while (c && (strcmp(c->id, id) || strcmp(c->key, key)))
+        c = c->next;
+    if (!c && g->ncounters < MAX_COUNTERS) {
+        c = osb_xcalloc(1, sizeof *c);
+        snprintf(c->id, sizeof c->id, "%s", id);
+        snprintf(c->key, sizeof c->key, "%s", key);
+        c->next = g->counters;
+        g->counters = c;
+        g->ncounters++;
+    }
+    if (c)
+        c->n++;
+}
+
+static void drop_counters(struct osb_srvvault *g, const char *id)
+{
+    for (struct counter **p = &g->counters; *p;) {
+        struct counter *c = *p;
+        if (strcmp(c->id, id) == 0) {
+            *p = c->next;
+            free(c);
+            g->ncounters--;
+        } else {
+            p = &c->next;
+        }
+    }
 }
 
 static void drain_events(uv_async_t *a)
@@ -97,6 +145,7 @@ static void drain_events(uv_async_t *a)
             osb_store_event(g->srv->store, v->id, "CredentialVault", v->msg, &err) < 0)
             osb_warn("sandbox %s: record a vault event: %s", v->id, err.msg);
         osb_info("sandbox %s: credential vault: %s", v->id, v->msg);
+        count(g, v->id, v->key);
         free(v);
     }
 }
@@ -193,6 +242,11 @@ void osb_srvvault_close(struct osb_server *srv)
         drain_events(&g->async);
         uv_close((uv_handle_t *)&g->async, NULL);
         uv_run(srv->loop, UV_RUN_NOWAIT); /* the close callback, before g goes */
+    }
+    while (g->counters) {
+        struct counter *c = g->counters;
+        g->counters = c->next;
+        free(c);
     }
     osb_vault_reg_free(g->reg);
     osb_vault_store_close(g->store);
@@ -323,6 +377,7 @@ void osb_srvvault_detach(struct osb_server *srv, const char *id, struct in_addr 
     if (!g)
         return;
     osb_vault_reg_drop(g->reg, ip);
+    drop_counters(g, id);
     struct osb_err err = {0};
     if (osb_vault_store_del(g->store, id, &err) < 0)
         osb_warn("sandbox %s: remove its credential vault: %s", id, err.msg);
@@ -349,4 +404,24 @@ int osb_srvvault_put(struct osb_server *srv, struct osb_sbx *s, struct osb_vault
     if (g->changed)
         g->changed(srv, s->id);
     return 0;
+}
+
+int osb_srvvault_diag(const struct osb_server *srv, const struct osb_sbx *s, struct osb_buf *b)
+{
+    struct osb_srvvault *g = glue(srv);
+    if (!g || !osb_srvvault_wanted(s))
+        return osb_buf_adds(b, "credential proxy: off\n");
+    bool broken;
+    struct osb_vault *v = osb_vault_reg_get(g->reg, s->id, &broken);
+    int rc = broken ? osb_buf_adds(b, "credential proxy: on; its vault cannot be read: requests "
+                                      "to its bound names are refused\n")
+             : v    ? osb_buf_addf(b, "credential proxy: on; vault revision %lld\n",
+                                   (long long)osb_vault_revision(v))
+                    : osb_buf_adds(b, "credential proxy: on; no vault yet\n");
+    if (v)
+        osb_vault_unref(v);
+    for (const struct counter *c = g->counters; c; c = c->next)
+        if (strcmp(c->id, s->id) == 0)
+            rc |= osb_buf_addf(b, "  %s: %llu requests\n", c->key, (unsigned long long)c->n);
+    return rc;
 }

@@ -43,6 +43,13 @@ void osb_srvvault_detach(struct osb_server *srv, const char *id, struct in_addr 
  * intercept the names it already resolved. */
 void osb_srvvault_on_change(struct osb_server *srv, void (*fn)(struct osb_server *, const char *));
 
+/* For the `network` diagnostics scope: whether s has a credential proxy,
+ * its vault's revision and the requests the proxy handled for it, per
+ * binding (credential added) and per outcome (no binding, refusals). */
+struct osb_buf;
+OSB_MUST_CHECK int osb_srvvault_diag(const struct osb_server *srv, const struct osb_sbx *s,
+                                     struct osb_buf *b);
+
 /* The API's view: the vault of id (a reference; NULL: none, or *broken
  * when it cannot be read). */
 struct osb_vault *osb_srvvault_get(struct osb_server *srv, const char *id, bool *broken);

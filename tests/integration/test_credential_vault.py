@@ -9,6 +9,7 @@ pull_policy never and [credential_vault] upstream_ca_file = the test CA;
 no packet leaves the machine."""
 import json
 import os
+import re
 import shlex
 import sys
 import uuid
@@ -325,6 +326,11 @@ def test_events(s, sb):
          "injections are recorded in the sandbox's events", text[-800:])
     logs = s.get("/v1/sandboxes/%s/diagnostics/logs" % sb.id).text
     t.ok(SECRET not in text and SECRET not in logs, "no secret in events or logs")
+    net = s.get("/v1/sandboxes/%s/diagnostics/logs?scope=network" % sb.id).text
+    t.ok("credential proxy: on; vault revision 1" in net and
+         re.search(r"binding api: credential added: \d+ requests", net) and
+         re.search(r"VAULT::HOST_MISMATCH: 1 requests", net),
+         "the network diagnostics count the requests per binding and per refusal", net[-1200:])
 
 
 # ---------------------------------------------------------------- persistence
