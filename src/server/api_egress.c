@@ -7,6 +7,7 @@
 #include "net/policy.h"
 #include "server/api_vault.h"
 #include "server/network.h"
+#include "server/vault.h"
 #include "server/server.h"
 
 #define EGRESS_AUTH "OPENSANDBOX-EGRESS-AUTH"
@@ -42,6 +43,12 @@ static int commit(struct osb_server *srv, struct osb_sbx *s, struct osb_http_req
                   struct osb_policy *p)
 {
     struct osb_err err = {0};
+    if (osb_srvvault_check_policy(srv, s, p, &err) < 0) {
+        osb_policy_free(p);
+        osb_apierr_reply(req, "EGRESS::INVALID_POLICY", "credential vault policy validation: %s",
+                         err.msg);
+        return -1;
+    }
     if (osb_network_set_policy(srv, s, p, &err) < 0) {
         osb_apierr_reply(req, "EGRESS::NOT_ENABLED", "%s", err.msg);
         return -1;

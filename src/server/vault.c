@@ -425,3 +425,14 @@ int osb_srvvault_diag(const struct osb_server *srv, const struct osb_sbx *s, str
             rc |= osb_buf_addf(b, "  %s: %llu requests\n", c->key, (unsigned long long)c->n);
     return rc;
 }
+
+int osb_srvvault_check_policy(struct osb_server *srv, const struct osb_sbx *s,
+                              const struct osb_policy *p, struct osb_err *err)
+{
+    bool broken;
+    struct osb_vault *v = glue(srv) ? osb_vault_reg_get(glue(srv)->reg, s->id, &broken) : NULL;
+    int r = v ? osb_vault_check_policy(v, p, err) : 0;
+    if (v)
+        osb_vault_unref(v);
+    return r;
+}

@@ -50,6 +50,12 @@ struct osb_buf;
 OSB_MUST_CHECK int osb_srvvault_diag(const struct osb_server *srv, const struct osb_sbx *s,
                                      struct osb_buf *b);
 
+/* A new egress policy for s must keep every host its vault binds
+ * explicitly allowed (OSB_E_INVALID otherwise; no vault: 0). */
+struct osb_policy;
+OSB_MUST_CHECK int osb_srvvault_check_policy(struct osb_server *srv, const struct osb_sbx *s,
+                                             const struct osb_policy *p, struct osb_err *err);
+
 /* The API's view: the vault of id (a reference; NULL: none, or *broken
  * when it cannot be read). */
 struct osb_vault *osb_srvvault_get(struct osb_server *srv, const char *id, bool *broken);

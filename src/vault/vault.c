@@ -710,6 +710,12 @@ static int validate(const struct osb_vault *v, const struct osb_policy *p, struc
     return 0;
 }
 
+int osb_vault_check_policy(const struct osb_vault *v, const struct osb_policy *policy,
+                           struct osb_err *err)
+{
+    return validate(v, policy, err);
+}
+
 /* ------------------------------------------------------------ building */
 
 static int cmp_cred(const void *a, const void *b)

@@ -43,6 +43,11 @@ OSB_MUST_CHECK int osb_vault_patch(const struct osb_vault *cur, json_t *body,
                                    const struct osb_policy *policy, struct osb_vault **out,
                                    struct osb_err *err);
 int64_t osb_vault_revision(const struct osb_vault *v);
+/* Whether v's bindings still hold under a new egress policy (every bound
+ * host explicitly allowed): a policy change that breaks one is refused, as
+ * upstream does. OSB_E_INVALID naming the binding and host. */
+OSB_MUST_CHECK int osb_vault_check_policy(const struct osb_vault *v,
+                                          const struct osb_policy *policy, struct osb_err *err);
 
 /* Sanitized JSON (new references): the state, the lists, one item (NULL
  * when the name is unknown). */

@@ -320,6 +320,17 @@ def test_refusals(s, vn, sb):
     t.eq(auth_seen(vn, "evil.vault.test"), [SECRET2], "  and evil.vault.test received nothing")
 
 
+def test_policy_guard(s, sb):
+    eg = Egress(s, sb.id)
+    t.is_error(eg.req("DELETE", "/policy", json=["api.vault.test"]), 400, "EGRESS::INVALID_POLICY",
+               "removing the allow rule of a bound host is refused (400, as upstream)")
+    t.is_error(eg.req("POST", "/policy", body=b""), 400, "EGRESS::INVALID_POLICY",
+               "resetting the policy to deny-all under bindings is refused")
+    t.ok("api.vault.test" in json.dumps(eg.policy()), "  the policy is unchanged")
+    r = eg.req("PATCH", "/policy", json=[{"action": "allow", "target": "more.vault.test"}])
+    t.eq(r.status, 200, "a change that keeps the bound hosts allowed goes through", r.text[:200])
+
+
 def test_events(s, sb):
     text = s.get("/v1/sandboxes/%s/diagnostics/events" % sb.id).text
     t.ok("CredentialVault" in text and "injected" in text and "binding api" in text,
@@ -388,6 +399,7 @@ def suite(vn):
         if res:
             sb, eg = res
             t.run(test_refusals, s, vn, sb, timeout=180)
+            t.run(test_policy_guard, s, sb, timeout=60)
             t.run(test_events, s, sb, timeout=60)
             t.run(test_persistence, s, vn, sb, eg, timeout=300)
         t.ok(all(SECRET not in x and SECRET2 not in x for x in seen_text),
