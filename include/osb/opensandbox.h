@@ -232,6 +232,20 @@ OSBC_API int osbc_egress_get(osbc_client *c, const char *id, char **json, struct
 OSBC_API int osbc_egress_patch(osbc_client *c, const char *id, const char *rules_json, char **json,
                                struct osbc_error *err);
 
+/* The sandbox's credential vault (docs/credential-vault.md), on the same
+ * endpoint; answers are the server's sanitized JSON (never a value). what:
+ * NULL (the whole state), "credentials", "bindings", "credentials/NAME" or
+ * "bindings/NAME". create and patch take the request body as JSON text (it
+ * holds the secrets: read it from a file, never from a command line); the
+ * server accepts writes over loopback only (426 otherwise). */
+OSBC_API int osbc_vault_get(osbc_client *c, const char *id, const char *what, char **json,
+                            struct osbc_error *err);
+OSBC_API int osbc_vault_create(osbc_client *c, const char *id, const char *body_json, char **json,
+                               struct osbc_error *err);
+OSBC_API int osbc_vault_patch(osbc_client *c, const char *id, const char *body_json, char **json,
+                              struct osbc_error *err);
+OSBC_API int osbc_vault_delete(osbc_client *c, const char *id, struct osbc_error *err);
+
 /* ------------------------------------------------------------ commands and code */
 
 /* Streaming callbacks of a command, session or code run; each may be NULL.
