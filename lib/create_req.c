@@ -58,6 +58,9 @@ static int add_docs(json_t *b, const struct osbc_create_opts *o, struct osbc_err
         if (json_object_set_new(b, "networkPolicy", np) < 0)
             return OSBC_E_NOMEM;
     }
+    if (o->credential_proxy &&
+        json_object_set_new(b, "credentialProxy", json_pack("{s:b}", "enabled", 1)) < 0)
+        return OSBC_E_NOMEM;
     if (o->volumes_json) {
         json_t *v = parse_doc(o->volumes_json, "the volumes", true, err);
         if (!v)

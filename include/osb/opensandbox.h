@@ -135,6 +135,8 @@ struct osbc_create_opts {
     const char *idempotency_key;     /* sent as Idempotency-Key */
     int skip_health_check;           /* do not wait for execd to answer /ping */
     long ready_timeout_ms;           /* readiness wait; 0 means 30000 */
+    int credential_proxy;            /* credentialProxy.enabled (needs a network policy):
+                                        the sandbox gets a credential vault */
 };
 
 /* POST /v1/sandboxes, then (unless skip_health_check) waits for execd's

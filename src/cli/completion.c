@@ -20,6 +20,7 @@ static const struct {
     {"batch", NULL},
     {"image", "pull list rm"},
     {"egress", "get patch"},
+    {"credential-vault", "create get patch delete credential binding"},
     {"diagnostics", "logs events"},
     {"config", "init show set"},
     {"completion", "bash zsh"},

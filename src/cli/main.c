@@ -26,6 +26,7 @@ static const char help_text[] =
     "  batch       N sandboxes from one template\n"
     "  image       pull, list, rm (the server's image store)\n"
     "  egress      get, patch\n"
+    "  credential-vault  create, get, patch, delete, credential, binding (alias: vault)\n"
     "  diagnostics logs, events\n"
     "  config      init, show, set\n"
     "  completion  bash | zsh\n"
@@ -61,7 +62,8 @@ static const struct {
     {"code", cli_cmd_code, false},         {"file", cli_cmd_file, false},
     {"snapshot", cli_cmd_snapshot, false}, {"pool", cli_cmd_pool, false},
     {"batch", cli_cmd_batch, true},        {"image", cli_cmd_image, false},
-    {"egress", cli_cmd_egress, false},     {"diagnostics", cli_cmd_diagnostics, false},
+    {"egress", cli_cmd_egress, false},     {"credential-vault", cli_cmd_vault, false},
+    {"vault", cli_cmd_vault, false},       {"diagnostics", cli_cmd_diagnostics, false},
     {"config", cli_cmd_config, false},     {"completion", cli_cmd_completion, true},
 };
 

@@ -31,6 +31,7 @@ static const struct cli_opt create_opts[] = {
     {"resource", 0, OPT_MULTI},
     {"entrypoint", 0, OPT_MULTI},
     {"network-policy-file", 0, OPT_VALUE},
+    {"credential-proxy", 0, OPT_FLAG},
     {"volumes-file", 0, OPT_VALUE},
     {"skip-health-check", 0, OPT_FLAG},
     {"ready-timeout", 0, OPT_VALUE},
@@ -149,6 +150,10 @@ static int sandbox_create(struct cli *cli, int argc, char **argv)
     if (!rc && (f = cli_val(&a, create_opts, "network-policy-file")) &&
         !(o.network_policy_json = np = cli_read_file(f, NULL)))
         rc = CLI_EUSAGE;
+    o.credential_proxy = cli_flag(&a, create_opts, "credential-proxy");
+    if (!rc && o.credential_proxy && !o.network_policy_json)
+        rc = cli_usage("--credential-proxy requires --network-policy-file (the vault's hosts must "
+                       "be allowed by the egress policy)");
     if (!rc && (f = cli_val(&a, create_opts, "volumes-file")) &&
         !(o.volumes_json = vol = cli_read_file(f, NULL)))
         rc = CLI_EUSAGE;
@@ -433,7 +438,7 @@ int cli_cmd_sandbox(struct cli *cli, int argc, char **argv)
         {"create", sandbox_create,
          "create [-i IMAGE | --from-snapshot ID | --pool NAME] [-t DUR|none] [-e K=V]... "
          "[-m K=V]... [--resource K=V]... [--extension K=V]... [--entrypoint ARG]... "
-         "[--network-policy-file F] [--volumes-file F] [--image-auth-username U "
+         "[--network-policy-file F [--credential-proxy]] [--volumes-file F] [--image-auth-username U "
          "--image-auth-password P] [--skip-health-check] [--ready-timeout DUR] "
          "[--idempotency-key K]"},
         {"list", sandbox_list, "list [-s STATE]... [-m K=V]... [--page N] [--page-size N]"},

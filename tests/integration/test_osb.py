@@ -563,6 +563,45 @@ def test_egress(tmp):
     osb("sandbox", "kill", sid, plain)
 
 
+def test_vault(tmp):
+    pol = os.path.join(tmp, "vault-policy.json")
+    with open(pol, "w") as f:
+        json.dump({"defaultAction": "deny",
+                   "egress": [{"action": "allow", "target": "api.example.com"}]}, f)
+    r = osb("sandbox", "create", "-i", "host", "--credential-proxy")
+    t.eq(r.returncode, 2, "--credential-proxy without --network-policy-file: exit 2")
+    sid = new_sandbox("--network-policy-file", pol, "--credential-proxy")
+    secret = "sk-osb-" + os.urandom(8).hex()
+    body = os.path.join(tmp, "vault.json")
+    with open(body, "w") as f:
+        json.dump({"credentials": [{"name": "tok", "source": {"type": "inline",
+                                                               "value": secret}}],
+                   "bindings": [{"name": "api", "match": {"hosts": ["api.example.com"]},
+                                 "auth": {"type": "bearer", "credential": "tok"}}]}, f)
+    r = osb("-o", "json", "credential-vault", "create", sid, "--file", body)
+    t.eq(js(r).get("revision"), 1, "credential-vault create --file: revision 1")
+    t.ok(secret not in r.stdout, "  the answer holds no value")
+    r = osb("-o", "json", "credential-vault", "create", sid, "--file", body)
+    t.eq(r.returncode, 1, "create again: exit 1")
+    err_line(r, "EGRESS::VAULT_CONFLICT", 409, "credential-vault create")
+    t.eq([c["name"] for c in js(osb("-o", "json", "credential-vault", "credential", "list",
+                                    sid)).get("credentials", [])], ["tok"],
+         "credential-vault credential list")
+    t.eq(js(osb("-o", "json", "vault", "binding", "get", sid, "api")).get("auth"),
+         {"type": "bearer"}, "vault (the alias) binding get")
+    r = osb("-o", "json", "credential-vault", "patch", sid, "--file", "-",
+            input=json.dumps({"expectedRevision": 1, "credentials": {"replace": [
+                {"name": "tok", "source": {"type": "inline", "value": secret + "2"}}]}}))
+    t.eq(js(r).get("revision"), 2, "credential-vault patch --file - (stdin): revision 2")
+    r = osb("credential-vault", "create", sid)
+    t.eq(r.returncode, 2, "create without --file: exit 2")
+    t.eq(osb("credential-vault", "delete", sid).returncode, 0, "credential-vault delete")
+    r = osb("credential-vault", "get", sid)
+    t.eq(r.returncode, 1, "get after delete: exit 1")
+    err_line(r, "EGRESS::VAULT_NOT_FOUND", 404, "credential-vault get")
+    osb("sandbox", "kill", sid)
+
+
 def test_diagnostics(sid):
     r = osb("diagnostics", "events", sid)
     t.ok(r.returncode == 0 and "Running" in r.stdout, "diagnostics events: the text", r.stdout)
@@ -886,6 +925,7 @@ def main():
             t.run(test_code, sid, tmp, timeout=180)
             t.run(test_diagnostics, sid, timeout=60)
             t.run(test_egress, tmp, timeout=120)
+            t.run(test_vault, tmp, timeout=120)
             t.run(test_snapshots, sid, timeout=180)
             t.run(test_pools, timeout=180)
             t.run(test_batch, timeout=180)
