@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -30,6 +31,42 @@ static int pick_alpn(SSL *s, const unsigned char **out, unsigned char *outlen,
         return SSL_TLSEXT_ERR_NOACK;
     *out = sel;
     return SSL_TLSEXT_ERR_OK;
+}
+
+/* OpenSSL hands over a new session (for TLS 1.3, a ticket after the
+ * handshake): kept under the connection's key, replacing an older one. */
+static int new_session(SSL *ssl, SSL_SESSION *sess)
+{
+    struct osb_vault_proxy *p = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+    const char *key = SSL_get_app_data(ssl);
+    if (!key || SSL_get_verify_result(ssl) != X509_V_OK)
+        return 0;
+    pthread_mutex_lock(&p->smu);
+    struct px_session *slot = NULL;
+    for (size_t i = 0; i < PX_SESSIONS && !slot; i++)
+        if (p->sessions[i].s && strcmp(p->sessions[i].key, key) == 0)
+            slot = &p->sessions[i];
+    if (!slot) {
+        slot = &p->sessions[p->next_session];
+        p->next_session = (p->next_session + 1) % PX_SESSIONS;
+    }
+    SSL_SESSION_free(slot->s);
+    slot->s = sess; /* our reference (returning 1) */
+    snprintf(slot->key, sizeof slot->key, "%s", key);
+    pthread_mutex_unlock(&p->smu);
+    return 1;
+}
+
+void osb_px_session_use(struct osb_vault_proxy *p, SSL *ssl, const char *key)
+{
+    SSL_set_app_data(ssl, (void *)key);
+    pthread_mutex_lock(&p->smu);
+    for (size_t i = 0; i < PX_SESSIONS; i++)
+        if (p->sessions[i].s && strcmp(p->sessions[i].key, key) == 0) {
+            SSL_set_session(ssl, p->sessions[i].s);
+            break;
+        }
+    pthread_mutex_unlock(&p->smu);
 }
 
 static int ssl_fail(struct osb_err *err, const char *what)
@@ -63,6 +100,10 @@ static int make_ctxs(struct osb_vault_proxy *p, struct osb_err *err)
     const char *ca = p->cfg.upstream_ca_file;
     if (ca && *ca && SSL_CTX_load_verify_locations(p->to_upstream, ca, NULL) != 1)
         return ssl_fail(err, "[credential_vault] upstream_ca_file");
+    SSL_CTX_set_app_data(p->to_upstream, p);
+    SSL_CTX_set_session_cache_mode(p->to_upstream,
+                                   SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(p->to_upstream, new_session);
     if (SSL_CTX_set_alpn_protos(p->to_upstream, alpn_h1, sizeof alpn_h1 - 1) != 0)
         return ssl_fail(err, "vault proxy: ALPN");
     return 0;
@@ -86,14 +127,18 @@ static void *conn_main(void *arg)
     return NULL;
 }
 
-static void start_conn(struct osb_vault_proxy *p, int fd)
+static void start_conn(struct osb_vault_proxy *p, int fd, uint32_t peer)
 {
     struct px_conn *c = osb_xcalloc(1, sizeof *c);
     c->px = p;
     c->cfd = fd;
     c->ufd = -1;
+    c->peer = peer;
     pthread_mutex_lock(&p->mu);
-    bool room = !p->stopping && p->nconns < PX_MAX_CONNS;
+    unsigned mine = 0;
+    for (struct px_conn *o = p->conns; o; o = o->next)
+        mine += o->peer == peer;
+    bool room = !p->stopping && p->nconns < PX_MAX_CONNS && mine < PX_MAX_PER_SANDBOX;
     if (room) {
         c->next = p->conns;
         p->conns = c;
@@ -124,11 +169,13 @@ static void *accept_main(void *arg)
 {
     struct osb_vault_proxy *p = arg;
     for (;;) {
-        int fd = accept4(p->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_in peer = {0};
+        socklen_t pl = sizeof peer;
+        int fd = accept4(p->lfd, (struct sockaddr *)&peer, &pl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
             int one = 1; /* heads and bodies go as written, no Nagle delay */
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            start_conn(p, fd);
+            start_conn(p, fd, peer.sin_addr.s_addr);
             continue;
         }
         if (p->stopping || errno == EINVAL || errno == EBADF)
@@ -163,6 +210,7 @@ int osb_vault_proxy_start(const struct osb_vault_proxy_cfg *cfg, uint16_t *port,
     p->cfg = *cfg;
     p->lfd = -1;
     pthread_mutex_init(&p->mu, NULL);
+    pthread_mutex_init(&p->smu, NULL);
     pthread_cond_init(&p->idle, NULL);
     int r = make_ctxs(p, err);
     if (r == 0 && (p->lfd = listen_any(port, err)) < 0)
@@ -176,6 +224,7 @@ int osb_vault_proxy_start(const struct osb_vault_proxy_cfg *cfg, uint16_t *port,
         SSL_CTX_free(p->to_sandbox);
         SSL_CTX_free(p->to_upstream);
         pthread_mutex_destroy(&p->mu);
+        pthread_mutex_destroy(&p->smu);
         pthread_cond_destroy(&p->idle);
         free(p);
         return -1;
@@ -205,7 +254,10 @@ void osb_vault_proxy_stop(struct osb_vault_proxy *p)
     pthread_mutex_unlock(&p->mu);
     SSL_CTX_free(p->to_sandbox);
     SSL_CTX_free(p->to_upstream);
+    for (size_t i = 0; i < PX_SESSIONS; i++)
+        SSL_SESSION_free(p->sessions[i].s);
     pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->smu);
     pthread_cond_destroy(&p->idle);
     free(p);
 }

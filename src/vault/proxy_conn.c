@@ -29,7 +29,8 @@ struct px {
     struct sockaddr_in peer, dst;
     bool tls;
     char sni[256];
-    struct osb_vio c, u; /* the sandbox, the upstream (fd -1 until connected) */
+    char session_key[300]; /* "sni@address": the upstream's TLS session */
+    struct osb_vio c, u;   /* the sandbox, the upstream (fd -1 until connected) */
     struct osb_vault_view view;
     struct osb_h1_in cin, uin;
     struct osb_h1_msg req, resp;
@@ -124,6 +125,10 @@ static int upstream_tls(struct px *x)
     SSL_set_fd(s, x->u.fd);
     SSL_set_tlsext_host_name(s, x->sni);
     SSL_set1_host(s, x->sni);
+    char ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &x->dst.sin_addr, ip, sizeof ip);
+    snprintf(x->session_key, sizeof x->session_key, "%s@%s", x->sni, ip);
+    osb_px_session_use(x->p, s, x->session_key);
     int r = osb_vio_handshake(&x->u, 0);
     x->u.timeout_ms = PX_IDLE_MS;
     if (r < 0)

@@ -346,6 +346,38 @@ def test_events(s, sb):
 
 # ---------------------------------------------------------------- persistence
 
+def test_snapshot(s, vn, sb):
+    """A snapshot carries the sandbox's files, never its vault."""
+    r = s.post("/v1/sandboxes/%s/snapshots" % sb.id, json={})
+    if r.status != 202:
+        t.skip("snapshot of a vault sandbox", "POST snapshots answered %d" % r.status)
+        return
+    snap_id = r.json()["id"]
+    state = {}
+
+    def ready():
+        g = s.get("/v1/snapshots/" + snap_id)
+        state["s"] = g.json().get("status", {}).get("state") if g.status == 200 else None
+        return state["s"] != "Creating"
+    wait_for(ready, timeout=120, interval=0.1)
+    t.eq(state.get("s"), "Ready", "a snapshot of the vault sandbox is Ready")
+    r = s.post("/v1/sandboxes", json={"snapshotId": snap_id, "timeout": 600,
+                                      "resourceLimits": {"cpu": "1", "memory": "1Gi"},
+                                      "networkPolicy": POLICY,
+                                      "credentialProxy": {"enabled": True}}, timeout=120)
+    t.eq(r.status, 202, "a sandbox restored from it (with a credential proxy)", r.text[:300])
+    if r.status == 202:
+        nid = r.json()["id"]
+        t.is_error(req(Egress(s, nid), "GET", "/credential-vault"), 404,
+                   "EGRESS::VAULT_NOT_FOUND", "  has no vault: the secrets stayed behind")
+        restored = Sbx(s, nid)
+        upload(restored, "/tmp/vaultprobe.py", open(PROBE, "rb").read())
+        t.eq(probe(restored, ["secret_in_sandbox", SECRET])[0], None,
+             "  and the secret is nowhere in its files")
+        s.delete("/v1/sandboxes/" + nid)
+    s.delete("/v1/snapshots/" + snap_id)
+
+
 def test_persistence(s, vn, sb, eg):
     state = s.state_dir
     vfile = os.path.join(state, "vault", sb.id + ".vault")
@@ -401,6 +433,7 @@ def suite(vn):
             t.run(test_refusals, s, vn, sb, timeout=180)
             t.run(test_policy_guard, s, sb, timeout=60)
             t.run(test_events, s, sb, timeout=60)
+            t.run(test_snapshot, s, vn, sb, timeout=240)
             t.run(test_persistence, s, vn, sb, eg, timeout=300)
         t.ok(all(SECRET not in x and SECRET2 not in x for x in seen_text),
              "no API answer ever contained a secret")
