@@ -33,42 +33,6 @@ static int pick_alpn(SSL *s, const unsigned char **out, unsigned char *outlen,
     return SSL_TLSEXT_ERR_OK;
 }
 
-/* OpenSSL hands over a new session (for TLS 1.3, a ticket after the
- * handshake): kept under the connection's key, replacing an older one. */
-static int new_session(SSL *ssl, SSL_SESSION *sess)
-{
-    struct osb_vault_proxy *p = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
-    const char *key = SSL_get_app_data(ssl);
-    if (!key || SSL_get_verify_result(ssl) != X509_V_OK)
-        return 0;
-    pthread_mutex_lock(&p->smu);
-    struct px_session *slot = NULL;
-    for (size_t i = 0; i < PX_SESSIONS && !slot; i++)
-        if (p->sessions[i].s && strcmp(p->sessions[i].key, key) == 0)
-            slot = &p->sessions[i];
-    if (!slot) {
-        slot = &p->sessions[p->next_session];
-        p->next_session = (p->next_session + 1) % PX_SESSIONS;
-    }
-    SSL_SESSION_free(slot->s);
-    slot->s = sess; /* our reference (returning 1) */
-    snprintf(slot->key, sizeof slot->key, "%s", key);
-    pthread_mutex_unlock(&p->smu);
-    return 1;
-}
-
-void osb_px_session_use(struct osb_vault_proxy *p, SSL *ssl, const char *key)
-{
-    SSL_set_app_data(ssl, (void *)key);
-    pthread_mutex_lock(&p->smu);
-    for (size_t i = 0; i < PX_SESSIONS; i++)
-        if (p->sessions[i].s && strcmp(p->sessions[i].key, key) == 0) {
-            SSL_set_session(ssl, p->sessions[i].s);
-            break;
-        }
-    pthread_mutex_unlock(&p->smu);
-}
-
 static int ssl_fail(struct osb_err *err, const char *what)
 {
     char buf[256] = "OpenSSL failed";
@@ -100,10 +64,7 @@ static int make_ctxs(struct osb_vault_proxy *p, struct osb_err *err)
     const char *ca = p->cfg.upstream_ca_file;
     if (ca && *ca && SSL_CTX_load_verify_locations(p->to_upstream, ca, NULL) != 1)
         return ssl_fail(err, "[credential_vault] upstream_ca_file");
-    SSL_CTX_set_app_data(p->to_upstream, p);
-    SSL_CTX_set_session_cache_mode(p->to_upstream,
-                                   SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
-    SSL_CTX_sess_set_new_cb(p->to_upstream, new_session);
+    osb_tls_sessions_attach(p->sessions, p->to_upstream);
     if (SSL_CTX_set_alpn_protos(p->to_upstream, alpn_h1, sizeof alpn_h1 - 1) != 0)
         return ssl_fail(err, "vault proxy: ALPN");
     return 0;
@@ -210,7 +171,7 @@ int osb_vault_proxy_start(const struct osb_vault_proxy_cfg *cfg, uint16_t *port,
     p->cfg = *cfg;
     p->lfd = -1;
     pthread_mutex_init(&p->mu, NULL);
-    pthread_mutex_init(&p->smu, NULL);
+    p->sessions = osb_tls_sessions_new();
     pthread_cond_init(&p->idle, NULL);
     int r = make_ctxs(p, err);
     if (r == 0 && (p->lfd = listen_any(port, err)) < 0)
@@ -224,7 +185,7 @@ int osb_vault_proxy_start(const struct osb_vault_proxy_cfg *cfg, uint16_t *port,
         SSL_CTX_free(p->to_sandbox);
         SSL_CTX_free(p->to_upstream);
         pthread_mutex_destroy(&p->mu);
-        pthread_mutex_destroy(&p->smu);
+        osb_tls_sessions_free(p->sessions);
         pthread_cond_destroy(&p->idle);
         free(p);
         return -1;
@@ -254,10 +215,8 @@ void osb_vault_proxy_stop(struct osb_vault_proxy *p)
     pthread_mutex_unlock(&p->mu);
     SSL_CTX_free(p->to_sandbox);
     SSL_CTX_free(p->to_upstream);
-    for (size_t i = 0; i < PX_SESSIONS; i++)
-        SSL_SESSION_free(p->sessions[i].s);
+    osb_tls_sessions_free(p->sessions);
     pthread_mutex_destroy(&p->mu);
-    pthread_mutex_destroy(&p->smu);
     pthread_cond_destroy(&p->idle);
     free(p);
 }

@@ -128,7 +128,7 @@ static int upstream_tls(struct px *x)
     char ip[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &x->dst.sin_addr, ip, sizeof ip);
     snprintf(x->session_key, sizeof x->session_key, "%s@%s", x->sni, ip);
-    osb_px_session_use(x->p, s, x->session_key);
+    osb_tls_sessions_use(x->p->sessions, s, x->session_key);
     int r = osb_vio_handshake(&x->u, 0);
     x->u.timeout_ms = PX_IDLE_MS;
     if (r < 0)

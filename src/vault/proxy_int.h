@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "vault/proxy.h"
+#include "vault/sessions.h"
 
 #define PX_MAX_CONNS 1024
 #define PX_MAX_PER_SANDBOX 256 /* one sandbox cannot take every slot */
@@ -17,15 +18,6 @@
 #define PX_IDLE_MS 300000      /* a silent peer (long polls and streams stay alive) */
 
 struct px_conn;
-
-/* TLS sessions of upstreams, by "name@address": a new connection to the same
- * upstream resumes (an abbreviated handshake) instead of a full one. Only
- * sessions of verified handshakes are stored. */
-#define PX_SESSIONS 256
-struct px_session {
-    char key[300];
-    SSL_SESSION *s;
-};
 
 struct osb_vault_proxy {
     struct osb_vault_proxy_cfg cfg;
@@ -38,9 +30,7 @@ struct osb_vault_proxy {
     struct px_conn *conns; /* open connections, cut at stop */
     unsigned nconns;
     bool stopping;
-    pthread_mutex_t smu; /* sessions */
-    struct px_session sessions[PX_SESSIONS];
-    size_t next_session;
+    struct osb_tls_sessions *sessions; /* of the upstreams (sessions.c) */
 };
 
 struct px_conn {
@@ -49,11 +39,6 @@ struct px_conn {
     int cfd, ufd;  /* ufd: -1 until connected */
     uint32_t peer; /* the sandbox's address (network order) */
 };
-
-/* Before the handshake of an upstream connection: key ("name@address",
- * which must live as long as ssl) names the session to resume and where a
- * new one is kept. */
-void osb_px_session_use(struct osb_vault_proxy *p, SSL *ssl, const char *key);
 
 /* The thread body of one accepted connection; closes its fds. */
 void osb_px_serve(struct px_conn *c);
