@@ -202,6 +202,14 @@ const char *osb_h1_get(const struct osb_h1_msg *m, const char *name, size_t *len
     return NULL;
 }
 
+size_t osb_h1_count(const struct osb_h1_msg *m, const char *name)
+{
+    size_t nl = strlen(name), n = 0;
+    for (size_t i = 0; i < m->nf; i++)
+        n += m->f[i].nlen == nl && strncasecmp(m->arena + m->f[i].name, name, nl) == 0;
+    return n;
+}
+
 const char *osb_h1_target(const struct osb_h1_msg *m, size_t *len)
 {
     *len = m->url_len;

@@ -54,6 +54,8 @@ int osb_h1_body(struct osb_h1_in *in, struct osb_h1_msg *m, struct osb_vio *to);
 
 /* A field's value by name (case-insensitive; the first), NULL if absent. */
 const char *osb_h1_get(const struct osb_h1_msg *m, const char *name, size_t *len);
+/* How many fields have this name (case-insensitive). */
+size_t osb_h1_count(const struct osb_h1_msg *m, const char *name);
 /* The request target / method / status. */
 const char *osb_h1_target(const struct osb_h1_msg *m, size_t *len);
 const char *osb_h1_method(const struct osb_h1_msg *m);

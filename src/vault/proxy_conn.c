@@ -198,8 +198,8 @@ static int request_host_path(const struct osb_h1_msg *m, const char *scheme, cha
 {
     size_t hl, tl;
     const char *h = osb_h1_get(m, "Host", &hl), *t = osb_h1_target(m, &tl);
-    if (!h || parse_authority(h, hl, host, port) < 0 || tl == 0)
-        return -1;
+    if (!h || osb_h1_count(m, "Host") != 1 || parse_authority(h, hl, host, port) < 0 || tl == 0)
+        return -1; /* two Host fields: which one the upstream reads is its choice */
     size_t sl = strlen(scheme);
     if (t[0] != '/') { /* absolute form: scheme://authority/path */
         char h2[256];
@@ -328,7 +328,7 @@ static bool one_request(struct px *x, const char *scheme, int def_port)
     int r = osb_h1_head(&x->cin, &x->req);
     char host[256] = "", path[8192] = "";
     int port = def_port;
-    const char *method = osb_h1_method(&x->req);
+    const char *method = r == OSB_H1_OK ? osb_h1_method(&x->req) : "-";
     if (r == OSB_H1_EOF || r == OSB_H1_IO)
         return false;
     if (r == OSB_H1_BAD || x->req.p.method == HTTP_CONNECT ||

@@ -297,6 +297,9 @@ def test_injection(s, vn):
 
 def test_refusals(s, vn, sb):
     before = len(vn.seen("other.vault.test")), len(vn.seen("api.vault.test"))
+    got = probe(sb, ["raw", "api.vault.test", "GET /v1/x HTTP/1.1\r\nHost: api.vault.test\r\n"
+                     "Host: evil.vault.test\r\nConnection: close\r\n\r\n"])
+    t.eq(got[0].get("status"), 400, "two Host fields: 400", got[0])
     got = probe(sb, ["host", "api.vault.test", "other.vault.test"],
                 ["get", "https://badcert.vault.test/v1/x"],
                 ["get", "https://evil.vault.test/v1/x"])

@@ -6,6 +6,7 @@ argv[1] is a JSON list of probes, one JSON line is printed per probe.
                                     "headers", "body"} or {"error"}
   ["keepalive", host, [paths]]      several GETs on one connection: [status, Authorization seen]
   ["host", sni_host, host_header]   one request whose Host differs from the SNI
+  ["raw", sni_host, text]           send text as the request: {"status", "body"}
   ["trusts", host, cafile]          does a handshake with host verify against cafile only?
   ["ws", host, text]                WebSocket upgrade on /ws, one text frame echoed
   ["secret_in_sandbox", secret]     is the secret in this process's environment,
@@ -50,11 +51,14 @@ def keepalive(host, paths):
 
 
 def host_mismatch(sni, host):
+    return raw_request(sni, "GET /v1/x HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host)
+
+
+def raw_request(sni, text):
     ctx = ssl.create_default_context()
     with socket.create_connection((sni, 443), timeout=20) as raw:
         with ctx.wrap_socket(raw, server_hostname=sni) as s:
-            s.sendall(("GET /v1/x HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" %
-                       host).encode())
+            s.sendall(text.encode())
             data = b""
             while True:
                 b = s.recv(65536)
@@ -181,6 +185,8 @@ def run(p):
             return keepalive(p[1], p[2])
         if kind == "host":
             return host_mismatch(p[1], p[2])
+        if kind == "raw":
+            return raw_request(p[1], p[2])
         if kind == "trusts":
             return trusts(p[1], p[2])
         if kind == "ws":
