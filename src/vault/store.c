@@ -56,52 +56,85 @@ static int write_all(int fd, const unsigned char *p, size_t n)
     return 0;
 }
 
+/* A new key, made whole before it appears: written to a temporary file,
+ * then linked to its name, so a crash never leaves a short key that would
+ * keep the server from starting, and two servers racing keep one key. */
+static int make_key(const char *path, struct osb_err *err)
+{
+    unsigned char key[KEY_LEN];
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    if (RAND_bytes(key, KEY_LEN) != 1)
+        return osb_err_set(err, OSB_E_INTERNAL, "vault key: no randomness");
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int r = fd >= 0 && write_all(fd, key, KEY_LEN) == 0 && fsync(fd) == 0 ? 0 : -1;
+    OPENSSL_cleanse(key, sizeof key);
+    if (fd >= 0 && close(fd) < 0)
+        r = -1;
+    if (r == 0 && link(tmp, path) < 0 && errno != EEXIST) /* EEXIST: another made one */
+        r = -1;
+    int e = errno;
+    unlink(tmp);
+    errno = e;
+    return r < 0 ? osb_err_sys(err, "create %s", path) : 0;
+}
+
+/* The key: exactly KEY_LEN bytes, a regular file of ours that nobody else
+ * may read; anything else is refused rather than repaired. */
+static int read_key(struct osb_vault_store *st, const char *path, struct osb_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return osb_err_sys(err, "open %s", path);
+    struct stat sb;
+    size_t n = 0;
+    int r = 0;
+    if (fstat(fd, &sb) < 0)
+        r = osb_err_sys(err, "stat %s", path);
+    else if (!S_ISREG(sb.st_mode) || (sb.st_mode & 077) || sb.st_uid != geteuid() ||
+             sb.st_size != KEY_LEN)
+        r = osb_err_set(err, OSB_E_INVALID,
+                        "%s must be a file of %d bytes, owned by the server, mode 0600", path,
+                        KEY_LEN);
+    else if (read_all(fd, st->key, KEY_LEN, &n) < 0 || n != KEY_LEN)
+        r = osb_err_sys(err, "read %s", path);
+    close(fd);
+    return r;
+}
+
 static int load_key(struct osb_vault_store *st, struct osb_err *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/vault.key", st->dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0 && errno == ENOENT) { /* first use */
-        if (RAND_bytes(st->key, KEY_LEN) != 1)
-            return osb_err_set(err, OSB_E_INTERNAL, "vault key: no randomness");
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0 || write_all(fd, st->key, KEY_LEN) < 0 || fsync(fd) < 0) {
-            int e = errno;
-            if (fd >= 0)
-                close(fd);
-            unlink(path);
-            errno = e;
-            return osb_err_sys(err, "create %s", path);
-        }
-        close(fd);
-        return 0;
-    }
+    if (access(path, F_OK) < 0 && errno == ENOENT && make_key(path, err) < 0)
+        return -1;
+    return read_key(st, path, err);
+}
+
+/* The directory holds the key: ours, a directory (not a link to one), and
+ * closed to everybody else. Made 0700 when absent. */
+static int check_dir(const char *dir, struct osb_err *err)
+{
     struct stat sb;
-    size_t n = 0;
-    if (fd < 0 || fstat(fd, &sb) < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        errno = e;
-        return osb_err_sys(err, "open %s", path);
-    }
-    int r = (sb.st_mode & 077) || sb.st_uid != geteuid() || sb.st_size != KEY_LEN
-                ? osb_err_set(err, OSB_E_INVALID,
-                              "%s must be %d bytes, owned by the server, mode 0600", path, KEY_LEN)
-            : read_all(fd, st->key, KEY_LEN, &n) < 0 || n != KEY_LEN
-                ? osb_err_sys(err, "read %s", path)
-                : 0;
-    close(fd);
-    return r;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return osb_err_sys(err, "mkdir %s", dir);
+    if (lstat(dir, &sb) < 0)
+        return osb_err_sys(err, "stat %s", dir);
+    if (!S_ISDIR(sb.st_mode) || (sb.st_mode & 077) || sb.st_uid != geteuid())
+        return osb_err_set(err, OSB_E_INVALID,
+                           "%s must be a directory owned by the server, mode 0700", dir);
+    return 0;
 }
 
 int osb_vault_store_open(const char *dir, struct osb_vault_store **out, struct osb_err *err)
 {
     *out = NULL;
+    if (strlen(dir) == 0 || strlen(dir) > 3000)
+        return osb_err_set(err, OSB_E_INVALID, "vault store: a bad directory name");
     struct osb_vault_store *st = osb_xcalloc(1, sizeof *st);
     st->dir = osb_xstrdup(dir);
-    if ((mkdir(dir, 0700) < 0 && errno != EEXIST && osb_err_sys(err, "mkdir %s", dir) < 0) ||
-        load_key(st, err) < 0) {
+    if (check_dir(dir, err) < 0 || load_key(st, err) < 0) {
         osb_vault_store_close(st);
         return -1;
     }
@@ -160,19 +193,23 @@ static int write_file(const char *path, const unsigned char *data, size_t n, con
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return osb_err_sys(err, "create %s", tmp);
-    if (write_all(fd, data, n) < 0 || fsync(fd) < 0 || close(fd) < 0) {
-        int e = errno;
-        close(fd);
+    /* fd is closed exactly once: the proxy's threads open descriptors too */
+    int r = write_all(fd, data, n) == 0 && fsync(fd) == 0 ? 0 : -1, e = errno;
+    if (close(fd) < 0 && r == 0)
+        r = -1, e = errno;
+    if (r < 0) {
         unlink(tmp);
         errno = e;
         return osb_err_sys(err, "write %s", tmp);
     }
     if (rename(tmp, path) < 0) {
-        int e = errno;
+        e = errno;
         unlink(tmp);
         errno = e;
         return osb_err_sys(err, "rename %s", path);
     }
+    /* The new file is in place whatever happens now; a failed directory
+     * fsync only makes the rename less durable, not the write wrong. */
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         fsync(dfd);
@@ -203,39 +240,69 @@ int osb_vault_store_put(struct osb_vault_store *st, const char *id, const struct
     return r;
 }
 
+/* The whole file (at most MAX_FILE bytes) into *buf: 0, OSB_E_NOTFOUND
+ * when absent, OSB_E_INTEGRITY when too big to be ours. */
+static int slurp(const char *path, unsigned char **buf, size_t *n, struct osb_err *err)
+{
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    *buf = NULL;
+    if (fd < 0)
+        return errno == ENOENT ? osb_err_set(err, OSB_E_NOTFOUND, "no vault stored in %s", path)
+                               : osb_err_sys(err, "open %s", path);
+    int r = 0;
+    if (fstat(fd, &sb) < 0)
+        r = osb_err_sys(err, "stat %s", path);
+    else if (!S_ISREG(sb.st_mode) || sb.st_size >= (off_t)MAX_FILE)
+        r = osb_err_set(err, OSB_E_INTEGRITY, "%s is not a stored vault", path);
+    else {
+        /* one byte more than fstat said: a file that grew is caught below */
+        *buf = osb_xmalloc((size_t)sb.st_size + 1);
+        if (read_all(fd, *buf, (size_t)sb.st_size + 1, n) < 0)
+            r = osb_err_sys(err, "read %s", path);
+        else if (*n != (size_t)sb.st_size)
+            r = osb_err_set(err, OSB_E_INTEGRITY, "%s changed while read", path);
+    }
+    close(fd);
+    if (r < 0) {
+        free(*buf);
+        *buf = NULL;
+    }
+    return r;
+}
+
+/* buf[0..n) is MAGIC, nonce, ciphertext, tag: the vault it holds for id,
+ * or OSB_E_INTEGRITY (nothing partial). */
+static int open_sealed(const struct osb_vault_store *st, const char *id, const char *path,
+                       const unsigned char *buf, size_t n, struct osb_vault **out,
+                       struct osb_err *err)
+{
+    if (n < MAGIC_LEN + NONCE_LEN + TAG_LEN || memcmp(buf, MAGIC, MAGIC_LEN) != 0)
+        return osb_err_set(err, OSB_E_INTEGRITY, "%s is not a stored vault", path);
+    size_t cl = n - MAGIC_LEN - NONCE_LEN - TAG_LEN;
+    unsigned char *plain = osb_xmalloc(cl + 1);
+    int r = gcm(st, 0, id, buf + MAGIC_LEN, buf + MAGIC_LEN + NONCE_LEN, cl, plain,
+                (unsigned char *)buf + n - TAG_LEN);
+    if (r < 0)
+        osb_err_set(err, OSB_E_INTEGRITY, "%s does not decrypt (tampered, moved, or another key)",
+                    path);
+    else if ((r = osb_vault_load((char *)plain, cl, out, err)) < 0 && err)
+        err->code = OSB_E_INTEGRITY; /* authentic but unreadable: still not a vault */
+    OPENSSL_cleanse(plain, cl);
+    free(plain);
+    return r;
+}
+
 int osb_vault_store_get(struct osb_vault_store *st, const char *id, struct osb_vault **out,
                         struct osb_err *err)
 {
     char path[4096];
-    *out = NULL;
-    if (file_of(st, id, path, sizeof path, err) < 0)
-        return -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return errno == ENOENT ? osb_err_set(err, OSB_E_NOTFOUND, "no vault for %s", id)
-                               : osb_err_sys(err, "open %s", path);
-    unsigned char *buf = osb_xmalloc(MAX_FILE);
+    unsigned char *buf;
     size_t n = 0;
-    int rr = read_all(fd, buf, MAX_FILE, &n);
-    close(fd);
-    int r = -1;
-    unsigned char *plain = NULL;
-    if (rr < 0)
-        osb_err_sys(err, "read %s", path);
-    else if (n < MAGIC_LEN + NONCE_LEN + TAG_LEN || n == MAX_FILE || memcmp(buf, MAGIC, MAGIC_LEN))
-        osb_err_set(err, OSB_E_INTEGRITY, "%s is not a stored vault", path);
-    else {
-        size_t cl = n - MAGIC_LEN - NONCE_LEN - TAG_LEN;
-        plain = osb_xmalloc(cl + 1);
-        if (gcm(st, 0, id, buf + MAGIC_LEN, buf + MAGIC_LEN + NONCE_LEN, cl, plain,
-                buf + n - TAG_LEN) < 0)
-            osb_err_set(err, OSB_E_INTEGRITY, "%s does not decrypt (tampered, or another key)",
-                        path);
-        else if ((r = osb_vault_load((char *)plain, cl, out, err)) < 0)
-            err->code = OSB_E_INTEGRITY;
-        OPENSSL_cleanse(plain, cl);
-    }
-    free(plain);
+    *out = NULL;
+    if (file_of(st, id, path, sizeof path, err) < 0 || slurp(path, &buf, &n, err) < 0)
+        return -1;
+    int r = open_sealed(st, id, path, buf, n, out, err);
     free(buf);
     return r;
 }

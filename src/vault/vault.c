@@ -159,7 +159,17 @@ static int str_of(json_t *o, const char *key, bool trim, size_t max, char **out,
     return 0;
 }
 
-/* An array member (absent or null: empty), at most OSB_VAULT_MAX_LIST long. */
+/* A value becomes a header value on the wire: CR, LF or another control
+ * character in it would let the vault's writer split the request. */
+static bool value_ok(const char *s)
+{
+    for (; *s; s++)
+        if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
+            return false;
+    return true;
+}
+
+/* An array member (absent or null: empty), at most max long. */
 static int array_of(json_t *o, const char *key, size_t max, json_t **out, const char *where,
                     struct osb_err *err)
 {
@@ -373,6 +383,10 @@ static int parse_cred(json_t *j, int64_t rev, struct cred *out, const char *wher
         BAD("%s: unsupported credential source type \"%s\"", where, type);
     else if (!*out->value)
         BAD("%s: credential \"%s\" inline value cannot be empty", where, out->name);
+    else if (!value_ok(out->value))
+        BAD("%s.value: credential \"%s\" holds a control character (it is sent as a header "
+            "value)",
+            sw, out->name);
     else
         r = 0;
     free(type);
@@ -385,44 +399,53 @@ static int parse_cred(json_t *j, int64_t rev, struct cred *out, const char *wher
     return r;
 }
 
-static int parse_match(json_t *m, struct osb_vault_binding *b, const char *where,
+/* Ports 1..65535 as upstream parses them, then only the two the proxy
+ * intercepts (upstream's transparent intercept ports): a binding for any
+ * other port could never be used. Duplicates dropped. */
+static int parse_ports(json_t *m, struct osb_vault_binding *b, const char *where,
                        struct osb_err *err)
 {
-    static const char *const keys[] = {"schemes", "ports", "hosts", "methods", "paths", NULL};
-    static const char *const d_schemes[] = {"https", NULL}, *const d_paths[] = {"/*", NULL};
-    static const char *const d_methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE", NULL};
     json_t *ports, *p;
     size_t i;
-    if (!json_is_object(m))
-        return BAD("%s must be an object", where);
-    if (only_keys(m, keys, where, err) < 0 || strv_of(m, "schemes", &b->schemes, where, err) < 0 ||
-        strv_of(m, "hosts", &b->hosts, where, err) < 0 ||
-        strv_of(m, "methods", &b->methods, where, err) < 0 ||
-        strv_of(m, "paths", &b->paths, where, err) < 0 ||
-        array_of(m, "ports", OSB_VAULT_MAX_LIST, &ports, where, err) < 0)
+    if (array_of(m, "ports", OSB_VAULT_MAX_LIST, &ports, where, err) < 0)
         return -1;
     json_array_foreach(ports, i, p)
     {
-        if (!json_is_integer(p) || json_integer_value(p) <= 0 || json_integer_value(p) > 65535)
+        json_int_t n = json_is_integer(p) ? json_integer_value(p) : -1;
+        if (n <= 0 || n > 65535)
             return BAD("%s.ports[%zu]: invalid port", where, i);
-        b->ports[b->nports++] = (int)json_integer_value(p);
+        if (n != 80 && n != 443)
+            return BAD("%s.ports[%zu]: port %d is not a configured transparent intercept port "
+                       "(only 80 and 443 are allowed)",
+                       where, i, (int)n);
+        size_t k = 0;
+        while (k < b->nports && b->ports[k] != (int)n)
+            k++;
+        if (k == b->nports)
+            b->ports[b->nports++] = (int)n;
     }
-    if (!b->hosts.n)
-        return BAD("%s.hosts cannot be empty", where);
-    defaults(&b->schemes, d_schemes);
-    defaults(&b->methods, d_methods);
-    defaults(&b->paths, d_paths);
     if (!b->nports)
         b->ports[b->nports++] = 443;
+    return 0;
+}
+
+/* Schemes lower-cased (https|http), hosts normalized, methods upper-cased,
+ * paths starting with "/"; each list deduplicated, as upstream. */
+static int norm_lists(struct osb_vault_binding *b, const char *where, struct osb_err *err)
+{
+    char w[160];
+    size_t i;
     for (i = 0; i < b->schemes.n; i++) {
         trim_inplace(b->schemes.v[i]);
         set_case(b->schemes.v[i], false);
         if (strcmp(b->schemes.v[i], "https") && strcmp(b->schemes.v[i], "http"))
             return BAD("%s.schemes[%zu]: unsupported scheme \"%s\"", where, i, b->schemes.v[i]);
     }
-    for (i = 0; i < b->hosts.n; i++)
-        if (norm_host(b->hosts.v[i], where, err) < 0)
+    for (i = 0; i < b->hosts.n; i++) {
+        snprintf(w, sizeof w, "%s.hosts[%zu]", where, i);
+        if (norm_host(b->hosts.v[i], w, err) < 0)
             return -1;
+    }
     for (i = 0; i < b->methods.n; i++) {
         trim_inplace(b->methods.v[i]);
         set_case(b->methods.v[i], true);
@@ -439,6 +462,29 @@ static int parse_match(json_t *m, struct osb_vault_binding *b, const char *where
     dedupe(&b->methods);
     dedupe(&b->paths);
     return 0;
+}
+
+/* A CredentialMatch with upstream's defaults: schemes [https], ports [443],
+ * methods [GET, POST, PUT, PATCH, DELETE], paths [every path]; hosts required. */
+static int parse_match(json_t *m, struct osb_vault_binding *b, const char *where,
+                       struct osb_err *err)
+{
+    static const char *const keys[] = {"schemes", "ports", "hosts", "methods", "paths", NULL};
+    static const char *const d_schemes[] = {"https", NULL}, *const d_paths[] = {"/*", NULL};
+    static const char *const d_methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE", NULL};
+    if (!json_is_object(m))
+        return BAD("%s must be an object", where);
+    if (only_keys(m, keys, where, err) < 0 || strv_of(m, "schemes", &b->schemes, where, err) < 0 ||
+        strv_of(m, "hosts", &b->hosts, where, err) < 0 ||
+        strv_of(m, "methods", &b->methods, where, err) < 0 ||
+        strv_of(m, "paths", &b->paths, where, err) < 0 || parse_ports(m, b, where, err) < 0)
+        return -1;
+    if (!b->hosts.n)
+        return BAD("%s.hosts cannot be empty", where);
+    defaults(&b->schemes, d_schemes);
+    defaults(&b->methods, d_methods);
+    defaults(&b->paths, d_paths);
+    return norm_lists(b, where, err);
 }
 
 static int add_hdr(struct osb_vault_binding *b, const char *name, json_t *o, const char *key,
@@ -527,9 +573,11 @@ static int parse_binding(json_t *j, struct osb_vault_binding **out, const char *
 {
     static const char *const keys[] = {"name", "match", "auth", NULL};
     struct osb_vault_binding *b = osb_xcalloc(1, sizeof *b);
-    char w[96];
+    char wm[96], wa[96];
     *out = NULL;
     int r = -1;
+    snprintf(wm, sizeof wm, "%s.match", where);
+    snprintf(wa, sizeof wa, "%s.auth", where);
     if (!json_is_object(j))
         BAD("%s must be an object", where);
     else if (only_keys(j, keys, where, err) < 0 ||
@@ -537,11 +585,8 @@ static int parse_binding(json_t *j, struct osb_vault_binding **out, const char *
         ;
     else if (!*b->name)
         BAD("%s: binding name cannot be blank", where);
-    else if (snprintf(w, sizeof w, "binding \"%.40s\": match", b->name) < 0 ||
-             parse_match(json_object_get(j, "match"), b, w, err) < 0)
-        ;
-    else if (snprintf(w, sizeof w, "binding \"%.40s\": auth", b->name) < 0 ||
-             parse_auth(json_object_get(j, "auth"), b, w, err) < 0)
+    else if (parse_match(json_object_get(j, "match"), b, wm, err) < 0 ||
+             parse_auth(json_object_get(j, "auth"), b, wa, err) < 0)
         ;
     else
         r = 0;
@@ -683,11 +728,6 @@ static int validate_binding(const struct osb_vault *v, const struct osb_vault_bi
         if (find_cred(v, b->h[i].cred) < 0)
             return BAD("binding \"%s\" references unknown credential \"%s\"", b->name,
                        b->h[i].cred);
-    for (size_t i = 0; i < b->nports; i++)
-        if (b->ports[i] != 80 && b->ports[i] != 443)
-            return BAD("binding \"%s\" port %d is not a configured transparent intercept port "
-                       "(80 or 443)",
-                       b->name, b->ports[i]);
     for (size_t i = 0; i < b->hosts.n; i++)
         if (!allowed_by(p, b->hosts.v[i]))
             return BAD("binding \"%s\" host \"%s\" is not covered by an explicit allow egress rule",
@@ -756,11 +796,32 @@ static void finish(struct osb_vault *v)
     v->ns = k;
 }
 
-static int add_creds(struct osb_vault *v, json_t *arr, int64_t rev, bool must_be_new,
+/* How an item list is applied: POST's list (names unique), PATCH's add
+ * (the name must be new), PATCH's replace (the name must exist). */
+enum put_mode { PUT_CREATE, PUT_ADD, PUT_REPLACE };
+
+/* Whether an item named name may go in, found at index at (-1: absent);
+ * indexes from fresh on were put by this same list. Upstream's messages;
+ * all 400. */
+static int may_put(enum put_mode m, ssize_t at, size_t fresh, const char *what, const char *w,
+                   const char *name, struct osb_err *err)
+{
+    if (m == PUT_REPLACE)
+        return at < 0 ? BAD("%s: %s \"%s\" does not exist", w, what, name) : 0;
+    if (at < 0)
+        return 0;
+    if (m == PUT_CREATE)
+        return BAD("%s: duplicate %s name \"%s\"", w, what, name);
+    if ((size_t)at >= fresh)
+        return BAD("%s: duplicate %s add name \"%s\"", w, what, name);
+    return BAD("%s: %s \"%s\" already exists", w, what, name);
+}
+
+static int add_creds(struct osb_vault *v, json_t *arr, int64_t rev, enum put_mode m,
                      const char *where, struct osb_err *err)
 {
     json_t *e;
-    size_t i;
+    size_t i, fresh = v->nc;
     json_array_foreach(arr, i, e)
     {
         char w[64];
@@ -769,30 +830,26 @@ static int add_creds(struct osb_vault *v, json_t *arr, int64_t rev, bool must_be
         if (parse_cred(e, rev, &c, w, err) < 0)
             return -1;
         ssize_t at = find_cred(v, c.name);
-        if ((must_be_new && at >= 0) || (!must_be_new && at < 0)) {
-            int r = must_be_new ? BAD("%s: credential \"%s\" already exists", w, c.name)
-                                : BAD("%s: credential \"%s\" does not exist", w, c.name);
+        int r = may_put(m, at, fresh, "credential", w, c.name, err);
+        if (r == 0 && at >= 0)
+            drop_cred(v, (size_t)at); /* replace: the last moves into the hole */
+        if (r == 0 && v->nc == OSB_VAULT_MAX_ITEMS)
+            r = BAD("%s: more than %d credentials", where, OSB_VAULT_MAX_ITEMS);
+        if (r < 0) {
             free(c.name);
             wipe(c.value);
-            return r;
-        }
-        if (at >= 0)
-            drop_cred(v, (size_t)at);
-        if (v->nc == OSB_VAULT_MAX_ITEMS) {
-            free(c.name);
-            wipe(c.value);
-            return BAD("%s: more than %d credentials", where, OSB_VAULT_MAX_ITEMS);
+            return -1;
         }
         v->c[v->nc++] = c;
     }
     return 0;
 }
 
-static int add_bindings(struct osb_vault *v, json_t *arr, bool must_be_new, const char *where,
+static int add_bindings(struct osb_vault *v, json_t *arr, enum put_mode m, const char *where,
                         struct osb_err *err)
 {
     json_t *e;
-    size_t i;
+    size_t i, fresh = v->nb;
     json_array_foreach(arr, i, e)
     {
         char w[64];
@@ -801,17 +858,14 @@ static int add_bindings(struct osb_vault *v, json_t *arr, bool must_be_new, cons
         if (parse_binding(e, &b, w, err) < 0)
             return -1;
         ssize_t at = find_binding(v, b->name);
-        if ((must_be_new && at >= 0) || (!must_be_new && at < 0)) {
-            int r = must_be_new ? BAD("%s: binding \"%s\" already exists", w, b->name)
-                                : BAD("%s: binding \"%s\" does not exist", w, b->name);
-            binding_free(b);
-            return r;
-        }
-        if (at >= 0)
+        int r = may_put(m, at, fresh, "binding", w, b->name, err);
+        if (r == 0 && at >= 0)
             drop_binding(v, (size_t)at);
-        if (v->nb == OSB_VAULT_MAX_ITEMS) {
+        if (r == 0 && v->nb == OSB_VAULT_MAX_ITEMS)
+            r = BAD("%s: more than %d bindings", where, OSB_VAULT_MAX_ITEMS);
+        if (r < 0) {
             binding_free(b);
-            return BAD("%s: more than %d bindings", where, OSB_VAULT_MAX_ITEMS);
+            return -1;
         }
         v->b[v->nb++] = b;
     }
@@ -824,15 +878,15 @@ int osb_vault_create(json_t *body, const struct osb_policy *policy, struct osb_v
     static const char *const keys[] = {"credentials", "bindings", NULL};
     json_t *creds, *binds;
     *out = NULL;
-    if (!json_is_object(body))
+    if (!json_is_object(body) && !json_is_null(body)) /* null: empty, as Go decodes it */
         return BAD("the body must be a JSON object");
     if (only_keys(body, keys, "body", err) < 0 ||
         array_of(body, "credentials", OSB_VAULT_MAX_ITEMS, &creds, "body", err) < 0 ||
         array_of(body, "bindings", OSB_VAULT_MAX_ITEMS, &binds, "body", err) < 0)
         return -1;
     struct osb_vault *v = vault_new(1);
-    if (add_creds(v, creds, 1, true, "credentials", err) < 0 ||
-        add_bindings(v, binds, true, "bindings", err) < 0 || validate(v, policy, err) < 0) {
+    if (add_creds(v, creds, 1, PUT_CREATE, "credentials", err) < 0 ||
+        add_bindings(v, binds, PUT_CREATE, "bindings", err) < 0 || validate(v, policy, err) < 0) {
         osb_vault_unref(v);
         return -1;
     }
@@ -843,12 +897,17 @@ int osb_vault_create(json_t *body, const struct osb_policy *policy, struct osb_v
 
 /* ------------------------------------------------------------ PATCH */
 
-/* A name may appear in one operation of a mutation set only. */
-static int mention(struct strv *seen, const char *name, const char *what, struct osb_err *err)
+/* A name may appear in one operation of a mutation set only; record:
+ * remember it (delete and replace do; a twice-added name is add's own
+ * error). */
+static int mention(struct strv *seen, const char *name, bool record, const char *what,
+                   struct osb_err *err)
 {
     for (size_t i = 0; i < seen->n; i++)
         if (strcmp(seen->v[i], name) == 0)
             return BAD("%s \"%s\" mentioned by multiple operations", what, name);
+    if (!record)
+        return 0;
     seen->v = osb_xrealloc(seen->v, (seen->n + 1) * sizeof *seen->v);
     seen->v[seen->n++] = osb_xstrdup(name);
     return 0;
@@ -869,14 +928,15 @@ static int names_of(json_t *arr, const char *what, const char *where, struct str
         out->v[out->n++] = n;
         if (!*n)
             return BAD("%s[%zu]: %s delete name cannot be blank", where, i, what);
-        if (mention(seen, n, what, err) < 0)
+        if (mention(seen, n, true, what, err) < 0)
             return -1;
     }
     return 0;
 }
 
 /* The items of one parsed operation (replace, add) must not be mentioned. */
-static int mention_items(json_t *arr, struct strv *seen, const char *what, struct osb_err *err)
+static int mention_items(json_t *arr, struct strv *seen, bool record, const char *what,
+                         struct osb_err *err)
 {
     json_t *e;
     size_t i;
@@ -887,7 +947,7 @@ static int mention_items(json_t *arr, struct strv *seen, const char *what, struc
             continue; /* the item's own parse names the problem */
         char *t = osb_xstrdup(json_string_value(n));
         trim_inplace(t);
-        int r = mention(seen, t, what, err);
+        int r = mention(seen, t, record, what, err);
         free(t);
         if (r < 0)
             return -1;
@@ -921,15 +981,15 @@ static int mutate(struct osb_vault *v, json_t *set, bool creds, int64_t rev, str
             drop_binding(v, (size_t)at);
     }
     if (r == 0)
-        r = mention_items(rep, &seen, what, err);
+        r = mention_items(rep, &seen, true, what, err);
     if (r == 0)
-        r = creds ? add_creds(v, rep, rev, false, "credentials.replace", err)
-                  : add_bindings(v, rep, false, "bindings.replace", err);
+        r = creds ? add_creds(v, rep, rev, PUT_REPLACE, "credentials.replace", err)
+                  : add_bindings(v, rep, PUT_REPLACE, "bindings.replace", err);
     if (r == 0)
-        r = mention_items(add, &seen, what, err);
+        r = mention_items(add, &seen, false, what, err);
     if (r == 0)
-        r = creds ? add_creds(v, add, rev, true, "credentials.add", err)
-                  : add_bindings(v, add, true, "bindings.add", err);
+        r = creds ? add_creds(v, add, rev, PUT_ADD, "credentials.add", err)
+                  : add_bindings(v, add, PUT_ADD, "bindings.add", err);
     strv_free(&seen);
     strv_free(&dn);
     return r;
@@ -940,7 +1000,7 @@ int osb_vault_patch(const struct osb_vault *cur, json_t *body, const struct osb_
 {
     static const char *const keys[] = {"expectedRevision", "credentials", "bindings", NULL};
     *out = NULL;
-    if (!json_is_object(body))
+    if (!json_is_object(body) && !json_is_null(body)) /* null: no change, as Go decodes it */
         return BAD("the body must be a JSON object");
     if (only_keys(body, keys, "body", err) < 0)
         return -1;
@@ -1071,33 +1131,74 @@ static int host_prec(const struct osb_vault_binding *b, const char *host)
     return best;
 }
 
+/* A request's host as bindings hold them: lower case, no trailing dot.
+ * false when it cannot be a bound name (empty, too long). */
+static bool req_host(const char *in, char out[256])
+{
+    size_t n = strlen(in);
+    if (n && in[n - 1] == '.')
+        n--;
+    if (n == 0 || n > 253)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (char)(in[i] >= 'A' && in[i] <= 'Z' ? in[i] - 'A' + 'a' : in[i]);
+    out[n] = 0;
+    return true;
+}
+
 bool osb_vault_host_bound(const struct osb_vault *v, const char *host, int port)
 {
+    char h[256];
+    if (!req_host(host, h))
+        return false;
     for (size_t i = 0; i < v->nb; i++)
-        if (has_port(v->b[i], port) && host_prec(v->b[i], host))
+        if (has_port(v->b[i], port) && host_prec(v->b[i], h))
             return true;
     return false;
 }
 
+/* A pattern ending in '*' covers every path that starts with what precedes
+ * the '*'; any other pattern covers only itself. The query string (from
+ * '?') takes no part, and an empty path is "/", as upstream. */
 static bool path_matches(const char *path, const char *pat)
 {
-    size_t n = strlen(pat);
-    return n && pat[n - 1] == '*' ? strncmp(path, pat, n - 1) == 0 : strcmp(path, pat) == 0;
+    size_t pl = strcspn(path, "?"), n = strlen(pat);
+    if (pl == 0)
+        path = "/", pl = 1;
+    if (n && pat[n - 1] == '*')
+        return pl >= n - 1 && strncmp(path, pat, n - 1) == 0;
+    return pl == n && strncmp(path, pat, n) == 0;
 }
 
+static bool binding_takes(const struct osb_vault_binding *b, const char *scheme, int port,
+                          const char *method, const char *path)
+{
+    if (!has(&b->schemes, scheme) || !has_port(b, port) || !has(&b->methods, method))
+        return false;
+    for (size_t k = 0; k < b->paths.n; k++)
+        if (path_matches(path, b->paths.v[k]))
+            return true;
+    return false;
+}
+
+/* Upstream's selection: every binding whose scheme, port, method and a
+ * path pattern match is ranked by its best host match (exact 2, wildcard
+ * 1); the highest rank wins, and two at that rank are ambiguous. */
 int osb_vault_match(const struct osb_vault *v, const char *scheme, const char *host, int port,
                     const char *method, const char *path, const struct osb_vault_binding **out)
 {
+    char h[256], sc[8], me[32];
     int best = 0, count = 0;
     *out = NULL;
+    if (!req_host(host, h) || strlen(scheme) >= sizeof sc || strlen(method) >= sizeof me)
+        return 0;
+    memcpy(sc, scheme, strlen(scheme) + 1);
+    memcpy(me, method, strlen(method) + 1);
+    set_case(sc, false);
+    set_case(me, true);
     for (size_t i = 0; i < v->nb; i++) {
         const struct osb_vault_binding *b = v->b[i];
-        bool paths = false;
-        for (size_t k = 0; k < b->paths.n && !paths; k++)
-            paths = path_matches(path[0] ? path : "/", b->paths.v[k]);
-        int p = paths && has(&b->schemes, scheme) && has_port(b, port) && has(&b->methods, method)
-                    ? host_prec(b, host)
-                    : 0;
+        int p = binding_takes(b, sc, port, me, path) ? host_prec(b, h) : 0;
         if (p > best) {
             best = p;
             count = 1;
@@ -1106,7 +1207,9 @@ int osb_vault_match(const struct osb_vault *v, const char *scheme, const char *h
             count++;
         }
     }
-    return count == 0 ? 0 : count == 1 ? 1 : 2;
+    if (count > 1)
+        *out = NULL;
+    return count > 1 ? 2 : count;
 }
 
 const char *osb_vault_binding_name(const struct osb_vault_binding *b)
@@ -1187,7 +1290,10 @@ static int load_creds(struct osb_vault *v, json_t *arr, struct osb_err *err)
         json_t *n = json_object_get(e, "name"), *val = json_object_get(e, "value"),
                *r = json_object_get(e, "revision");
         if (!json_is_string(n) || !json_is_string(val) || !json_is_integer(r) ||
-            !*json_string_value(n) || find_cred(v, json_string_value(n)) >= 0)
+            !*json_string_value(n) || json_string_length(n) > OSB_VAULT_MAX_NAME ||
+            !*json_string_value(val) || json_string_length(val) > OSB_VAULT_MAX_VALUE ||
+            !value_ok(json_string_value(val)) || json_integer_value(r) < 1 ||
+            find_cred(v, json_string_value(n)) >= 0)
             return BAD("stored vault: credentials[%zu]", i);
         v->c[v->nc++] = (struct cred){osb_xstrdup(json_string_value(n)),
                                       osb_xstrdup(json_string_value(val)), json_integer_value(r)};
@@ -1211,7 +1317,7 @@ int osb_vault_load(const char *text, size_t len, struct osb_vault **out, struct 
     if (r == 0 && (!json_is_array(bs) || json_array_size(bs) > OSB_VAULT_MAX_ITEMS))
         r = BAD("stored vault: bindings");
     if (r == 0)
-        r = add_bindings(v, bs, true, "stored vault: bindings", err);
+        r = add_bindings(v, bs, PUT_CREATE, "stored vault: bindings", err);
     for (size_t i = 0; r == 0 && i < v->nb; i++)
         for (size_t h = 0; r == 0 && h < v->b[i]->nh; h++)
             if (find_cred(v, v->b[i]->h[h].cred) < 0)

@@ -33,12 +33,17 @@ struct osb_vault_header {
 void osb_vault_ref(struct osb_vault *v);
 void osb_vault_unref(struct osb_vault *v); /* the last one wipes the values */
 
-/* POST: a new vault at revision 1. policy: the sandbox's egress policy (every
- * bound host needs an explicit allow rule in it); may be NULL. */
+/* POST: a new vault at revision 1 (JSON null: an empty one, as upstream).
+ * policy: the sandbox's egress policy (every bound host needs an explicit
+ * allow rule in it); may be NULL (then no bindings). Errors name the field:
+ * "bindings[1].match.ports[0]: port 8443 is not ...". */
 OSB_MUST_CHECK int osb_vault_create(json_t *body, const struct osb_policy *policy,
                                     struct osb_vault **out, struct osb_err *err);
-/* PATCH: cur with the body's deletes, replaces and adds applied, as a new
- * vault at cur's revision + 1; cur is unchanged. */
+/* PATCH: cur with the body's deletes, replaces and adds applied (in that
+ * order, credentials before bindings), validated as a whole, as a new vault
+ * at cur's revision + 1; cur is unchanged. A stale expectedRevision is
+ * OSB_E_EXISTS; adding an existing name, replacing or deleting a missing
+ * one is OSB_E_INVALID (upstream answers 400). */
 OSB_MUST_CHECK int osb_vault_patch(const struct osb_vault *cur, json_t *body,
                                    const struct osb_policy *policy, struct osb_vault **out,
                                    struct osb_err *err);
@@ -57,12 +62,15 @@ json_t *osb_vault_bindings_json(const struct osb_vault *v);
 json_t *osb_vault_credential_json(const struct osb_vault *v, const char *name);
 json_t *osb_vault_binding_json(const struct osb_vault *v, const char *name);
 
-/* Whether a binding covers host (lower case) on port, for any scheme,
- * method and path: the DNS forwarder and the proxy intercept only those. */
+/* Whether a binding covers host (any case, a trailing dot ignored) on port,
+ * for any scheme, method and path: the DNS forwarder and the proxy
+ * intercept only those. "*.example.com" covers subdomains, not the apex. */
 bool osb_vault_host_bound(const struct osb_vault *v, const char *host, int port);
 /* The binding for a request: 0 none, 1 one (*out), 2 more than one at the
- * best host precedence (an exact host beats a wildcard): refused. path has
- * no query string. */
+ * best host precedence (an exact host beats a wildcard; *out NULL): the
+ * proxy refuses it. Host and scheme compare in any case, the method is
+ * upper-cased, a trailing dot on host and a query string on path are
+ * ignored, as upstream's matcher does. */
 int osb_vault_match(const struct osb_vault *v, const char *scheme, const char *host, int port,
                     const char *method, const char *path, const struct osb_vault_binding **out);
 const char *osb_vault_binding_name(const struct osb_vault_binding *b);
