@@ -38,7 +38,7 @@ ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SANFLAGS) $(CPPFLAGS)
 EXECD_LIBS := -l:libuv_a.a -l:libhttp_parser.a -l:libjansson.a -lutil -lpthread -ldl -lm
 TEST_LIBS := $(EXECD_LIBS)
 INIT_LIBS := -l:libseccomp.a -l:libcap.a -l:libjansson.a
-SERVER_LIBS := -luv -lhttp_parser -ljansson -lsqlite3 -larchive -lseccomp -lcap -lcurl -lssl -lcrypto -lnftnl -lmnl -lpthread -ldl -lm
+SERVER_LIBS := -luv -lhttp_parser -ljansson -lsqlite3 -larchive -lseccomp -lcap -lcurl -lnghttp2 -lssl -lcrypto -lnftnl -lmnl -lpthread -ldl -lm
 
 COMMON_SRC := $(wildcard src/common/*.c)
 HTTP_SRC := $(wildcard src/http/*.c)

@@ -10,7 +10,7 @@
 set -eu
 
 BUILD_PKGS="build-essential make pkg-config
-libuv1-dev libhttp-parser-dev libjansson-dev
+libuv1-dev libhttp-parser-dev libjansson-dev libnghttp2-dev
 libcurl4-openssl-dev libsqlite3-dev libssl-dev libseccomp-dev libcap-dev
 libnftnl-dev libmnl-dev libarchive-dev zlib1g-dev libzstd-dev"
 TEST_PKGS="clang libclang-rt-14-dev clang-format clang-tools

@@ -232,15 +232,15 @@ static bool dropped(const struct osb_h1_edit *ed, const char *name, size_t nl)
     return false;
 }
 
-/* Appends v[0..n) with every secret replaced. */
-static int add_redacted(struct osb_buf *b, const char *v, size_t n, const struct osb_h1_edit *ed)
+int osb_h1_redact(struct osb_buf *b, const char *v, size_t n, const char *const *secret,
+                  size_t n_secret)
 {
     size_t i = 0;
     while (i < n) {
         size_t hit = 0;
-        for (size_t k = 0; ed && k < ed->n_secret && !hit; k++) {
-            size_t sl = strlen(ed->secret[k]);
-            if (sl >= 4 && sl <= n - i && memcmp(v + i, ed->secret[k], sl) == 0)
+        for (size_t k = 0; k < n_secret && !hit; k++) {
+            size_t sl = strlen(secret[k]);
+            if (sl >= 4 && sl <= n - i && memcmp(v + i, secret[k], sl) == 0)
                 hit = sl;
         }
         if (hit) {
@@ -268,7 +268,9 @@ int osb_h1_write_head(struct osb_vio *to, const struct osb_h1_msg *m, const stru
         if (dropped(ed, m->arena + f->name, f->nlen))
             continue;
         if (osb_buf_add(&b, m->arena + f->name, f->nlen) < 0 || osb_buf_adds(&b, ": ") < 0 ||
-            add_redacted(&b, m->arena + f->value, f->vlen, ed) < 0 || osb_buf_adds(&b, "\r\n") < 0)
+            osb_h1_redact(&b, m->arena + f->value, f->vlen, ed ? ed->secret : NULL,
+                          ed ? ed->n_secret : 0) < 0 ||
+            osb_buf_adds(&b, "\r\n") < 0)
             r = -1;
     }
     for (size_t i = 0; r == 0 && ed && ed->add && ed->add[i]; i += 2)

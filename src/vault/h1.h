@@ -69,6 +69,11 @@ struct osb_h1_edit {
     const char *const *secret;
     size_t n_secret;
 };
+/* Appends v[0..n) to b with every secret (of at least 4 bytes) replaced by
+ * "[REDACTED]": 0, or -1 when b is full. */
+struct osb_buf;
+int osb_h1_redact(struct osb_buf *b, const char *v, size_t n, const char *const *secret,
+                  size_t n_secret);
 /* Writes m's head to `to` with the edits: 0 or -1. */
 int osb_h1_write_head(struct osb_vio *to, const struct osb_h1_msg *m, const struct osb_h1_edit *ed);
 

@@ -18,21 +18,6 @@
 
 static const unsigned char alpn_h1[] = "\x08http/1.1";
 
-/* The sandbox side speaks HTTP/1.1 only: h2 would need a frame codec to add
- * headers; clients that offer both pick 1.1. */
-static int pick_alpn(SSL *s, const unsigned char **out, unsigned char *outlen,
-                     const unsigned char *in, unsigned inlen, void *arg)
-{
-    (void)s;
-    (void)arg;
-    unsigned char *sel;
-    if (SSL_select_next_proto(&sel, outlen, alpn_h1, sizeof alpn_h1 - 1, in, inlen) !=
-        OPENSSL_NPN_NEGOTIATED)
-        return SSL_TLSEXT_ERR_NOACK;
-    *out = sel;
-    return SSL_TLSEXT_ERR_OK;
-}
-
 static int ssl_fail(struct osb_err *err, const char *what)
 {
     char buf[256] = "OpenSSL failed";
@@ -51,7 +36,7 @@ static int make_ctxs(struct osb_vault_proxy *p, struct osb_err *err)
         return ssl_fail(err, "vault proxy: TLS context");
     SSL_CTX_set_min_proto_version(p->to_sandbox, TLS1_2_VERSION);
     SSL_CTX_set_min_proto_version(p->to_upstream, TLS1_2_VERSION);
-    SSL_CTX_set_alpn_select_cb(p->to_sandbox, pick_alpn, NULL);
+    SSL_CTX_set_alpn_select_cb(p->to_sandbox, osb_px_alpn, NULL);
     /* Read what the socket has, not a record header then its body: half the
      * read calls on a download (vio.c checks SSL_has_pending before poll). */
     SSL_CTX_set_read_ahead(p->to_sandbox, 1);

@@ -14,6 +14,7 @@
 #include "common/xalloc.h"
 #include "vault/ca.h"
 #include "vault/h1.h"
+#include "vault/h2.h"
 #include "vault/proxy_int.h"
 #include "vault/registry.h"
 #include "vault/tlshello.h"
@@ -32,8 +33,20 @@ struct px {
     char session_key[300]; /* "sni@address": the upstream's TLS session */
     struct osb_vio c, u;   /* the sandbox, the upstream (fd -1 until connected) */
     struct osb_vault_view view;
+    int u_fail;           /* the early upstream attempt's failure (upstream_tls) */
+    bool h2;              /* both sides chose h2 */
+    const char **secrets; /* h2: what is redacted (the current vault's) */
+    const char *add[2 * MAX_INJECT + 1];
     struct osb_h1_in cin, uin;
     struct osb_h1_msg req, resp;
+};
+
+/* What the proxy does with one request: forward it (status 0) with b's
+ * credential (b NULL: none), or refuse it with this answer. */
+struct verdict {
+    int status;
+    const char *reason, *code, *message;
+    const struct osb_vault_binding *b;
 };
 
 static void report(struct px *x, const char *binding, const char *host, const char *method,
@@ -113,8 +126,9 @@ static void pass_through(struct px *x)
 
 /* TLS to the upstream for the SNI name, verified against the trust store:
  * 0, -1 unreachable, -2 its certificate does not verify for the name. */
-static int upstream_tls(struct px *x)
+static int upstream_tls(struct px *x, bool offer_h2)
 {
+    static const unsigned char both[] = "\x02h2\x08http/1.1";
     if (connect_upstream(x) < 0)
         return -1;
     SSL *s = SSL_new(x->p->to_upstream);
@@ -123,6 +137,8 @@ static int upstream_tls(struct px *x)
     x->u.ssl = s;
     x->u.timeout_ms = PX_HELLO_MS;
     SSL_set_fd(s, x->u.fd);
+    if (offer_h2 && SSL_set_alpn_protos(s, both, sizeof both - 1) != 0)
+        return -1;
     SSL_set_tlsext_host_name(s, x->sni);
     SSL_set1_host(s, x->sni);
     char ip[INET_ADDRSTRLEN];
@@ -146,6 +162,7 @@ static int accept_tls(struct px *x)
         return -1;
     }
     x->c.ssl = s;
+    SSL_set_app_data(s, x);
     SSL_set_fd(s, x->c.fd);
     int ok = SSL_use_certificate(s, leaf) == 1 &&
              SSL_use_PrivateKey(s, osb_vault_ca_leaf_key(x->p->cfg.ca)) == 1;
@@ -287,30 +304,67 @@ static void refresh_view(struct px *x, const char *host, int port)
     osb_vault_reg_view(x->p->cfg.reg, x->peer.sin_addr, host, port, x->dst.sin_addr, &x->view);
 }
 
-/* A refusal before anything reached the upstream, or NULL to go on. */
-static bool admitted(struct px *x, const char *host, const char *method, const char *path)
+/* The proxy's decision for a request to host:port (Host and SNI already
+ * agree for TLS): the sandbox's state is read again for each request, so a
+ * vault change applies to the next request on a kept-alive connection. */
+static void judge(struct px *x, const char *scheme, const char *host, int port, const char *method,
+                  const char *path, struct verdict *v)
 {
+    *v = (struct verdict){0};
+    if (x->tls && (strcmp(host, x->sni) != 0 || port != 443)) {
+        *v = (struct verdict){421, "Misdirected Request", "VAULT::HOST_MISMATCH",
+                              "Host does not name the server this TLS connection was opened for; "
+                              "nothing was sent",
+                              NULL};
+        return;
+    }
+    refresh_view(x, host, port);
     if (x->view.broken) {
-        refuse(x, 502, "Bad Gateway", "VAULT::UNAVAILABLE",
-               "the sandbox's credential vault cannot be read; nothing was sent", host, method,
-               path);
-        return false;
+        *v = (struct verdict){502, "Bad Gateway", "VAULT::UNAVAILABLE",
+                              "the sandbox's credential vault cannot be read; nothing was sent",
+                              NULL};
+        return;
     }
     if (x->view.bound && !x->view.learned) {
-        refuse(x, 403, "Forbidden", "VAULT::UNVERIFIED_DESTINATION",
-               "the dialled address was not resolved for this name by the sandbox's DNS; "
-               "nothing was sent",
-               host, method, path);
-        return false;
+        *v = (struct verdict){403, "Forbidden", "VAULT::UNVERIFIED_DESTINATION",
+                              "the dialled address was not resolved for this name by the "
+                              "sandbox's DNS; nothing was sent",
+                              NULL};
+        return;
     }
-    return true;
+    const struct osb_vault_binding *b = NULL;
+    int m = x->view.vault && x->view.bound
+                ? osb_vault_match(x->view.vault, scheme, host, port, method, path, &b)
+                : 0;
+    if (m == 2)
+        *v = (struct verdict){403, "Forbidden", "VAULT::AMBIGUOUS_BINDING",
+                              "more than one credential binding matches this request; nothing "
+                              "was sent",
+                              NULL};
+    else if (m == 1)
+        v->b = b;
+}
+
+static void drop_upstream(struct px *x)
+{
+    SSL_free(x->u.ssl);
+    x->u.ssl = NULL;
+    pthread_mutex_lock(&x->p->mu);
+    if (x->pc->ufd >= 0)
+        close(x->pc->ufd);
+    x->pc->ufd = -1;
+    pthread_mutex_unlock(&x->p->mu);
+    x->u.fd = -1;
 }
 
 static bool open_upstream(struct px *x, const char *host, const char *method, const char *path)
 {
     if (x->u.fd >= 0)
         return true;
-    int r = x->tls ? upstream_tls(x) : connect_upstream(x);
+    int r = x->u_fail ? x->u_fail : x->tls ? upstream_tls(x, false) : connect_upstream(x);
+    x->u_fail = 0;
+    if (r < 0 && x->u.fd >= 0)
+        drop_upstream(x);
     if (r == -2)
         refuse(x, 502, "Bad Gateway", "VAULT::UPSTREAM_UNTRUSTED",
                "the upstream's certificate does not verify for this name; nothing was sent", host,
@@ -338,30 +392,15 @@ static bool one_request(struct px *x, const char *scheme, int def_port)
                path);
         return false;
     }
-    if (x->tls && (strcmp(host, x->sni) != 0 || port != 443)) {
-        refuse(x, 421, "Misdirected Request", "VAULT::HOST_MISMATCH",
-               "Host does not name the server this TLS connection was opened for; nothing was sent",
-               host, method, path);
+    struct verdict v;
+    judge(x, scheme, host, port, method, path, &v);
+    if (v.status) {
+        refuse(x, v.status, v.reason, v.code, v.message, host, method, path);
         return false;
     }
-    refresh_view(x, host, port);
-    if (!admitted(x, host, method, path))
-        return false;
-    const struct osb_vault_binding *b = NULL;
-    int m = x->view.vault && x->view.bound
-                ? osb_vault_match(x->view.vault, scheme, host, port, method, path, &b)
-                : 0;
-    if (m == 2) {
-        refuse(x, 403, "Forbidden", "VAULT::AMBIGUOUS_BINDING",
-               "more than one credential binding matches this request; nothing was sent", host,
-               method, path);
-        return false;
-    }
-    if (m != 1)
-        b = NULL;
     if (!open_upstream(x, host, method, path))
         return false;
-    return forward(x, b, scheme, host, method, path);
+    return forward(x, v.b, scheme, host, method, path);
 }
 
 /* Sends the request on with the credential (b, may be NULL) and relays the
@@ -394,6 +433,109 @@ static bool forward(struct px *x, const struct osb_vault_binding *b, const char 
     return keep && http_should_keep_alive(&x->req.p);
 }
 
+/* ------------------------------------------------------------ HTTP/2 */
+
+/* A request's path for matching and the audit: no query, no fragment. */
+static bool path_of(const char *target, char *path, size_t size)
+{
+    size_t pl = strcspn(target, "?#");
+    if (pl >= size)
+        return false;
+    memcpy(path, target, pl);
+    path[pl] = 0;
+    return true;
+}
+
+static void h2_request(void *ud, const struct osb_h2_req *rq, struct osb_h2_verdict *out)
+{
+    struct px *x = ud;
+    char host[256] = "", path[8192] = "";
+    int port = 443;
+    struct verdict v = {400, "Bad Request", "VAULT::BAD_REQUEST",
+                        "a malformed request, or one without a usable :authority and :path", NULL};
+    const char *method = rq->method ? rq->method : "-";
+    if (rq->method && strcmp(rq->scheme, "https") == 0 &&
+        parse_authority(rq->authority, strlen(rq->authority), host, &port) == 0 &&
+        path_of(rq->path, path, sizeof path))
+        judge(x, "https", host, port, method, path, &v);
+    *out = (struct osb_h2_verdict){0};
+    if (v.status) {
+        report(x, NULL, *host ? host : x->sni, method, path, v.status, v.code);
+        *out = (struct osb_h2_verdict){.status = v.status, .code = v.code, .message = v.message};
+        return;
+    }
+    inject_list(x->view.vault, v.b, x->add);
+    out->add = x->add;
+    out->binding = v.b ? osb_vault_binding_name(v.b) : NULL;
+}
+
+static void h2_answered(void *ud, const char *binding, const char *authority, const char *method,
+                        const char *target, int status)
+{
+    char host[256] = "", path[8192] = "";
+    int port = 443;
+    if (parse_authority(authority, strlen(authority), host, &port) < 0)
+        snprintf(host, sizeof host, "%s", ((struct px *)ud)->sni);
+    path_of(target, path, sizeof path);
+    report(ud, binding, host, method, path, status, binding ? "injected" : "no-binding");
+}
+
+static const char *const *h2_secrets(void *ud, size_t *n)
+{
+    struct px *x = ud;
+    *n = x->view.vault ? osb_vault_nsecrets(x->view.vault) : 0;
+    free(x->secrets);
+    x->secrets = *n ? osb_xcalloc(*n, sizeof *x->secrets) : NULL;
+    for (size_t i = 0; i < *n; i++)
+        x->secrets[i] = osb_vault_secret(x->view.vault, i);
+    return x->secrets;
+}
+
+static bool offers(const unsigned char *in, unsigned inlen, const char *proto)
+{
+    size_t pl = strlen(proto);
+    for (unsigned i = 0; i < inlen; i += 1u + in[i])
+        if (in[i] == pl && i + 1 + pl <= inlen && memcmp(in + i + 1, proto, pl) == 0)
+            return true;
+    return false;
+}
+
+/* The sandbox's protocol is the upstream's: when the sandbox offers h2, the
+ * upstream is reached now (during the sandbox's handshake) with the same
+ * offer, and h2 is chosen only when both agree; otherwise HTTP/1.1. */
+int osb_px_alpn(SSL *s, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
+                unsigned inlen, void *arg)
+{
+    (void)arg;
+    struct px *x = SSL_get_app_data(s);
+    if (x && offers(in, inlen, "h2") && !x->view.broken && x->view.bound && x->view.learned &&
+        x->u.fd < 0) {
+        int r = upstream_tls(x, true);
+        const unsigned char *sel = NULL;
+        unsigned sl = 0;
+        if (r == 0)
+            SSL_get0_alpn_selected(x->u.ssl, &sel, &sl);
+        if (r == 0 && sl == 2 && memcmp(sel, "h2", 2) == 0) {
+            x->h2 = true;
+            *out = (const unsigned char *)"h2";
+            *outlen = 2;
+            return SSL_TLSEXT_ERR_OK;
+        }
+        x->u_fail = r; /* the HTTP/1.1 path answers it on the first request */
+    }
+    if (!offers(in, inlen, "http/1.1"))
+        return SSL_TLSEXT_ERR_NOACK;
+    *out = (const unsigned char *)"http/1.1";
+    *outlen = 8;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+static void serve_h2(struct px *x)
+{
+    const struct osb_h2_ops ops = {x, h2_request, h2_answered, h2_secrets};
+    osb_h2_relay(&x->c, &x->u, &ops, PX_IDLE_MS);
+}
+
 /* ------------------------------------------------------------ a connection */
 
 /* Whether a 443 connection is for us: its SNI is a name the sandbox's vault
@@ -424,8 +566,11 @@ void osb_px_serve(struct px_conn *pc)
             pass_through(x);
         else if (accept_tls(x) == 0) {
             x->tls = true;
-            while (one_request(x, "https", 443))
-                ;
+            if (x->h2)
+                serve_h2(x);
+            else
+                while (one_request(x, "https", 443))
+                    ;
         }
     } else if (port == 80) {
         while (one_request(x, "http", 80))
@@ -435,6 +580,7 @@ void osb_px_serve(struct px_conn *pc)
     }
     if (x->view.vault)
         osb_vault_unref(x->view.vault);
+    free(x->secrets);
     SSL_free(x->c.ssl);
     SSL_free(x->u.ssl);
     pthread_mutex_lock(&x->p->mu);

@@ -40,6 +40,10 @@ struct px_conn {
     uint32_t peer; /* the sandbox's address (network order) */
 };
 
+/* The sandbox side's ALPN choice (SSL_CTX_set_alpn_select_cb): h2 when the
+ * upstream takes it too, else HTTP/1.1. */
+int osb_px_alpn(SSL *s, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
+                unsigned inlen, void *arg);
 /* The thread body of one accepted connection; closes its fds. */
 void osb_px_serve(struct px_conn *c);
 #endif

@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum { WOULD_BLOCK = -2 };
+#define WOULD_BLOCK OSB_VIO_AGAIN
 
 static int wait_fd(int fd, short ev, int timeout_ms)
 {
@@ -46,6 +46,17 @@ static ssize_t try_read(struct osb_vio *v, void *buf, size_t n, short *ev)
         /* OpenSSL 3 reports a missing close_notify as an SSL error. */
         return ERR_GET_REASON(ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING ? 0 : -1;
     }
+}
+
+ssize_t osb_vio_try_read(struct osb_vio *v, void *buf, size_t n)
+{
+    short ev;
+    return try_read(v, buf, n, &ev);
+}
+
+bool osb_vio_pending(const struct osb_vio *v)
+{
+    return v->ssl && SSL_has_pending(v->ssl);
 }
 
 ssize_t osb_vio_read(struct osb_vio *v, void *buf, size_t n)

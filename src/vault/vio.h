@@ -4,6 +4,7 @@
 #ifndef OSB_VAULT_VIO_H
 #define OSB_VAULT_VIO_H
 #include <openssl/ssl.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 struct osb_vio {
@@ -14,6 +15,13 @@ struct osb_vio {
 
 /* > 0 bytes read, 0 end of stream, -1 error or timeout. */
 ssize_t osb_vio_read(struct osb_vio *v, void *buf, size_t n);
+/* One attempt that does not wait: > 0 bytes read, 0 end of stream, -1
+ * error, OSB_VIO_AGAIN nothing yet. */
+#define OSB_VIO_AGAIN (-2)
+ssize_t osb_vio_try_read(struct osb_vio *v, void *buf, size_t n);
+/* Whether TLS holds bytes already read from the socket (poll does not see
+ * them). */
+bool osb_vio_pending(const struct osb_vio *v);
 /* Writes all n bytes: 0, or -1 on error or timeout. */
 int osb_vio_write(struct osb_vio *v, const void *buf, size_t n);
 /* Copies both ways until either end closes, fails or both stay idle for

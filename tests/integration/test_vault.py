@@ -30,7 +30,8 @@ SECRET = "sk-live-" + uuid.uuid4().hex          # api.vault.test (bearer)
 SECRET2 = "evil-" + uuid.uuid4().hex            # evil.vault.test (X-Api-Key), bound late
 SECRET3 = "rotated-" + uuid.uuid4().hex         # the replacement of SECRET
 SECRET4 = "plain-" + uuid.uuid4().hex           # plain.vault.test (http)
-SECRETS = (SECRET, SECRET2, SECRET3, SECRET4)
+SECRET5 = "h2-" + uuid.uuid4().hex              # h2.vault.test (bearer, HTTP/2)
+SECRETS = (SECRET, SECRET2, SECRET3, SECRET4, SECRET5)
 PLACEHOLDER = "placeholder-" + uuid.uuid4().hex  # what the sandbox itself holds
 TESTCA_IN = "/tmp/osbt-testca.pem"              # the test CA copied into sandboxes
 TESTCA_CN = "osb tlsnet test CA"
@@ -575,6 +576,104 @@ def test_persistence(s, tn, sid, sp, v):
     s.delete("/v1/sandboxes/" + sid)
 
 
+# ================================================================ HTTP/2
+
+def curl(sp, args, timeout=120):
+    """curl run in the sandbox: (exit code, stdout, stderr)."""
+    return sp.sh("curl -sS --max-time 90 " + args, timeout=timeout)
+
+
+def echo_of(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"unparsed": text[:500]}
+
+
+def test_http2(s, tn):
+    sid, sp = vault_sbx(s, tn)
+    v = Vault(s, sid)
+    r = v.post("/credential-vault", json={
+        "credentials": [cred("h2key", SECRET5), cred("apikey", SECRET)],
+        "bindings": [binding("h2", ["h2.vault.test"], "h2key",
+                             paths=["/v1/*", "/echo-secret", "/big"]),
+                     binding("api", ["api.vault.test"], "apikey")]})
+    if not t.eq(r.status, 201, "http2: vault written", r.text[:300]):
+        return
+    url = "https://h2.vault.test"
+    n_tls = len(tn.handshakes("h2.vault.test"))
+    rc, so, se = curl(sp, "--http2 -H 'Authorization: Bearer mine' -w '\\n%%{http_version}' "
+                          "%s/v1/x" % url)
+    body, _, ver = so.rpartition("\n")
+    e = echo_of(body)
+    t.eq((rc, ver, e.get("version"), (e.get("headers") or {}).get("authorization")),
+         (0, "2", "2.0", "Bearer " + SECRET5),
+         "HTTP/2 both ways (ALPN h2 to the sandbox and to the upstream); the request gets the "
+         "credential in place of the sandbox's own", (so[-600:], se[-600:]))
+    seen = [x for x in tn.seen("h2.vault.test") if x["path"] == "/v1/x"]
+    auths = [k for x in seen for k, _ in x["header_list"] if k.lower() == "authorization"]
+    t.eq(auths, ["authorization"], "  the upstream received exactly one Authorization", seen)
+
+    # several requests multiplexed on one connection
+    rc, so, se = curl(sp, "--http2 --parallel -w '%%{http_version}\\n' "
+                          "%s/v1/a -o /tmp/h2a %s/public -o /tmp/h2b %s/v1/b -o /tmp/h2c"
+                          % (url, url, url))
+    got = [echo_of(sp.sh("cat /tmp/h2" + k)[1]) for k in "abc"]
+    t.eq((rc, so.split(), [(g.get("headers") or {}).get("authorization") for g in got]),
+         (0, ["2", "2", "2"], ["Bearer " + SECRET5, None, "Bearer " + SECRET5]),
+         "three parallel HTTP/2 requests: the bound paths get the credential, the other none",
+         (so, se[-400:], got))
+    t.ok(until(lambda: len(tn.handshakes("h2.vault.test")) == n_tls + 2, 30),
+         "  one upstream TLS connection per sandbox connection (%d)"
+         % (len(tn.handshakes("h2.vault.test")) - n_tls))
+
+    # bodies both ways, streamed
+    rc, so, se = sp.sh("head -c 3000000 /dev/zero | curl -sS --max-time 90 --http2 "
+                       "--data-binary @- %s/v1/upload" % url)
+    e = echo_of(so)
+    t.eq((rc, e.get("method"), e.get("body_length"),
+          (e.get("headers") or {}).get("authorization")), (0, "POST", 3000000, "Bearer " + SECRET5),
+         "an HTTP/2 POST of 3 MB arrives whole, with the credential", (so[-300:], se[-300:]))
+    size = 16 << 20
+    rc, so, se = curl(sp, "--http2 -o /dev/null -w '%%{size_download} %%{http_version}' "
+                          "'%s/big?n=%d'" % (url, size))
+    t.eq((rc, so), (0, "%d 2" % size), "a 16 MiB HTTP/2 answer arrives whole", se[-300:])
+
+    # redaction of the upstream's header fields
+    rc, so, se = curl(sp, "--http2 -D - -o /dev/null %s/echo-secret" % url)
+    t.ok(rc == 0 and SECRET5 not in so and "x-echo-auth: [REDACTED]" in so,
+         "HTTP/2: a response header echoing the secret is redacted", so[-500:])
+
+    # :authority must name the TLS connection's server
+    rc, so, se = curl(sp, "--http2 -H 'Host: api.vault.test' -w '\\n%%{http_code}' "
+                          "%s/v1/misdirected" % url)
+    body, _, code = so.rpartition("\n")
+    t.eq((code, echo_of(body).get("code")), ("421", "VAULT::HOST_MISMATCH"),
+         "HTTP/2: :authority different from the SNI name -> 421 on that stream", so[-400:])
+    t.ok(not any(x["path"] == "/v1/misdirected" for x in tn.seen("h2.vault.test")),
+         "  and nothing reached the upstream")
+
+    # each side's protocol follows the other
+    rc, so, se = curl(sp, "--http2 -w '\\n%{http_version}' https://api.vault.test/v1/x")
+    body, _, ver = so.rpartition("\n")
+    t.eq((ver, auth_of({"json": echo_of(body)})), ("1.1", "Bearer " + SECRET),
+         "a client offering h2 to an HTTP/1.1-only upstream gets HTTP/1.1, with the credential",
+         (so[-400:], se[-400:]))
+    rc, so, se = curl(sp, "--http1.1 %s/v1/one" % url)
+    e = echo_of(so)
+    t.eq((e.get("version"), (e.get("headers") or {}).get("authorization")),
+         ("1.1", "Bearer " + SECRET5),
+         "an HTTP/1.1 client to the h2-capable upstream: HTTP/1.1 both ways, with the credential",
+         so[-400:])
+
+    # recorded like any injection
+    text = s.get("/v1/sandboxes/%s/diagnostics/events" % sid).text
+    t.ok("injected: GET h2.vault.test/v1/x -> 200 (binding h2)" in text,
+         "an HTTP/2 injection is recorded in the sandbox's events", text[-1200:])
+    t.ok(SECRET5 not in text and SECRET5 not in s.log_text(), "  no secret in events or log")
+    s.delete("/v1/sandboxes/%s" % sid)
+
+
 def suite(tn):
     s = Server(api_key=KEY, extra=config(tn), tmp_dir=os.path.expanduser("~"))
     try:
@@ -591,6 +690,7 @@ def suite(tn):
         res = t.run(test_enforcement, s, tn, timeout=600)
         if res:
             t.run(test_persistence, s, tn, *res, timeout=400)
+        t.run(test_http2, s, tn, timeout=400)
         t.ok(not any(x in a for a in answers for x in SECRETS),
              "no API answer ever contained a secret value")
     finally:

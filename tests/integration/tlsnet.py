@@ -27,6 +27,8 @@ Names (HTTPS on :443 of each address unless said otherwise):
     evil.vault.test       10.203.0.41  certificate for itself
     badcert.vault.test    10.203.0.42  a test-CA certificate for wrong.vault.test
     untrusted.vault.test  10.203.0.43  a certificate for itself from rogue CA
+    h2.vault.test         10.203.0.45  HTTP/2 and HTTP/1.1 (ALPN), vault_h2echo.js: the
+                                       same answers, plus "version" in the echo
     plain.vault.test      10.203.0.44  plain HTTP: port 80 is DNATed (in the netns) to the
                                        echo server on :8080 (fakenet's own :80 server on
                                        that address is never reached)
@@ -78,8 +80,11 @@ NAMES = {
     "badcert.vault.test": "10.203.0.42",
     "untrusted.vault.test": "10.203.0.43",
     "plain.vault.test": "10.203.0.44",
+    "h2.vault.test": "10.203.0.45",
 }
 PLAIN = {"plain.vault.test"}
+H2 = {"h2.vault.test"}  # served by vault_h2echo.js (Node's http2: ALPN h2 and http/1.1)
+H2ECHO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vault_h2echo.js")
 PLAIN_PORT = 8080
 # what each name's certificate says (and who signs it)
 CERT_NAME = {"badcert.vault.test": "wrong.vault.test"}
@@ -93,6 +98,8 @@ def available():
         return why
     if not shutil.which("openssl"):
         return "needs openssl"
+    if not shutil.which("node"):
+        return "needs node (the HTTP/2 server)"
     return None
 
 
@@ -145,6 +152,7 @@ class TLSNet:
         self.rogue_ca_file = os.path.join(self.tmp, "rogueca.pem")
         self.inet = None
         self.proc = None
+        self.h2procs = []
 
     # ------------------------------------------------------------ setup
     def _certs(self):
@@ -202,7 +210,7 @@ class TLSNet:
         for name, ip in NAMES.items():
             if name in PLAIN:
                 plain["%s:%d" % (ip, PLAIN_PORT)] = name
-            else:
+            elif name not in H2:
                 tls.setdefault(ip, []).append([name] + list(certs[name]))
         for name in PLAIN:
             ip = NAMES[name]
@@ -225,12 +233,20 @@ class TLSNet:
         if self.proc.stdout.readline().strip() != "ready":
             raise RuntimeError("the TLS servers did not start: " +
                                self.proc.stderr.read()[-2000:])
+        for name in H2:
+            p = subprocess.Popen(["ip", "netns", "exec", ns, "node", H2ECHO, self.log, NAMES[name],
+                                  name] + list(certs[name]), stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.h2procs.append(p)
+            if p.stdout.readline().strip() != "ready":
+                raise RuntimeError("the HTTP/2 server did not start: " + p.stderr.read()[-2000:])
         return self
 
     def teardown(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        for p in [self.proc] + self.h2procs:
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
         if self.inet:
             self.inet.teardown()
         shutil.rmtree(self.tmp, ignore_errors=True)
