@@ -4,10 +4,13 @@ beside the same server's twin reached through plain NAT (an unbound name on
 its own address), p50 on one kept-alive connection and with a new connection
 each; then a 100 MB download through the proxy and through NAT
 [>= 500 MB/s through the proxy], with Python at both ends and with curl
-against `openssl s_server -WWW` (C at both ends). The fake TLS internet is
+against `openssl s_server -WWW` (C at both ends), and the server's CPU time
+during each intercepted download (the proxy's own cost: on a 2-core machine
+both ends of the transfer compete with it for the cores). The fake TLS internet is
 vaultnet.py; the client is vaultprobe.py.
 
-Usage: vault_bench.py [--n 200] [--mb 100]"""
+Usage: vault_bench.py [--n 200] [--mb 100] [--only python|curl] (--only: that
+download through the proxy alone, e.g. to profile it)"""
 import argparse
 import json
 import os
@@ -30,10 +33,18 @@ def probe(sb, *probes):
     return [json.loads(x) for x in stdout_lines(ev)]
 
 
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--mb", type=int, default=100)
+    ap.add_argument("--only", choices=("python", "curl"))
     a = ap.parse_args()
     print("== credential vault proxy (issue 14): intercepted vs plain NAT, from a sandbox")
     why = fakenet.available()
@@ -54,27 +65,45 @@ def main():
             Egress(s, sb.id).post("/credential-vault", json=vault)
             vn.start_file_server("fast.vault.test", size)
             vn.start_file_server("fastnat.vault.test", size)
+            if a.only:
+                p = (["big", "https://api.vault.test/v1/big?n=%d" % size, size]
+                     if a.only == "python" else ["curl", "https://fast.vault.test/file"])
+                c0 = cpu_seconds(s.proc.pid)
+                r = probe(sb, p)[0]
+                print("%d MB download, %s, intercepted: %.1f MB/s, the server's CPU %.2f s"
+                      % (a.mb, a.only, size / r["seconds"] / 1e6, cpu_seconds(s.proc.pid) - c0))
+                return
             got = probe(sb, ["lat", "api.vault.test", "/v1/x", n],
-                        ["lat", "bulk.vault.test", "/v1/x", n, "/tmp/testca.pem"],
-                        ["big", "https://api.vault.test/v1/big?n=%d" % size, size],
-                        ["big", "https://bulk.vault.test/big?n=%d" % size, size,
-                         "/tmp/testca.pem"],
-                        ["curl", "https://fast.vault.test/file"],
-                        ["curl", "https://fastnat.vault.test/file", "/tmp/testca.pem"])
+                        ["lat", "bulk.vault.test", "/v1/x", n, "/tmp/testca.pem"])
+            cpu = []  # the server's CPU seconds during each download (the proxy's work)
+            for p in (["big", "https://api.vault.test/v1/big?n=%d" % size, size],
+                      ["big", "https://bulk.vault.test/big?n=%d" % size, size,
+                       "/tmp/testca.pem"],
+                      ["curl", "https://fast.vault.test/file"],
+                      ["curl", "https://fastnat.vault.test/file", "/tmp/testca.pem"]):
+                c0 = cpu_seconds(s.proc.pid)
+                got += probe(sb, p)
+                cpu.append(cpu_seconds(s.proc.pid) - c0)
             icp, nat = got[0], got[1]
             for k, what in (("keepalive_p50_ms", "kept-alive connection"),
                             ("new_p50_ms", "new connection each")):
                 print("GET p50, %-22s intercepted %6.2f ms  NAT %6.2f ms  added %+.2f ms" % (
                     what, icp[k], nat[k], icp[k] - nat[k]))
-            for name, r in (("Python, intercepted", got[2]), ("Python, plain NAT", got[3]),
-                            ("curl/s_server, intercepted", got[4]),
-                            ("curl/s_server, plain NAT", got[5])):
+            for i, (name, r) in enumerate((("Python, intercepted", got[2]),
+                                           ("Python, plain NAT", got[3]),
+                                           ("curl/s_server, intercepted", got[4]),
+                                           ("curl/s_server, plain NAT", got[5]))):
                 if "bytes" in r and r["bytes"] == size:
                     print("%d MB download, %-28s %7.1f MB/s%s" % (
                         a.mb, name, size / r["seconds"] / 1e6,
                         "  [>= 500 MB/s]" if name.endswith("intercepted") else ""))
                 else:
                     print("%d MB download, %s: %r" % (a.mb, name, r))
+                if name.endswith("intercepted") and cpu[i] > 0:
+                    # what the proxy itself can move: its bytes per CPU second
+                    print("    the server's CPU for it: %.2f s, %.0f MB/s per core of proxy "
+                          "work (the rest of the machine runs both ends)"
+                          % (cpu[i], size / cpu[i] / 1e6))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,15 @@ static int make_ctxs(struct osb_vault_proxy *p, struct osb_err *err)
     SSL_CTX_set_min_proto_version(p->to_sandbox, TLS1_2_VERSION);
     SSL_CTX_set_min_proto_version(p->to_upstream, TLS1_2_VERSION);
     SSL_CTX_set_alpn_select_cb(p->to_sandbox, osb_px_alpn, NULL);
+    /* AES-128-GCM first (as secure, a third less work per byte than
+     * AES-256): the proxy decrypts and encrypts every byte it relays. Our
+     * order decides toward the sandbox; the upstream usually honours it. */
+    static const char suites[] =
+        "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+    if (SSL_CTX_set_ciphersuites(p->to_sandbox, suites) != 1 ||
+        SSL_CTX_set_ciphersuites(p->to_upstream, suites) != 1)
+        return ssl_fail(err, "vault proxy: TLS 1.3 cipher suites");
+    SSL_CTX_set_options(p->to_sandbox, SSL_OP_CIPHER_SERVER_PREFERENCE);
     /* Read what the socket has, not a record header then its body: half the
      * read calls on a download (vio.c checks SSL_has_pending before poll). */
     SSL_CTX_set_read_ahead(p->to_sandbox, 1);
