@@ -309,10 +309,12 @@ build/fuzz/fuzz_dns: $(wildcard src/net/dnsmsg.[ch])
 build/fuzz/fuzz_create_spec: $(wildcard src/server/spec.[ch] src/server/apierr.[ch] src/net/policy.[ch])
 build/fuzz/fuzz_initspec: $(wildcard src/runtime/native/initspec.c src/runtime/init/spec.h)
 build/fuzz/fuzz_tlshello: $(wildcard src/vault/tlshello.[ch])
+build/fuzz/fuzz_h2: $(wildcard src/vault/h2.[ch] src/vault/h1.[ch] src/vault/vio.[ch])
+build/fuzz/fuzz_h2: FUZZ_LIBS := -lnghttp2 -lssl -lcrypto
 build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) | $(TEST_DEPS_STAMP)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) -o $@ $(filter-out src/net/% src/server/% src/runtime/% src/vault/%,$^) $(TEST_LIBS)
+	$(Q)clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) -o $@ $(filter-out src/net/% src/server/% src/runtime/% src/vault/%,$^) $(TEST_LIBS) $(FUZZ_LIBS)
 
 clean:
 	rm -rf build
