@@ -4,7 +4,7 @@ beside the same server's twin reached through plain NAT (an unbound name on
 its own address), p50 on one kept-alive connection and with a new connection
 each; then a 100 MB download through the proxy and through NAT
 [>= 500 MB/s through the proxy], with Python at both ends and with curl
-against `openssl s_server -WWW` (C at both ends), and the server's CPU time
+against a Node https server (no Python at either end; vaultnet.py), and the server's CPU time
 during each intercepted download (the proxy's own cost: on a 2-core machine
 both ends of the transfer compete with it for the cores). The fake TLS internet is
 vaultnet.py; the client is vaultprobe.py.
@@ -91,8 +91,8 @@ def main():
                     what, icp[k], nat[k], icp[k] - nat[k]))
             for i, (name, r) in enumerate((("Python, intercepted", got[2]),
                                            ("Python, plain NAT", got[3]),
-                                           ("curl/s_server, intercepted", got[4]),
-                                           ("curl/s_server, plain NAT", got[5]))):
+                                           ("curl/Node, intercepted", got[4]),
+                                           ("curl/Node, plain NAT", got[5]))):
                 if "bytes" in r and r["bytes"] == size:
                     print("%d MB download, %-28s %7.1f MB/s%s" % (
                         a.mb, name, size / r["seconds"] / 1e6,

@@ -61,6 +61,10 @@ struct side {
     nghttp2_hd_deflater *def; /* what we encode for it */
     uint32_t max_frame;       /* its SETTINGS_MAX_FRAME_SIZE */
     struct osb_buf out;
+    /* The proxy's own frames for the sandbox wait in held until the
+     * upstream's SETTINGS went to it: a server's first frame is SETTINGS. */
+    bool ready;
+    struct osb_buf held;
 };
 
 struct stream {
@@ -88,13 +92,20 @@ static uint32_t be32(const unsigned char *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static int put_frame(struct side *to, int type, int flags, uint32_t sid, const void *p, size_t n)
+/* Where the proxy's own frames for s go (see held). */
+static struct osb_buf *own(struct side *s)
+{
+    return s->ready ? &s->out : &s->held;
+}
+
+static int put_frame(struct osb_buf *out, int type, int flags, uint32_t sid, const void *p,
+                     size_t n)
 {
     unsigned char h[9] = {
         (unsigned char)(n >> 16),   (unsigned char)(n >> 8),   (unsigned char)n,
         (unsigned char)type,        (unsigned char)flags,      (unsigned char)(sid >> 24),
         (unsigned char)(sid >> 16), (unsigned char)(sid >> 8), (unsigned char)sid};
-    return osb_buf_add(&to->out, h, 9) < 0 || (n && osb_buf_add(&to->out, p, n) < 0) ? -1 : 0;
+    return osb_buf_add(out, h, 9) < 0 || (n && osb_buf_add(out, p, n) < 0) ? -1 : 0;
 }
 
 static int flush(struct side *s)
@@ -194,8 +205,10 @@ static int decode(nghttp2_hd_inflater *inf, struct osb_buf *blk, struct head *hd
     }
 }
 
-/* Encodes nv for `to` as HEADERS + CONTINUATION within its frame size. */
-static int send_block(struct side *to, uint32_t sid, bool end, nghttp2_nv *nv, size_t n)
+/* Encodes nv for `to` as HEADERS + CONTINUATION within its frame size, into
+ * out (to's, or where the proxy's own frames for it wait). */
+static int send_block(struct side *to, struct osb_buf *out, uint32_t sid, bool end, nghttp2_nv *nv,
+                      size_t n)
 {
     size_t bound = nghttp2_hd_deflate_bound(to->def, nv, n);
     uint8_t *buf = osb_xmalloc(bound);
@@ -205,7 +218,7 @@ static int send_block(struct side *to, uint32_t sid, bool end, nghttp2_nv *nv, s
     while (r == 0) {
         size_t k = (size_t)bl - off < to->max_frame ? (size_t)bl - off : to->max_frame;
         int fl = (off + k == (size_t)bl ? F_END_HEADERS : 0) | (off == 0 && end ? F_END_STREAM : 0);
-        r = put_frame(to, off == 0 ? T_HEADERS : T_CONT, fl, sid, buf + off, k);
+        r = put_frame(out, off == 0 ? T_HEADERS : T_CONT, fl, sid, buf + off, k);
         off += k;
         if (off == (size_t)bl)
             break;
@@ -283,8 +296,8 @@ static int answer(struct h2 *h, uint32_t sid, bool ended, const struct osb_h2_ve
     nghttp2_nv nv[] = {nv_of(":status", st, strlen(st), 0),
                        nv_of("content-type", "application/json", 16, 0),
                        nv_of("content-length", cl, strlen(cl), 0)};
-    if (send_block(&h->c, sid, false, nv, 3) < 0 ||
-        put_frame(&h->c, T_DATA, F_END_STREAM, sid, body, (size_t)bl) < 0)
+    if (send_block(&h->c, own(&h->c), sid, false, nv, 3) < 0 ||
+        put_frame(own(&h->c), T_DATA, F_END_STREAM, sid, body, (size_t)bl) < 0)
         return -1;
     if (ended)
         return 0;
@@ -292,7 +305,7 @@ static int answer(struct h2 *h, uint32_t sid, bool ended, const struct osb_h2_ve
     if (h->nref == MAX_REFUSED)
         return -1;
     h->refused[h->nref++] = sid;
-    return put_frame(&h->c, T_RST, 0, sid, no_error, 4);
+    return put_frame(own(&h->c), T_RST, 0, sid, no_error, 4);
 }
 
 /* The head forwarded with the verdict's fields in place of the sandbox's
@@ -318,7 +331,7 @@ static int forward_request(struct h2 *h, const struct head *hd, uint32_t sid, bo
     for (size_t k = 0; k < na; k++) /* never indexed: a secret stays out of the tables */
         nv[n++] =
             nv_of(lower[k], v->add[2 * k + 1], strlen(v->add[2 * k + 1]), NGHTTP2_NV_FLAG_NO_INDEX);
-    return send_block(&h->u, sid, end, nv, n);
+    return send_block(&h->u, &h->u.out, sid, end, nv, n);
 }
 
 static char *dup_or_empty(const char *s)
@@ -364,7 +377,7 @@ static int relay_block(struct h2 *h, struct side *to, const struct head *hd, uin
         nv[i] = nv_of(hname(hd, i), red.data ? red.data + at[i] : "", end_at - at[i], 0);
     }
     if (r == 0)
-        r = send_block(to, sid, end, nv, hd->n);
+        r = send_block(to, &to->out, sid, end, nv, hd->n);
     osb_buf_free(&red);
     return r;
 }
@@ -447,7 +460,7 @@ static int settings_frame(struct side *s, struct side *o)
     size_t n = s->frame.len;
     bool push = false;
     if (s->flags & F_ACK)
-        return n ? -1 : put_frame(o, T_SETTINGS, F_ACK, 0, NULL, 0);
+        return n ? -1 : put_frame(&o->out, T_SETTINGS, F_ACK, 0, NULL, 0);
     if (n % 6 || s->sid)
         return -1;
     for (size_t i = 0; i < n; i += 6) {
@@ -469,7 +482,15 @@ static int settings_frame(struct side *s, struct side *o)
     static const unsigned char no_push[6] = {0, S_ENABLE_PUSH, 0, 0, 0, 0};
     if (s->client && !push && osb_buf_add(&s->frame, no_push, 6) < 0)
         return -1;
-    return put_frame(o, T_SETTINGS, 0, 0, s->frame.data, s->frame.len);
+    if (put_frame(&o->out, T_SETTINGS, 0, 0, s->frame.data, s->frame.len) < 0)
+        return -1;
+    if (!o->ready) { /* the upstream's preface is out: what the proxy held follows */
+        o->ready = true;
+        if (o->held.len && osb_buf_add(&o->out, o->held.data, o->held.len) < 0)
+            return -1;
+        osb_buf_reset(&o->held);
+    }
+    return 0;
 }
 
 /* A frame whose payload has arrived (or was passed or dropped). */
@@ -481,7 +502,7 @@ static int end_frame(struct h2 *h, struct side *s, struct side *o)
         if (s->type == T_DATA && s->flen) { /* give the sandbox its window back */
             unsigned char inc[4] = {(unsigned char)(s->flen >> 24), (unsigned char)(s->flen >> 16),
                                     (unsigned char)(s->flen >> 8), (unsigned char)s->flen};
-            r = put_frame(s, T_WINDOW, 0, 0, inc, 4);
+            r = put_frame(own(s), T_WINDOW, 0, 0, inc, 4);
         }
         if ((s->type == T_DATA && (s->flags & F_END_STREAM)) || s->type == T_RST)
             unrefuse(h, s->sid);
@@ -599,6 +620,8 @@ static void side_init(struct side *s, struct osb_vio *io, bool client)
     osb_buf_init(&s->frame, BLOCK_MAX + SETTINGS_MAX);
     osb_buf_init(&s->block, BLOCK_MAX);
     osb_buf_init(&s->out, 4 * BLOCK_MAX);
+    osb_buf_init(&s->held, BLOCK_MAX);
+    s->ready = !client;
     if (nghttp2_hd_inflate_new(&s->inf) != 0 || nghttp2_hd_deflate_new(&s->def, 4096) != 0)
         abort(); /* out of memory, as osb_xmalloc */
 }
@@ -608,6 +631,7 @@ static void side_free(struct side *s)
     osb_buf_free(&s->frame);
     osb_buf_free(&s->block);
     osb_buf_free(&s->out);
+    osb_buf_free(&s->held);
     nghttp2_hd_inflate_del(s->inf);
     nghttp2_hd_deflate_del(s->def);
 }

@@ -136,7 +136,8 @@ static int upstream_tls(struct px *x, bool offer_h2)
         return -1;
     x->u.ssl = s;
     x->u.timeout_ms = PX_HELLO_MS;
-    SSL_set_fd(s, x->u.fd);
+    if (osb_vio_tls(&x->u, s) < 0)
+        return -1;
     if (offer_h2 && SSL_set_alpn_protos(s, both, sizeof both - 1) != 0)
         return -1;
     SSL_set_tlsext_host_name(s, x->sni);
@@ -163,8 +164,7 @@ static int accept_tls(struct px *x)
     }
     x->c.ssl = s;
     SSL_set_app_data(s, x);
-    SSL_set_fd(s, x->c.fd);
-    int ok = SSL_use_certificate(s, leaf) == 1 &&
+    int ok = osb_vio_tls(&x->c, s) == 0 && SSL_use_certificate(s, leaf) == 1 &&
              SSL_use_PrivateKey(s, osb_vault_ca_leaf_key(x->p->cfg.ca)) == 1;
     X509_free(leaf);
     x->c.timeout_ms = PX_HELLO_MS;

@@ -34,8 +34,21 @@ static ssize_t try_read(struct osb_vio *v, void *buf, size_t n, short *ev)
     }
     ERR_clear_error();
     int r = SSL_read(v->ssl, buf, n > (1u << 30) ? 1 << 30 : (int)n);
-    if (r > 0)
-        return r;
+    if (r > 0) {
+        /* One record per SSL_read: take the others already read too, so
+         * what is relayed goes on in one write, not one per 16 KiB. */
+        size_t got = (size_t)r;
+        while (got < n && SSL_has_pending(v->ssl)) {
+            r = SSL_read(v->ssl, (char *)buf + got,
+                         n - got > (1u << 30) ? 1 << 30 : (int)(n - got));
+            if (r <= 0) {
+                ERR_clear_error(); /* the next call sees what stopped this one */
+                break;
+            }
+            got += (size_t)r;
+        }
+        return (ssize_t)got;
+    }
     switch (SSL_get_error(v->ssl, r)) {
     case SSL_ERROR_WANT_READ: return WOULD_BLOCK;
     case SSL_ERROR_WANT_WRITE: *ev = POLLOUT; return WOULD_BLOCK;
@@ -71,6 +84,32 @@ ssize_t osb_vio_read(struct osb_vio *v, void *buf, size_t n)
     }
 }
 
+/* What TLS wrote into the write buffer (osb_vio_tls), out to the socket. */
+static int tls_flush(struct osb_vio *v)
+{
+    BIO *w = SSL_get_wbio(v->ssl);
+    while (BIO_flush(w) <= 0) {
+        if (!BIO_should_retry(w) || wait_fd(v->fd, POLLOUT, v->timeout_ms) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int osb_vio_tls(struct osb_vio *v, SSL *ssl)
+{
+    BIO *sock = BIO_new_socket(v->fd, BIO_NOCLOSE), *buf = BIO_new(BIO_f_buffer());
+    if (!sock || !buf || BIO_set_write_buffer_size(buf, 4 * 16384 + 4 * 256 + 4096) != 1 ||
+        !BIO_up_ref(sock)) {
+        BIO_free(sock);
+        BIO_free(buf);
+        return -1;
+    }
+    BIO_push(buf, sock);
+    SSL_set_bio(ssl, sock, buf); /* reads straight from the socket, writes through buf */
+    v->ssl = ssl;
+    return 0;
+}
+
 int osb_vio_write(struct osb_vio *v, const void *buf, size_t n)
 {
     const char *p = buf;
@@ -100,7 +139,7 @@ int osb_vio_write(struct osb_vio *v, const void *buf, size_t n)
             return -1;
         }
     }
-    return 0;
+    return v->ssl ? tls_flush(v) : 0;
 }
 
 /* Moves what src has now to dst: 1 moved something, 0 nothing ready,

@@ -27,6 +27,10 @@ int osb_vio_write(struct osb_vio *v, const void *buf, size_t n);
 /* Copies both ways until either end closes, fails or both stay idle for
  * idle_ms. */
 void osb_vio_relay(struct osb_vio *a, struct osb_vio *b, int idle_ms);
+/* Puts ssl on v's socket: records are read straight from it and written
+ * through a 68 KiB buffer that every osb_vio_write flushes, so the records
+ * of one write leave in one send, not one each. 0 or -1. */
+int osb_vio_tls(struct osb_vio *v, SSL *ssl);
 /* Completes a TLS handshake on v (accept: server side) within v's timeout:
  * 0 or -1. */
 int osb_vio_handshake(struct osb_vio *v, int accept);

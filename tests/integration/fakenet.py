@@ -143,6 +143,25 @@ def available():
     return None
 
 
+def read_events(path, kind=None):
+    """The JSON lines of a server log (one event each), oldest first; only
+    those whose "kind" is kind when given. Torn or foreign lines are skipped."""
+    import json
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if kind is None or ev.get("kind") == kind:
+                    out.append(ev)
+    except OSError:
+        pass
+    return out
+
+
 class FakeInternet:
     def __init__(self):
         tag = os.urandom(3).hex()
@@ -189,20 +208,7 @@ class FakeInternet:
         return r.stdout.strip() or "FAIL " + r.stderr.strip()[-300:]
 
     def events(self, kind=None):
-        import json
-        out = []
-        try:
-            with open(self.log) as f:
-                for line in f:
-                    try:
-                        ev = json.loads(line)
-                    except ValueError:
-                        continue
-                    if kind is None or ev.get("kind") == kind:
-                        out.append(ev)
-        except OSError:
-            pass
-        return out
+        return read_events(self.log, kind)
 
     def clients(self, server_ip):
         return [e["client"] for e in self.events("http") if e.get("server") == server_ip]

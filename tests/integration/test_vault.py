@@ -649,7 +649,8 @@ def test_http2(s, tn):
                           "%s/v1/misdirected" % url)
     body, _, code = so.rpartition("\n")
     t.eq((code, echo_of(body).get("code")), ("421", "VAULT::HOST_MISMATCH"),
-         "HTTP/2: :authority different from the SNI name -> 421 on that stream", so[-400:])
+         "HTTP/2: :authority different from the SNI name -> 421 on that stream",
+         (so[-400:], se[-400:]))
     t.ok(not any(x["path"] == "/v1/misdirected" for x in tn.seen("h2.vault.test")),
          "  and nothing reached the upstream")
 

@@ -200,9 +200,18 @@ int main(void)
        "the preface reaches the upstream");
     OK(read_frame(ut, &f) == 0 && f.type == 4 && f.len == 6 && !memcmp(f.p, "\0\2\0\0\0\0", 6),
        "  then the sandbox's SETTINGS with ENABLE_PUSH turned to 0");
+    /* Refused before the upstream said anything: held until its SETTINGS. */
+    nghttp2_nv early[] = {NV(":method", "GET"), NV(":scheme", "https"),
+                          NV(":authority", "evil.example"), NV(":path", "/early")};
+    send_head(ct, cdef, 1, 0x1, early, 4);
     send_frame(ut, 4, 0, 0, NULL, 0);
     OK(read_frame(ct, &f) == 0 && f.type == 4 && f.len == 0,
-       "the upstream's SETTINGS reach the sandbox");
+       "the upstream's SETTINGS reach the sandbox first (a server's first frame)");
+    OK(read_frame(ct, &f) == 0 && f.type == 1 && f.sid == 1,
+       "  then the proxy's answer to a request refused before them");
+    decode(cinf, f.p, f.len, &fs);
+    IS_STR(get(&fs, ":status", &count), "421", "  421");
+    OK(read_frame(ct, &f) == 0 && f.type == 0 && f.sid == 1 && (f.flags & 1), "  its body");
 
     /* A bound request. */
     nghttp2_nv rq[] = {NV(":method", "GET"),
@@ -211,8 +220,8 @@ int main(void)
                        NV(":path", "/v1/x?q=1"),
                        NV("authorization", "Bearer mine"),
                        NV("x-other", "kept")};
-    send_head(ct, cdef, 1, 0x1, rq, 6);
-    OK(read_frame(ut, &f) == 0 && f.type == 1 && f.sid == 1 && (f.flags & 0x5) == 0x5,
+    send_head(ct, cdef, 3, 0x1, rq, 6);
+    OK(read_frame(ut, &f) == 0 && f.type == 1 && f.sid == 3 && (f.flags & 0x5) == 0x5,
        "the request head reaches the upstream (END_HEADERS, END_STREAM kept)");
     decode(uinf, f.p, f.len, &fs);
     const char *auth = get(&fs, "authorization", &count);
@@ -224,9 +233,9 @@ int main(void)
 
     /* Its answer: fields redacted, DATA as it is. */
     nghttp2_nv rs[] = {NV(":status", "200"), NV("x-echo", "got " SECRET " back")};
-    send_head(ut, udef, 1, 0, rs, 2);
-    send_frame(ut, 0, 0x1, 1, "hello", 5);
-    OK(read_frame(ct, &f) == 0 && f.type == 1 && f.sid == 1,
+    send_head(ut, udef, 3, 0, rs, 2);
+    send_frame(ut, 0, 0x1, 3, "hello", 5);
+    OK(read_frame(ct, &f) == 0 && f.type == 1 && f.sid == 3,
        "the answer's head reaches the sandbox");
     decode(cinf, f.p, f.len, &fs);
     IS_STR(get(&fs, "x-echo", &count), "got [REDACTED] back",
@@ -241,16 +250,16 @@ int main(void)
     /* A refused stream: answered here, its DATA dropped and its window given back. */
     nghttp2_nv bad[] = {NV(":method", "POST"), NV(":scheme", "https"),
                         NV(":authority", "evil.example"), NV(":path", "/steal")};
-    send_head(ct, cdef, 3, 0, bad, 4);
-    send_frame(ct, 0, 0x1, 3, "0123456789", 10);
-    OK(read_frame(ct, &f) == 0 && f.type == 1 && f.sid == 3,
+    send_head(ct, cdef, 5, 0, bad, 4);
+    send_frame(ct, 0, 0x1, 5, "0123456789", 10);
+    OK(read_frame(ct, &f) == 0 && f.type == 1 && f.sid == 5,
        "a refused request gets a head from the proxy");
     decode(cinf, f.p, f.len, &fs);
     IS_STR(get(&fs, ":status", &count), "421", "  status 421");
-    OK(read_frame(ct, &f) == 0 && f.type == 0 && f.sid == 3 && (f.flags & 1) &&
+    OK(read_frame(ct, &f) == 0 && f.type == 0 && f.sid == 5 && (f.flags & 1) &&
            strstr((char *)f.p, "VAULT::HOST_MISMATCH"),
        "  and a JSON {code,message} body ending the stream");
-    OK(read_frame(ct, &f) == 0 && f.type == 3 && f.sid == 3,
+    OK(read_frame(ct, &f) == 0 && f.type == 3 && f.sid == 5,
        "  then RST_STREAM (the sandbox was still sending)");
     OK(read_frame(ct, &f) == 0 && f.type == 8 && f.sid == 0 && f.len == 4 && f.p[3] == 10,
        "  and the dropped DATA's 10 bytes of window back");
@@ -261,15 +270,15 @@ int main(void)
     nghttp2_nv large[] = {NV(":method", "GET"), NV(":scheme", "https"),
                           NV(":authority", "good.example"), NV(":path", "/v1/big"),
                           NV("x-big", big)};
-    send_head(ct, cdef, 5, 0x1, large, 5);
-    OK(read_frame(ut, &f) == 0 && f.type == 1 && f.sid == 5 && f.len == 16384 && !(f.flags & 4),
+    send_head(ct, cdef, 7, 0x1, large, 5);
+    OK(read_frame(ut, &f) == 0 && f.type == 1 && f.sid == 7 && f.len == 16384 && !(f.flags & 4),
        "nothing of the refused stream reached the upstream; a large head comes as HEADERS of "
        "16384 bytes");
     size_t blen = f.len;
     static unsigned char block[1 << 17];
     memcpy(block, f.p, f.len);
     int conts = 0;
-    while (read_frame(ut, &f) == 0 && f.type == 9 && f.sid == 5) {
+    while (read_frame(ut, &f) == 0 && f.type == 9 && f.sid == 7) {
         memcpy(block + blen, f.p, f.len);
         blen += f.len;
         conts++;
@@ -285,21 +294,21 @@ int main(void)
     /* A malformed head (no :path) is refused by the proxy. */
     nghttp2_nv nopath[] = {NV(":method", "GET"), NV(":scheme", "https"),
                            NV(":authority", "good.example")};
-    send_head(ct, cdef, 7, 0x1, nopath, 3);
-    OK(read_frame(ct, &f) == 0 && f.type == 1 && f.sid == 7, "a head without :path is answered");
+    send_head(ct, cdef, 9, 0x1, nopath, 3);
+    OK(read_frame(ct, &f) == 0 && f.type == 1 && f.sid == 9, "a head without :path is answered");
     decode(cinf, f.p, f.len, &fs);
     IS_STR(get(&fs, ":status", &count), "400", "  400");
     read_frame(ct, &f);
 
     /* A reset stream is reported with status 0. */
     static const unsigned char cancel[4] = {0, 0, 0, 8};
-    send_frame(ut, 3, 0, 5, cancel, 4);
-    OK(read_frame(ct, &f) == 0 && f.type == 3 && f.sid == 5, "RST_STREAM passes through");
+    send_frame(ut, 3, 0, 7, cancel, 4);
+    OK(read_frame(ct, &f) == 0 && f.type == 3 && f.sid == 7, "RST_STREAM passes through");
     OK(ndone == 2 && done[1].status == 0 && !strcmp(done[1].path, "/v1/big"),
        "  and the stream is reported unanswered");
 
     /* A CONTINUATION out of nowhere ends the relay. */
-    send_frame(ct, 9, 4, 9, "x", 1);
+    send_frame(ct, 9, 4, 11, "x", 1);
     pthread_join(th, NULL);
     OK(1, "a protocol error ends the relay");
     close(ct);
