@@ -23,6 +23,8 @@ struct osb_http_server {
     void *auth_ud;
     osb_http_status_fn status_map;
     void *status_ud;
+    osb_http_observe_fn observe;
+    void *observe_ud;
     const char *invalid_code; /* "code" of the 400 for control bytes in the target */
     uv_tcp_t tcp;
     uv_pipe_t unix_sock;
@@ -107,6 +109,12 @@ struct osb_http_req {
     void *close_ud;
     osb_http_drain_cb on_drain;
     void *drain_ud;
+    /* What the observer is told when the request is freed. */
+    struct osb_http_server *srv;
+    uint64_t t0;    /* uv_hrtime at the first byte */
+    int status;     /* the response's (0: none was sent) */
+    uint64_t bytes; /* body bytes written */
+    char id[64];    /* osb_http_req_set_id */
 };
 
 /* ---- conn.c: the primitives every mode uses ---- */

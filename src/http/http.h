@@ -71,6 +71,21 @@ void osb_http_server_set_auth(struct osb_http_server *srv, osb_http_auth_fn fn, 
  * The HTTP layer's own answers (bad framing, 413, 431) are not mapped. */
 typedef int (*osb_http_status_fn)(const struct osb_http_req *req, int status, void *ud);
 void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status_fn fn, void *ud);
+/* Told once about every request when it is done (answered, taken over by a
+ * proxy or WebSocket, or cut by the client): for access logs and metrics. */
+struct osb_http_done {
+    const char *method;
+    const char *route; /* the matched pattern, NULL when none matched */
+    const char *path;  /* percent-decoded, no query */
+    const char *id;    /* osb_http_req_set_id's, "" if none */
+    int status;        /* 0: no answer was sent (the client went away) */
+    uint64_t bytes;    /* response body bytes written */
+    double seconds;    /* from the first byte of the request */
+    bool taken_over;   /* a proxy or a WebSocket carried on */
+};
+typedef void (*osb_http_observe_fn)(const struct osb_http_req *req, const struct osb_http_done *d,
+                                    void *ud);
+void osb_http_server_set_observer(struct osb_http_server *srv, osb_http_observe_fn fn, void *ud);
 /* A control byte (0x00-0x1f, 0x7f) in the percent-decoded path or in a
  * query parameter's decoded name or value is refused on every route with
  * 400 {"code":code,...} (after the auth hook); the default code is
@@ -118,6 +133,8 @@ bool osb_http_req_header_at(const struct osb_http_req *req, size_t i, const char
                             const char **value);
 /* Buffered body (NUL-terminated), or NULL/0 when empty or streaming. */
 const char *osb_http_req_body(const struct osb_http_req *req, size_t *len);
+/* The request's id for logs (e.g. X-Request-ID), at most 63 bytes kept. */
+void osb_http_req_set_id(struct osb_http_req *req, const char *id);
 /* Peer address as text ("127.0.0.1" or "unix"). */
 const char *osb_http_req_peer(const struct osb_http_req *req);
 

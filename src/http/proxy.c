@@ -133,6 +133,20 @@ static void proxy_close(struct proxy *p)
     uv_close(&p->up.handle, up_closed);
 }
 
+/* The status of an answer's first bytes ("HTTP/1.1 200 ..."), 0 if not one. */
+static int status_of(const char *p, size_t n)
+{
+    if (n < 12 || memcmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ')
+        return 0;
+    int st = 0;
+    for (int i = 9; i < 12; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        st = st * 10 + (p[i] - '0');
+    }
+    return st;
+}
+
 static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct proxy *p = s->data;
@@ -142,11 +156,14 @@ static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     }
     if (n == 0 || !p->c)
         return;
-    p->got_answer = true;
-    if (p->req) {
+    if (p->req && !p->got_answer) {
         p->req->started = true; /* the upstream's answer is the response */
         p->req->chunked = false;
+        p->req->status = status_of(buf->base, (size_t)n);
     }
+    p->got_answer = true;
+    if (p->req)
+        p->req->bytes += (uint64_t)n;
     osb_http__conn_write(p->c, buf->base, (size_t)n);
     if (p->c->queued > OSB_WRITE_HIGH_WATER)
         uv_read_stop(&p->up.stream);

@@ -50,8 +50,25 @@ static void kv_free(struct kv *v, size_t n)
     free(v);
 }
 
+static void observe(struct osb_http_req *req)
+{
+    struct osb_http_server *srv = req->srv;
+    if (!srv || !srv->observe || !req->method[0])
+        return;
+    struct osb_http_done d = {req->method,
+                              req->route ? req->route->pattern : NULL,
+                              req->path ? req->path : "",
+                              req->id,
+                              req->status,
+                              req->bytes,
+                              (double)(uv_hrtime() - req->t0) / 1e9,
+                              req->taken_over};
+    srv->observe(req, &d, srv->observe_ud);
+}
+
 void osb_http__req_free(struct osb_http_req *req)
 {
+    observe(req);
     osb_buf_free(&req->target);
     osb_buf_free(&req->body);
     osb_buf_free(&req->resp_headers);
@@ -67,6 +84,8 @@ struct osb_http_req *osb_http__req_new(struct conn *c)
 {
     struct osb_http_req *req = osb_xcalloc(1, sizeof *req);
     req->c = c;
+    req->srv = c->srv;
+    req->t0 = uv_hrtime();
     osb_buf_init(&req->target, OSB_MAX_HEAD_BYTES);
     osb_buf_init(&req->body, OSB_MAX_JSON_BODY);
     osb_buf_init(&req->resp_headers, OSB_MAX_HEAD_BYTES);
@@ -308,4 +327,9 @@ const char *osb_http_reason(int status)
     case 504: return "Gateway Timeout";
     default: return "Unknown";
     }
+}
+
+void osb_http_req_set_id(struct osb_http_req *req, const char *id)
+{
+    snprintf(req->id, sizeof req->id, "%s", id);
 }

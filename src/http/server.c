@@ -506,6 +506,7 @@ void osb_http_start(struct osb_http_req *req, int status, const char *content_ty
     if (req->started || req->ended)
         return;
     req->started = true;
+    req->status = status;
     req->chunked = content_length < 0 && status != 101 && status != 204 && status != 304;
     if (!req->complete && !(req->route && (req->route->flags & OSB_ROUTE_STREAM_BODY)))
         req->keep_alive = false;
@@ -520,6 +521,7 @@ size_t osb_http_write(struct osb_http_req *req, const void *data, size_t len)
         return c ? c->queued : 0;
     if (len == 0 || req->head_only)
         return c->queued;
+    req->bytes += len;
     if (!req->chunked) {
         osb_http__conn_write(c, data, len);
         return c->queued;
@@ -741,6 +743,12 @@ void osb_http_server_set_status_map(struct osb_http_server *srv, osb_http_status
 {
     srv->status_map = fn;
     srv->status_ud = ud;
+}
+
+void osb_http_server_set_observer(struct osb_http_server *srv, osb_http_observe_fn fn, void *ud)
+{
+    srv->observe = fn;
+    srv->observe_ud = ud;
 }
 
 void osb_http_server_set_invalid_code(struct osb_http_server *srv, const char *code)

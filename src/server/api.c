@@ -17,7 +17,6 @@
 #include "server/snapshots.h"
 #include "server/timefmt.h"
 
-#define API_KEY_HEADER "OPEN-SANDBOX-API-KEY"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -187,6 +186,7 @@ static void add_request_id(struct osb_http_req *req)
         rid = gen;
     }
     osb_http_add_header(req, "X-Request-ID", rid);
+    osb_http_req_set_id(req, rid);
 }
 
 /* CORS as upstream configures it (allow_origins=*, credentials, every
@@ -285,6 +285,7 @@ void osb_api_register(struct osb_server *srv)
     add_table(srv, osb_api_proxy_routes, osb_api_proxy_nroutes);
     add_table(srv, osb_api_snapshot_routes, osb_api_snapshot_nroutes);
     add_table(srv, osb_api_misc_routes, osb_api_misc_nroutes);
+    add_table(srv, osb_api_metrics_routes, osb_api_metrics_nroutes);
     add_table(srv, osb_api_pool_routes, osb_api_pool_nroutes);
     add_table(srv, osb_api_image_routes, osb_api_image_nroutes);
     static const struct osb_http_route fallback = {NULL, "*rest", h_fallback, OSB_ROUTE_NO_BODY,

@@ -11,6 +11,7 @@
 #include "server/admit.h"
 #include "server/create.h"
 #include "server/idem.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/timefmt.h"
 
@@ -392,6 +393,7 @@ static void h_renew(struct osb_http_req *req, void *ud)
         osb_apierr_respond(req, &e);
         return;
     }
+    osb_metrics_event(srv->metrics, OSB_M_RENEW);
     osb_lc_ttl_rearm(srv);
     osb_http_respond_json(req, 200, json_pack("{s:s}", "expiresAt", when));
 }

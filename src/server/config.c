@@ -287,6 +287,8 @@ static void set_defaults(struct osb_config *cfg)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cfg->server.max_concurrent_creates = cpus > 0 ? cpus : 1;
     cfg->server.admission_wait_seconds = 30;
+    cfg->log.format = osb_xstrdup("text");
+    cfg->log.access = true;
     cfg->runtime.type = osb_xstrdup("native");
     cfg->runtime.execd_path = default_exe("execd");
     cfg->runtime.init_path = default_exe("osb-sandbox-init");
@@ -726,6 +728,26 @@ static int upstream_log_level(struct ctx *c, struct osb_config *cfg, json_t *doc
     return apply(c, cfg, &log_level, v);
 }
 
+/* Ours in upstream's [log] table (whose other keys stay ignored): format,
+ * file, access (docs/operations.md). */
+static int log_options(struct ctx *c, struct osb_config *cfg, json_t *doc)
+{
+    static const struct option opts[] = {
+        {"log", "format", K_STR, OFF(log.format), 0, 0, NULL, false, NULL},
+        {"log", "file", K_PATH, OFF(log.file), 0, 0, NULL, false, NULL},
+        {"log", "access", K_BOOL, OFF(log.access), 0, 0, NULL, false, NULL},
+    };
+    json_t *log = json_object_get(doc, "log");
+    for (size_t i = 0; i < OSB_ARRAY_LEN(opts); i++) {
+        json_t *v = json_object_get(log, opts[i].key);
+        if (v && apply(c, cfg, &opts[i], v) < 0)
+            return -1;
+    }
+    if (strcmp(cfg->log.format, "text") != 0 && strcmp(cfg->log.format, "json") != 0)
+        return bad(c, "log", "format", "must be \"text\" or \"json\"");
+    return 0;
+}
+
 /* Apply a parsed document: our tables are validated key by key; other
  * tables (upstream's [docker], [ingress], [store], ...) are ignored so
  * upstream files load; top-level keys outside any table are errors. */
@@ -745,7 +767,7 @@ static int apply_doc(struct ctx *c, struct osb_config *cfg, json_t *doc)
                                line, name);
         }
     }
-    if (upstream_log_level(c, cfg, doc) < 0)
+    if (upstream_log_level(c, cfg, doc) < 0 || log_options(c, cfg, doc) < 0)
         return -1;
     if (json_object_get(json_object_get(doc, "native"), "user_namespaces"))
         cfg->native.user_namespaces_set = true;
@@ -859,6 +881,8 @@ void osb_config_free(struct osb_config *cfg)
     if (!cfg)
         return;
     free(cfg->path);
+    free(cfg->log.format);
+    free(cfg->log.file);
     for (size_t i = 0; i < OSB_ARRAY_LEN(options); i++) {
         const struct option *o = &options[i];
         if (o->kind == K_STRLIST || o->kind == K_PATHS || o->kind == K_BACKENDS)

@@ -77,6 +77,11 @@ struct osb_config {
         char *docker_runtime;    /* upstream's; accepted, ignored (NULL = absent) */
         char *k8s_runtime_class; /* upstream's; accepted, ignored (NULL = absent) */
     } secure_runtime;
+    struct {
+        char *format; /* [log] format: "text" (default) | "json" */
+        char *file;   /* [log] file: NULL = stderr; reopened on SIGHUP */
+        bool access;  /* [log] access: a line per request (default true) */
+    } log;
     bool insecure; /* OPENSANDBOX_INSECURE_SERVER=YES */
 };
 

@@ -10,6 +10,7 @@
 #include "server/complete.h"
 #include "server/create.h"
 #include "server/pull.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/snapshots.h"
 #include "server/volumes.h"
@@ -23,6 +24,7 @@ struct osb_create_job {
     void *detach_ud;
     bool starting; /* inside osb_create_start: finish must not free */
     bool finished;
+    uint64_t t0;               /* uv_hrtime at the start: create-to-ready */
     struct osb_admit_slot adm; /* admission (admit.h) */
 };
 
@@ -37,6 +39,11 @@ void osb_create_finish(struct osb_create_job *job, struct osb_sbx *s, const stru
     osb_create_done done = job->done;
     job->done = NULL;
     job->finished = true;
+    osb_metrics_create(job->srv->metrics,
+                       e   ? e->code
+                       : s ? NULL
+                           : "cancelled",
+                       (double)(uv_hrtime() - job->t0) / 1e9);
     osb_admit_leave(job->srv, &job->adm);
     if (done)
         done(job->ud, s, e);
@@ -243,6 +250,7 @@ struct osb_create_job *osb_create_start(struct osb_server *srv, struct osb_creat
     job->done = done;
     job->ud = ud;
     job->starting = true;
+    job->t0 = uv_hrtime();
     if (!job->spec.id[0])
         osb_random_uuid4(job->spec.id);
     if (job->spec.pool_ref)

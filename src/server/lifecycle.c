@@ -27,6 +27,7 @@
 #include "server/network.h"
 #include "server/vault.h"
 #include "server/ping.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/timefmt.h"
 #include "server/volumes.h"
@@ -415,6 +416,7 @@ void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_re
         return;
     }
     forget(srv, s);
+    osb_metrics_event(srv->metrics, OSB_M_DELETE);
     osb_lc_ttl_rearm(srv);
     if (req)
         osb_http_respond_empty(req, 204);
@@ -437,6 +439,7 @@ int osb_lc_pause(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *e
         return osb_apierr(e, "SANDBOX::PAUSE_FAILED", "Failed to pause sandbox %s: %s", s->id,
                           err.msg);
     osb_sbx_set_status(s, OSB_ST_PAUSED, "SANDBOX_PAUSED", "Sandbox is paused.", osb_now_us());
+    osb_metrics_event(srv->metrics, OSB_M_PAUSE);
     return osb_sbx_save(srv, s, "Paused", "Sandbox paused (cgroup freezer).", e);
 }
 
@@ -455,6 +458,7 @@ int osb_lc_resume(struct osb_server *srv, struct osb_sbx *s, struct osb_apierr *
         return osb_apierr(e, "SANDBOX::RESUME_FAILED", "Failed to resume sandbox %s: %s", s->id,
                           err.msg);
     osb_sbx_set_status(s, OSB_ST_RUNNING, "SANDBOX_RUNNING", "Sandbox is running.", osb_now_us());
+    osb_metrics_event(srv->metrics, OSB_M_RESUME);
     return osb_sbx_save(srv, s, "Resumed", "Sandbox resumed.", e);
 }
 
@@ -501,6 +505,7 @@ static void on_ttl(uv_timer_t *t)
         if (!s)
             continue;
         osb_info("sandbox %s expired; deleting it", s->id);
+        osb_metrics_event(srv->metrics, OSB_M_EXPIRE);
         osb_lc_delete(srv, s, NULL);
     }
     free(ids);

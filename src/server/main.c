@@ -28,6 +28,7 @@
 #include "image/store.h"
 #include "server/admit.h"
 #include "server/idem.h"
+#include "server/metrics.h"
 #include "server/image_cli.h"
 #include "server/network.h"
 #include "server/vault.h"
@@ -194,6 +195,16 @@ static int cmd_image(const char *config, int argc, char **argv)
 
 /* ------------------------------------------------------------- serve */
 
+/* SIGHUP: the log file was rotated; write to a new one at that path. */
+static void on_hup(uv_signal_t *h, int sig)
+{
+    (void)h, (void)sig;
+    if (osb_log_reopen() < 0)
+        osb_err_log("reopen the log file: %s", strerror(errno));
+    else
+        osb_info("SIGHUP: log file reopened");
+}
+
 static void on_signal(uv_signal_t *h, int sig)
 {
     osb_info("signal %d: shutting down (sandboxes keep running; a restart re-adopts them)", sig);
@@ -276,6 +287,7 @@ static int start(struct osb_server *srv)
         return fail("pools", &err);
     srv->http = osb_http_server_new(srv->loop);
     osb_api_register(srv);
+    osb_access_install(srv);
     if (osb_http_listen_tcp(srv->http, cfg->server.host, cfg->server.port, &err) < 0)
         return fail("listen", &err);
     srv->port = osb_http_server_port(srv->http);
@@ -328,6 +340,12 @@ static int serve(const char *config)
     if (osb_config_load(config, &cfg, &err) < 0)
         return fail("config", &err);
     set_log_level(cfg.server.log_level);
+    osb_log_set_json(strcmp(cfg.log.format, "json") == 0);
+    if (cfg.log.file && osb_log_open(cfg.log.file) < 0) {
+        fprintf(stderr, "opensandbox-server: [log] file %s: %s\n", cfg.log.file, strerror(errno));
+        osb_config_free(&cfg);
+        return 1;
+    }
     raise_nofile();
     if (!api_key_policy(&cfg)) {
         osb_config_free(&cfg);
@@ -341,7 +359,10 @@ static int serve(const char *config)
     srv->limits.min_timeout_s = cfg.server.min_sandbox_timeout_seconds;
     srv->limits.max_timeout_s = cfg.server.max_sandbox_timeout_seconds;
     srv->ready_timeout_ms = READY_TIMEOUT_MS;
-    uv_signal_t sigterm, sigint;
+    srv->metrics = osb_metrics_new();
+    uv_signal_t sigterm, sigint, sighup;
+    uv_signal_init(srv->loop, &sighup);
+    uv_signal_start(&sighup, on_hup, SIGHUP);
     uv_signal_init(srv->loop, &sigterm);
     uv_signal_start(&sigterm, on_signal, SIGTERM);
     uv_signal_init(srv->loop, &sigint);
@@ -351,7 +372,9 @@ static int serve(const char *config)
         uv_run(srv->loop, UV_RUN_DEFAULT);
     uv_close((uv_handle_t *)&sigterm, NULL);
     uv_close((uv_handle_t *)&sigint, NULL);
+    uv_close((uv_handle_t *)&sighup, NULL);
     stop(srv);
+    osb_metrics_free(srv->metrics);
     osb_config_free(&cfg);
     return rc;
 }

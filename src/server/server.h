@@ -58,7 +58,9 @@ struct osb_server {
     void (*pool_claim)(struct osb_server *srv, struct osb_create_spec *spec,
                        struct osb_create_job *job);
     void (*pool_member_prepare)(struct osb_server *srv, struct osb_create_spec *spec);
-    char **v1_patterns; /* api.c: the /v1 routes' patterns (osb_api_release) */
+    struct osb_metrics *metrics; /* counters and histograms (server/metrics.h) */
+    char key_id[24];             /* the API key's id in logs: "sha256:" + 12 hex */
+    char **v1_patterns;          /* api.c: the /v1 routes' patterns (osb_api_release) */
     size_t n_v1_patterns;
 };
 
@@ -150,6 +152,11 @@ void osb_api_batch_create(struct osb_http_req *req, void *ud);
 /* Route tables of the other api files, each registered at /v1 and at /. */
 extern const struct osb_http_route osb_api_sandbox_routes[];
 extern const size_t osb_api_sandbox_nroutes;
+#define API_KEY_HEADER "OPEN-SANDBOX-API-KEY"                /* protocol.md 1.1 */
+extern const struct osb_http_route osb_api_metrics_routes[]; /* api_metrics.c */
+extern const size_t osb_api_metrics_nroutes;
+/* access.c: metrics and the access log line of every request. */
+void osb_access_install(struct osb_server *srv);
 extern const struct osb_http_route osb_api_misc_routes[];
 extern const size_t osb_api_misc_nroutes;
 extern const struct osb_http_route osb_api_diag_routes[];

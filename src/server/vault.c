@@ -14,6 +14,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "server/metrics.h"
 #include "vault/ca.h"
 #include "vault/proxy.h"
 #include "vault/registry.h"
@@ -33,6 +34,7 @@ struct ev {
     char id[65];
     char key[160]; /* the binding, or "(outcome)" when none was used */
     char msg[768];
+    char outcome[48]; /* injected, no-binding, or the refusal's code: /metrics */
 };
 
 /* Requests per sandbox and binding (or outcome), for diagnostics. */
@@ -75,6 +77,7 @@ static void on_event(void *ud, const struct osb_vault_event *e)
     struct osb_srvvault *g = ud;
     struct ev *v = osb_xcalloc(1, sizeof *v);
     snprintf(v->id, sizeof v->id, "%s", e->sandbox_id);
+    snprintf(v->outcome, sizeof v->outcome, "%s", e->outcome);
     if (e->binding)
         snprintf(v->key, sizeof v->key, "binding %s: credential added", e->binding);
     else
@@ -146,6 +149,7 @@ static void drain_events(uv_async_t *a)
             osb_warn("sandbox %s: record a vault event: %s", v->id, err.msg);
         osb_info("sandbox %s: credential vault: %s", v->id, v->msg);
         count(g, v->id, v->key);
+        osb_metrics_vault(g->srv->metrics, v->outcome);
         free(v);
     }
 }

@@ -1,0 +1,125 @@
+/* GET /metrics: Prometheus' text format (version 0.0.4). What state shows
+ * (sandboxes by state and runtime, the admission queue, the process) is read
+ * at scrape time; the counters and histograms come from metrics.c. */
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/version.h"
+#include "server/admit.h"
+#include "server/metrics.h"
+#include "server/registry.h"
+#include "server/server.h"
+
+static int gauge(struct osb_buf *b, const char *name, const char *help, double v)
+{
+    return osb_buf_addf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help, name, name, v);
+}
+
+/* Every state of every runtime that has a sandbox, and every state of the
+ * default runtime (so a dashboard sees 0, not nothing). */
+static int sandboxes(struct osb_server *srv, struct osb_buf *b)
+{
+    const char *name = "opensandbox_sandboxes";
+    size_t count[OSB_SRV_MAX_BACKENDS][OSB_ST_COUNT] = {{0}};
+    int rc = osb_buf_addf(b,
+                          "# HELP %s Sandboxes by state and runtime (warm pool members "
+                          "included)\n# TYPE %s gauge\n",
+                          name, name);
+    for (size_t i = 0; i < osb_reg_count(srv->reg); i++) {
+        const struct osb_sbx *s = osb_reg_at(srv->reg, i);
+        for (size_t k = 0; k < srv->n_rts; k++)
+            if (strcmp(s->runtime, osb_rt_name(srv->rts[k])) == 0)
+                count[k][s->state]++;
+    }
+    for (size_t k = 0; k < srv->n_rts; k++)
+        for (int st = 0; st < OSB_ST_COUNT; st++)
+            rc |= osb_buf_addf(b, "%s{state=\"%s\",runtime=\"%s\"} %zu\n", name,
+                               osb_state_name((enum osb_sbx_state)st), osb_rt_name(srv->rts[k]),
+                               count[k][st]);
+    return rc;
+}
+
+static size_t open_fds(void)
+{
+    size_t n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* The process families every Prometheus client exports. */
+static int process(struct osb_buf *b)
+{
+    long rss_pages = 0, tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    unsigned long ut = 0, st = 0;
+    unsigned long long start = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%*s %ld", &rss_pages) != 1)
+        rss_pages = 0;
+    if (f)
+        fclose(f);
+    f = fopen("/proc/self/stat", "r");
+    char line[1024] = "";
+    if (f && fgets(line, sizeof line, f)) {
+        const char *p = strrchr(line, ')');
+        if (!p || sscanf(p + 2,
+                         "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d "
+                         "%*d %*d %*d %llu",
+                         &ut, &st, &start) != 3)
+            ut = st = 0, start = 0;
+    }
+    if (f)
+        fclose(f);
+    double boot = 0;
+    f = fopen("/proc/stat", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "btime %lf", &boot) == 1)
+            break;
+    if (f)
+        fclose(f);
+    int rc = gauge(b, "process_resident_memory_bytes", "Resident memory", (double)rss_pages * page);
+    rc |= osb_buf_addf(b,
+                       "# HELP process_cpu_seconds_total User and system CPU time\n"
+                       "# TYPE process_cpu_seconds_total counter\n"
+                       "process_cpu_seconds_total %.17g\n",
+                       (double)(ut + st) / (double)tck);
+    rc |= gauge(b, "process_open_fds", "Open file descriptors", (double)open_fds());
+    rc |= gauge(b, "process_start_time_seconds", "Start time (Unix seconds)",
+                boot + (double)start / (double)tck);
+    return rc;
+}
+
+static void h_metrics(struct osb_http_req *req, void *ud)
+{
+    struct osb_server *srv = ud;
+    struct osb_buf b;
+    osb_buf_init(&b, 64 << 20);
+    int rc = osb_buf_addf(&b,
+                          "# HELP opensandbox_build_info The server's version\n"
+                          "# TYPE opensandbox_build_info gauge\n"
+                          "opensandbox_build_info{version=\"%s\"} 1\n",
+                          osb_version());
+    rc |= sandboxes(srv, &b);
+    rc |= gauge(&b, "opensandbox_admission_queue_length",
+                "Create requests waiting for a slot ([server] max_concurrent_creates)",
+                (double)osb_admit_queued(srv));
+    rc |= osb_metrics_render(srv->metrics, &b);
+    rc |= process(&b);
+    if (rc < 0)
+        osb_apierr_reply(req, "SANDBOX::INTERNAL_ERROR", "the metrics do not fit in 64 MiB");
+    else
+        osb_http_respond(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
+    osb_buf_free(&b);
+}
+
+const struct osb_http_route osb_api_metrics_routes[] = {
+    {"GET", "/metrics", h_metrics, OSB_ROUTE_NO_BODY, NULL},
+};
+const size_t osb_api_metrics_nroutes = 1;

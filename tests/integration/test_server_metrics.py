@@ -1,0 +1,171 @@
+"""Operations (issue 15): GET /metrics in Prometheus' text format, the access log
+(text and JSON, to a file reopened on SIGHUP), JSON server logs.
+
+A server with an API key: /metrics needs it; after a create, a pause, a resume, a
+renew, a delete and a few failing requests, the families carry those events (HTTP
+requests by route template and status, create-to-ready histogram, sandboxes by
+state and runtime, operations, process figures), and every sample line parses.
+The access log has one line per request with its X-Request-ID, the route template,
+status, bytes, duration and the key's id, never the key. A second server logs JSON
+lines to a file: every line parses, access lines have the fields, and after the file
+is moved away and SIGHUP sent, new lines go to a new file at the same path."""
+import json
+import os
+import re
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serverlib import *  # noqa: E402,F403
+
+t = TAP()
+KEY = "metrics-key-0123456789abcdef"
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*"'
+                    r'(,[a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*")*)?\})? (-?[0-9.e+-]+|\+Inf|NaN)$')
+
+
+def until(pred, timeout=60):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    return pred()
+
+
+def samples(text):
+    """{(name, labels text): value} of every sample line; bad lines listed."""
+    out, bad = {}, []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            bad.append(line)
+            continue
+        out[(m.group(1), m.group(3) or "")] = float(m.group(7))
+    return out, bad
+
+
+def value(sm, name, **labels):
+    """The sample of name whose labels include these (sum when several)."""
+    want = ['%s="%s"' % kv for kv in labels.items()]
+    vals = [v for (n, l), v in sm.items() if n == name and all(w in l.split(",") for w in want)]
+    return sum(vals) if vals else None
+
+
+def test_metrics(s):
+    r = s.req("GET", "/metrics", headers={"OPEN-SANDBOX-API-KEY": ""})
+    t.eq(r.status, 401, "GET /metrics without the key -> 401")
+    sid = s.new()["id"]
+    t.ok(until(lambda: s.get("/v1/sandboxes/" + sid).json()["status"]["state"] == "Running"),
+         "a sandbox is running")
+    t.eq(s.post("/v1/sandboxes/%s/pause" % sid).status, 202, "paused")
+    t.eq(s.post("/v1/sandboxes/%s/resume" % sid).status, 202, "resumed")
+    r = s.post("/v1/sandboxes/%s/renew-expiration" % sid,
+               json={"expiresAt": "2099-01-01T00:00:00Z"})
+    t.ok(r.status in (200, 400), "renew answered (%d)" % r.status)
+    s.get("/v1/sandboxes/no-such-sandbox")
+    s.get("/v1/no/such/route")
+    r = s.get("/metrics")
+    t.eq(r.status, 200, "GET /metrics with the key -> 200")
+    t.ok(r.headers.get("content-type", "").startswith("text/plain; version=0.0.4"),
+         "  Prometheus text format 0.0.4", r.headers)
+    sm, bad = samples(r.text)
+    t.eq(bad, [], "  every sample line parses")
+    t.ok(value(sm, "opensandbox_sandboxes", state="Running", runtime="native") == 1,
+         "opensandbox_sandboxes{state=Running,runtime=native} 1",
+         [k for k in sm if k[0] == "opensandbox_sandboxes"])
+    t.eq(value(sm, "opensandbox_sandboxes", state="Paused"), 0, "  Paused 0 (every state shown)")
+    t.eq(value(sm, "opensandbox_sandbox_creates_total", outcome="ok"), 1, "one create, ok")
+    t.eq(value(sm, "opensandbox_sandbox_create_seconds_count"), 1,
+         "  in the create-to-ready histogram")
+    t.eq(value(sm, "opensandbox_sandbox_create_seconds_bucket", le="+Inf"), 1, "  +Inf bucket")
+    t.eq((value(sm, "opensandbox_sandbox_operations_total", operation="pause"),
+          value(sm, "opensandbox_sandbox_operations_total", operation="resume")), (1, 1),
+         "a pause and a resume counted")
+    t.eq(value(sm, "opensandbox_http_requests_total", method="POST", route="/v1/sandboxes",
+               status="202"), 1, "HTTP requests by route template: POST /v1/sandboxes 202")
+    t.ok((value(sm, "opensandbox_http_requests_total", route="/v1/sandboxes/:sandboxId",
+                status="404") or 0) >= 1 or
+         (value(sm, "opensandbox_http_requests_total", status="404") or 0) >= 2,
+         "  a 404 on a sandbox route, by its template (no id in any label)",
+         [k for k in sm if k[0] == "opensandbox_http_requests_total"])
+    t.ok(not any("no-such-sandbox" in k[1] for k in sm), "  no path in a label")
+    t.ok(value(sm, "opensandbox_http_request_duration_seconds_count") >= 5,
+         "the request-time histogram counts them")
+    t.ok(value(sm, "process_resident_memory_bytes") > 0 and
+         value(sm, "process_open_fds") > 0 and value(sm, "process_start_time_seconds") > 1e9,
+         "process figures")
+    t.ok(value(sm, "opensandbox_admission_queue_length") == 0, "admission queue length 0")
+    t.ok(any(k[0] == "opensandbox_build_info" for k in sm), "build info")
+    t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "deleted")
+    sm, _ = samples(s.get("/metrics").text)
+    t.eq(value(sm, "opensandbox_sandbox_operations_total", operation="delete"), 1,
+         "  the delete counted")
+    t.eq(value(sm, "opensandbox_sandboxes", state="Running"), 0, "  no sandbox running")
+
+
+def test_access_text(s):
+    rid = "req-" + os.urandom(6).hex()
+    s.get("/v1/sandboxes", headers={"X-Request-ID": rid})
+    line = until(lambda: next((l for l in s.log_text().splitlines() if rid in l), None), 30)
+    t.ok(line and " access: " in line, "an access line per request, with its X-Request-ID", line)
+    t.ok(line and re.search(r"access: %s GET /v1/sandboxes 200 \d+ [0-9.]+ms key=sha256:[0-9a-f]{12}"
+                            % rid, line), "  id, method, route template, status, bytes, "
+         "duration, the key's id", line)
+    t.ok(KEY not in s.log_text(), "the API key never appears in the log")
+
+
+def test_json_log(tmp):
+    path = os.path.join(tmp, "server.jsonl")
+    with Server(api_key=KEY, extra='[log]\nformat = "json"\nfile = "%s"\n' % path) as s:
+        rid = "json-" + os.urandom(6).hex()
+        s.get("/v1/sandboxes", headers={"X-Request-ID": rid})
+        s.get("/v1/sandboxes/nope", headers={"X-Request-ID": rid + "b"})
+
+        def lines():
+            try:
+                return [x for x in open(path).read().splitlines() if x]
+            except OSError:
+                return []
+        until(lambda: any(rid + "b" in x for x in lines()), 30)
+        parsed, bad = [], []
+        for x in lines():
+            try:
+                parsed.append(json.loads(x))
+            except ValueError:
+                bad.append(x)
+        t.eq(bad, [], "[log] format = json, file: every line of the file is JSON")
+        t.ok(any(p.get("level") == "info" and "listening on" in p.get("msg", "") for p in parsed),
+             "  server lines are {time, level, service, msg}", parsed[:3])
+        acc = [p for p in parsed if p.get("kind") == "access" and p.get("requestId") == rid]
+        t.ok(len(acc) == 1 and acc[0].get("route") == "/v1/sandboxes" and
+             acc[0].get("status") == 200 and acc[0].get("method") == "GET" and
+             isinstance(acc[0].get("durationMs"), (int, float)) and
+             acc[0].get("key", "").startswith("sha256:"),
+             "  access lines: requestId, method, route, status, bytes, durationMs, key", acc)
+        os.rename(path, path + ".1")
+        os.kill(s.proc.pid, signal.SIGHUP)
+        t.ok(until(lambda: os.path.exists(path), 30), "SIGHUP: the file is made again")
+        rid2 = "after-" + os.urandom(6).hex()
+        s.get("/v1/sandboxes", headers={"X-Request-ID": rid2})
+        t.ok(until(lambda: any(rid2 in x for x in lines()), 30),
+             "  new lines go to the new file")
+        t.ok(rid2 not in open(path + ".1").read(), "  not to the old one")
+        t.ok(KEY not in open(path).read() + open(path + ".1").read(), "  no API key in either")
+
+
+def main():
+    with Server(api_key=KEY) as s:
+        t.run(test_metrics, s, timeout=300)
+        t.run(test_access_text, s, timeout=120)
+        tmp = s.tmp
+        t.run(test_json_log, tmp, timeout=120)
+
+
+if __name__ == "__main__":
+    t.run(main, timeout=900)
+    t.done()
