@@ -14,8 +14,10 @@ enum osb_log_level osb_log_level = OSB_LOG_INFO;
 const char *osb_log_prefix = "osb";
 
 static const char *const names[] = {"error", "warn", "info", "debug"};
-static bool json_lines; /* [log] format = "json" */
-static char *file_path; /* [log] file: stderr is this file */
+static bool json_lines;      /* [log] format = "json" */
+static char *file_path;      /* [log] file: stderr is this file */
+static osb_log_sink_fn sink; /* e.g. the server's OTLP log export */
+static void *sink_ud;
 
 void osb_log_init(const char *prefix)
 {
@@ -60,6 +62,8 @@ void osb_log_(enum osb_log_level lvl, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    if (sink)
+        sink(sink_ud, lvl, line);
     if (json_lines) {
         json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "time", now, "level", names[lvl], "service",
                               osb_log_prefix, "msg", line);
@@ -73,6 +77,12 @@ void osb_log_(enum osb_log_level lvl, const char *fmt, ...)
     char out[2200];
     snprintf(out, sizeof out, "%s %s %s: %s", now, osb_log_prefix, names[lvl], line);
     osb_log_line(out);
+}
+
+void osb_log_set_sink(osb_log_sink_fn fn, void *ud)
+{
+    sink = fn;
+    sink_ud = ud;
 }
 
 void osb_log_set_json(bool on)

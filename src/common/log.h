@@ -30,6 +30,10 @@ int osb_log_open(const char *path);
 int osb_log_reopen(void);
 /* Writes one whole line (a newline is added) in one write. */
 void osb_log_line(const char *line);
+/* Also hands every logged message to fn (from any thread that logs; fn
+ * must be thread-safe). NULL: none. */
+typedef void (*osb_log_sink_fn)(void *ud, enum osb_log_level lvl, const char *msg);
+void osb_log_set_sink(osb_log_sink_fn fn, void *ud);
 /* The current UTC time as "2006-01-02T15:04:05.000Z". */
 void osb_log_time(char out[32]);
 

@@ -96,23 +96,27 @@ static int process(struct osb_buf *b)
     return rc;
 }
 
-static void h_metrics(struct osb_http_req *req, void *ud)
+int osb_metrics_text(struct osb_server *srv, struct osb_buf *b)
 {
-    struct osb_server *srv = ud;
-    struct osb_buf b;
-    osb_buf_init(&b, 64 << 20);
-    int rc = osb_buf_addf(&b,
+    int rc = osb_buf_addf(b,
                           "# HELP opensandbox_build_info The server's version\n"
                           "# TYPE opensandbox_build_info gauge\n"
                           "opensandbox_build_info{version=\"%s\"} 1\n",
                           osb_version());
-    rc |= sandboxes(srv, &b);
-    rc |= gauge(&b, "opensandbox_admission_queue_length",
+    rc |= sandboxes(srv, b);
+    rc |= gauge(b, "opensandbox_admission_queue_length",
                 "Create requests waiting for a slot ([server] max_concurrent_creates)",
                 (double)osb_admit_queued(srv));
-    rc |= osb_metrics_render(srv->metrics, &b);
-    rc |= process(&b);
-    if (rc < 0)
+    rc |= osb_metrics_render(srv->metrics, b);
+    rc |= process(b);
+    return rc < 0 ? -1 : 0;
+}
+
+static void h_metrics(struct osb_http_req *req, void *ud)
+{
+    struct osb_buf b;
+    osb_buf_init(&b, 64 << 20);
+    if (osb_metrics_text(ud, &b) < 0)
         osb_apierr_reply(req, "SANDBOX::INTERNAL_ERROR", "the metrics do not fit in 64 MiB");
     else
         osb_http_respond(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);

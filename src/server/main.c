@@ -31,6 +31,7 @@
 #include "server/metrics.h"
 #include "server/image_cli.h"
 #include "server/network.h"
+#include "server/otlp.h"
 #include "server/vault.h"
 #include "server/pull.h"
 #include "server/pools.h"
@@ -288,6 +289,8 @@ static int start(struct osb_server *srv)
     srv->http = osb_http_server_new(srv->loop);
     osb_api_register(srv);
     osb_access_install(srv);
+    if (osb_otlp_open(srv, &err) < 0)
+        return fail("OpenTelemetry export", &err);
     if (osb_http_listen_tcp(srv->http, cfg->server.host, cfg->server.port, &err) < 0)
         return fail("listen", &err);
     srv->port = osb_http_server_port(srv->http);
@@ -300,6 +303,7 @@ static int start(struct osb_server *srv)
 
 static void stop(struct osb_server *srv)
 {
+    osb_otlp_close(srv);
     if (srv->http)
         osb_http_server_close(srv->http);
     osb_admit_close(srv);
