@@ -118,7 +118,8 @@ static void histogram_sample(struct conv *c, const char *suffix, json_t *attrs, 
         }
         json_array_append_new(json_object_get(p, "bucketCounts"), json_real(v));
         if (strcmp(le, "+Inf") != 0)
-            json_array_append_new(json_object_get(p, "explicitBounds"), json_real(atof(le)));
+            json_array_append_new(json_object_get(p, "explicitBounds"),
+                                  json_real(strtod(le, NULL)));
     }
 }
 
