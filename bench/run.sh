@@ -45,4 +45,6 @@ want create && /usr/bin/python3 bench/create_bench.py "${quick[@]}" --json "$BUI
 want pool && /usr/bin/python3 bench/pool_bench.py
 # Native clients (issue 13): osb process start to exit, osb create beside the raw API, MCP round trip.
 want client && /usr/bin/python3 bench/client_bench.py
+# Issue 15: the cost of metrics, access logs and the OpenTelemetry export.
+want ops && /usr/bin/python3 bench/ops_bench.py
 exit 0
