@@ -3,12 +3,14 @@
  * at scrape time; the counters and histograms come from metrics.c. */
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
 #include "common/version.h"
+#include "common/xalloc.h"
 #include "server/admit.h"
 #include "server/metrics.h"
 #include "server/registry.h"
@@ -40,6 +42,45 @@ static int sandboxes(struct osb_server *srv, struct osb_buf *b)
             rc |= osb_buf_addf(b, "%s{state=\"%s\",runtime=\"%s\"} %zu\n", name,
                                osb_state_name((enum osb_sbx_state)st), osb_rt_name(srv->rts[k]),
                                count[k][st]);
+    return rc;
+}
+
+struct usage {
+    const struct osb_sbx *s;
+    struct osb_rt_stats st;
+};
+
+/* One series per running or paused sandbox ([metrics] per_sandbox); each
+ * sandbox's cgroups are read once. */
+static int per_sandbox(struct osb_server *srv, struct osb_buf *b)
+{
+    static const char *const fam[][3] = {
+        {"opensandbox_sandbox_memory_bytes", "gauge", "Memory the sandbox's cgroup holds"},
+        {"opensandbox_sandbox_cpu_seconds_total", "counter", "CPU time of the sandbox's cgroup"},
+        {"opensandbox_sandbox_pids", "gauge", "Processes (tasks) in the sandbox"}};
+    size_t n = 0, cap = osb_reg_count(srv->reg);
+    struct usage *u = osb_xcalloc(cap ? cap : 1, sizeof *u);
+    for (size_t i = 0; i < cap; i++) {
+        const struct osb_sbx *s = osb_reg_at(srv->reg, i);
+        struct osb_rt *rt = osb_backend_get(srv, s->runtime, NULL, 0);
+        struct osb_err err = {0};
+        if (rt && s->has_handle && (s->state == OSB_ST_RUNNING || s->state == OSB_ST_PAUSED) &&
+            osb_rt_stats(rt, s->id, &u[n].st, &err) == 0)
+            u[n++].s = s;
+    }
+    int rc = 0;
+    for (int f = 0; f < 3; f++) {
+        rc |= osb_buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", fam[f][0], fam[f][2], fam[f][0],
+                           fam[f][1]);
+        for (size_t i = 0; i < n; i++) {
+            double v = f == 0   ? (double)u[i].st.memory_bytes
+                       : f == 1 ? (double)u[i].st.cpu_usage_ns / 1e9
+                                : (double)u[i].st.pids;
+            rc |= osb_buf_addf(b, "%s{sandbox_id=\"%s\",runtime=\"%s\"} %.17g\n", fam[f][0],
+                               u[i].s->id, u[i].s->runtime, v);
+        }
+    }
+    free(u);
     return rc;
 }
 
@@ -108,6 +149,8 @@ int osb_metrics_text(struct osb_server *srv, struct osb_buf *b)
                 "Create requests waiting for a slot ([server] max_concurrent_creates)",
                 (double)osb_admit_queued(srv));
     rc |= osb_metrics_render(srv->metrics, b);
+    if (srv->cfg->metrics.per_sandbox)
+        rc |= per_sandbox(srv, b);
     rc |= process(b);
     return rc < 0 ? -1 : 0;
 }

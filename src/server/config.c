@@ -192,6 +192,9 @@ static const struct option options[] = {
      "How a networkPolicy is enforced: \"dns\" (only allowed names resolve) or\n"
      "\"dns+nft\" (also, only addresses of allowed answers and allowed CIDRs are\n"
      "reachable: literal IPs, hard-coded resolvers and DoH are blocked)."},
+    {"metrics", "per_sandbox", K_BOOL, OFF(metrics.per_sandbox), 0, 0, "false", true,
+     "GET /metrics also shows each running sandbox's memory, CPU time and\n"
+     "processes (a sandbox_id label per sandbox: one series each)."},
     {"credential_vault", "upstream_ca_file", K_PATH, OFF(credential_vault.upstream_ca_file), 0, 0,
      "\"/etc/opensandbox/upstream-ca.pem\"", true,
      "Extra CA certificates (PEM) the credential vault's proxy trusts for\n"
@@ -214,9 +217,9 @@ static const struct option options[] = {
      NULL, false, NULL},
 };
 
-static const char *const our_tables[] = {"server",         "runtime", "native", "image",
-                                         "storage",        "network", "egress", "credential_vault",
-                                         "secure_runtime", "gvisor"};
+static const char *const our_tables[] = {"server",  "runtime",        "native", "image",
+                                         "storage", "network",        "egress", "credential_vault",
+                                         "metrics", "secure_runtime", "gvisor"};
 
 /* ---- small helpers ---- */
 

@@ -78,6 +78,9 @@ struct osb_config {
         char *k8s_runtime_class; /* upstream's; accepted, ignored (NULL = absent) */
     } secure_runtime;
     struct {
+        bool per_sandbox; /* per-sandbox usage series in /metrics (default false) */
+    } metrics;
+    struct {
         char *format; /* [log] format: "text" (default) | "json" */
         char *file;   /* [log] file: NULL = stderr; reopened on SIGHUP */
         bool access;  /* [log] access: a line per request (default true) */

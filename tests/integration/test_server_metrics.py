@@ -158,7 +158,27 @@ def test_json_log(tmp):
         t.ok(KEY not in open(path).read() + open(path + ".1").read(), "  no API key in either")
 
 
+def test_per_sandbox():
+    with Server(api_key=KEY, extra="[metrics]\nper_sandbox = true\n") as s:
+        sid = s.new()["id"]
+        until(lambda: s.get("/v1/sandboxes/" + sid).json()["status"]["state"] == "Running")
+        sm, bad = samples(s.get("/metrics").text)
+        t.eq(bad, [], "[metrics] per_sandbox: every line parses")
+        mem = value(sm, "opensandbox_sandbox_memory_bytes", sandbox_id=sid)
+        cpu = value(sm, "opensandbox_sandbox_cpu_seconds_total", sandbox_id=sid)
+        pids = value(sm, "opensandbox_sandbox_pids", sandbox_id=sid)
+        t.ok(mem and mem > 0 and cpu is not None and cpu >= 0 and pids and pids >= 1,
+             "  memory, CPU time and processes of the sandbox, by sandbox_id",
+             (mem, cpu, pids))
+    with Server(api_key=KEY) as s:
+        sid = s.new()["id"]
+        until(lambda: s.get("/v1/sandboxes/" + sid).json()["status"]["state"] == "Running")
+        t.ok("sandbox_id=" not in s.get("/metrics").text,
+             "off by default: no per-sandbox series")
+
+
 def main():
+    t.run(test_per_sandbox, timeout=300)
     with Server(api_key=KEY) as s:
         t.run(test_metrics, s, timeout=300)
         t.run(test_access_text, s, timeout=120)
