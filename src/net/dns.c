@@ -96,6 +96,7 @@ struct osb_dns {
     int port;
     unsigned timeout_ms;
     struct sbx *sbxs;
+    struct osb_dns_stats stats;
     /* Receive buffer shared by every socket: callbacks run one at a time
      * and consume the data before returning. */
     uint8_t rbuf[OSB_DNS_MAX_MSG + 1];
@@ -229,6 +230,7 @@ static void fwd_fail(struct fwd *f)
     f->q[0] = (uint8_t)(f->client_id >> 8);
     f->q[1] = (uint8_t)f->client_id;
     size_t n = osb_dns_reply_error(f->q, f->qlen, &f->pq, OSB_DNS_RCODE_SERVFAIL, out, sizeof out);
+    f->s->dns->stats.failed++;
     fwd_finish(f, n ? out : NULL, n);
 }
 
@@ -275,6 +277,7 @@ static void deliver(struct fwd *f, uint8_t *msg, size_t len)
     if (osb_policy_match_name(sbx_policy(s), f->pq.name) != OSB_POLICY_ALLOW) {
         uint8_t out[OSB_DNS_HEADER_LEN + 260 + 4];
         memcpy(f->q, msg, 2);
+        s->dns->stats.denied++; /* the policy changed while the query was out */
         size_t n =
             osb_dns_reply_error(f->q, f->qlen, &f->pq, OSB_DNS_RCODE_NXDOMAIN, out, sizeof out);
         fwd_finish(f, n ? out : NULL, n);
@@ -445,12 +448,15 @@ static void handle_query(struct sbx *s, struct tconn *c, const struct sockaddr *
         reply_rcode(s, c, from, msg, len, &q, rc);
         return;
     }
+    s->dns->stats.queries++;
     if (osb_policy_match_name(sbx_policy(s), q.name) != OSB_POLICY_ALLOW) {
         osb_debug("dns %s: %s denied", s->key, q.name);
+        s->dns->stats.denied++;
         reply_rcode(s, c, from, msg, len, &q, OSB_DNS_RCODE_NXDOMAIN);
         return;
     }
     if (s->npending >= OSB_DNS_MAX_PENDING || (c && c->pending >= MAX_TCP_PIPELINE)) {
+        s->dns->stats.failed++;
         reply_rcode(s, c, from, msg, len, &q, OSB_DNS_RCODE_SERVFAIL);
         return;
     }
@@ -730,4 +736,9 @@ void osb_dns_close(struct osb_dns *dns)
         sbx_close(dns->sbxs);
     free(dns->ups);
     free(dns);
+}
+
+void osb_dns_get_stats(const struct osb_dns *dns, struct osb_dns_stats *out)
+{
+    *out = dns->stats;
 }

@@ -73,6 +73,14 @@ OSB_MUST_CHECK int osb_dns_serve(struct osb_dns *dns, const char *key, const cha
 OSB_MUST_CHECK int osb_dns_set_policy(struct osb_dns *dns, const char *key,
                                       const struct osb_policy *policy, struct osb_err *err);
 
+/** What the forwarder did since it opened, over every sandbox. */
+struct osb_dns_stats {
+    uint64_t queries; /* well-formed queries received */
+    uint64_t denied;  /* answered NXDOMAIN by the policy */
+    uint64_t failed;  /* answered SERVFAIL: upstreams failed, or too many in flight */
+};
+void osb_dns_get_stats(const struct osb_dns *dns, struct osb_dns_stats *out);
+
 /** Stop serving `key`: close its sockets and drop its queries in flight
  * (no answers are sent, nothing more is learned). Unknown keys are ignored. */
 void osb_dns_stop(struct osb_dns *dns, const char *key);

@@ -13,6 +13,7 @@
 #include "common/xalloc.h"
 #include "server/admit.h"
 #include "server/metrics.h"
+#include "server/network.h"
 #include "server/registry.h"
 #include "server/server.h"
 
@@ -149,6 +150,7 @@ int osb_metrics_text(struct osb_server *srv, struct osb_buf *b)
                 "Create requests waiting for a slot ([server] max_concurrent_creates)",
                 (double)osb_admit_queued(srv));
     rc |= osb_metrics_render(srv->metrics, b);
+    rc |= osb_network_metrics(srv, b);
     if (srv->cfg->metrics.per_sandbox)
         rc |= per_sandbox(srv, b);
     rc |= process(b);

@@ -151,6 +151,7 @@ static struct osb_create_job *job_of(struct osb_admit_slot *slot)
 static void on_resumed(struct osb_admit_slot *slot, const struct osb_apierr *e)
 {
     struct osb_create_job *job = job_of(slot);
+    osb_metrics_admission_wait(job->srv->metrics, (double)(uv_hrtime() - job->t0) / 1e9);
     if (e)
         fail(job, "admission", e); /* only at shutdown */
     else
@@ -234,6 +235,7 @@ bool osb_create_queued(const struct osb_create_job *job)
 static void on_admit(struct osb_admit_slot *slot, const struct osb_apierr *e)
 {
     struct osb_create_job *job = job_of(slot);
+    osb_metrics_admission_wait(job->srv->metrics, (double)(uv_hrtime() - job->t0) / 1e9);
     if (e)
         fail(job, "admission", e);
     else if (choose_backend(job))

@@ -29,7 +29,19 @@ struct family {
     size_t n;
 };
 
-enum { F_HTTP, F_HTTP_SECONDS, F_CREATES, F_CREATE_SECONDS, F_EVENTS, F_VAULT, F_N };
+enum {
+    F_HTTP,
+    F_HTTP_SECONDS,
+    F_CREATES,
+    F_CREATE_SECONDS,
+    F_ADMIT_SECONDS,
+    F_EVENTS,
+    F_PULLS,
+    F_SNAPSHOTS,
+    F_CLAIMS,
+    F_VAULT,
+    F_N
+};
 
 struct osb_metrics {
     struct family f[F_N];
@@ -53,6 +65,12 @@ struct osb_metrics *osb_metrics_new(void)
            "Create requests over, by outcome (ok, or the error code answered)", false);
     family(m, F_CREATE_SECONDS, "opensandbox_sandbox_create_seconds",
            "Create request to a ready sandbox", true);
+    family(m, F_ADMIT_SECONDS, "opensandbox_admission_wait_seconds",
+           "Time a create waited in the admission queue", true);
+    family(m, F_PULLS, "opensandbox_image_pulls_total", "Image pulls over, by outcome", false);
+    family(m, F_SNAPSHOTS, "opensandbox_snapshots_total", "Snapshots taken, by outcome", false);
+    family(m, F_CLAIMS, "opensandbox_pool_claims_total",
+           "Creates that asked a warm pool, by outcome (a ready member, or a fresh create)", false);
     family(m, F_EVENTS, "opensandbox_sandbox_operations_total",
            "Deletes, pauses, resumes, renewals and expiries", false);
     family(m, F_VAULT, "opensandbox_vault_requests_total",
@@ -138,6 +156,20 @@ void osb_metrics_event(struct osb_metrics *m, enum osb_metric_event ev)
     char l[64];
     snprintf(l, sizeof l, "operation=\"%s\"", names[ev]);
     series_of(&m->f[F_EVENTS], l)->n++;
+}
+
+void osb_metrics_job(struct osb_metrics *m, enum osb_metric_job job, const char *outcome)
+{
+    static const int fam[OSB_M_NJOBS] = {F_PULLS, F_SNAPSHOTS, F_CLAIMS};
+    char o[128], l[160];
+    osb_metrics_label(outcome, o, sizeof o);
+    snprintf(l, sizeof l, "outcome=\"%s\"", o);
+    series_of(&m->f[fam[job]], l)->n++;
+}
+
+void osb_metrics_admission_wait(struct osb_metrics *m, double seconds)
+{
+    observe(series_of(&m->f[F_ADMIT_SECONDS], ""), seconds);
 }
 
 void osb_metrics_vault(struct osb_metrics *m, const char *outcome)

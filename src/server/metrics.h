@@ -31,6 +31,11 @@ void osb_metrics_http(struct osb_metrics *m, const char *method, const char *rou
  * request to ready), else the error code it was answered with. */
 void osb_metrics_create(struct osb_metrics *m, const char *code, double seconds);
 void osb_metrics_event(struct osb_metrics *m, enum osb_metric_event ev);
+/* Outcomes of the server's other jobs: "ok" or the error's code/kind. */
+enum osb_metric_job { OSB_M_PULL, OSB_M_SNAPSHOT, OSB_M_POOL_CLAIM, OSB_M_NJOBS };
+void osb_metrics_job(struct osb_metrics *m, enum osb_metric_job job, const char *outcome);
+/* A create's wait in the admission queue (0 when admitted at once). */
+void osb_metrics_admission_wait(struct osb_metrics *m, double seconds);
 /* One request the credential vault proxy handled: "injected",
  * "no-binding" or the refusal's code. */
 void osb_metrics_vault(struct osb_metrics *m, const char *outcome);

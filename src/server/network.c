@@ -70,6 +70,34 @@ bool osb_network_enabled(const struct osb_server *srv)
     return strcmp(srv->cfg->network.mode, "none") != 0;
 }
 
+int osb_network_metrics(const struct osb_server *srv, struct osb_buf *b)
+{
+    const struct osb_netglue *g = srv->net;
+    struct osb_dns_stats st = {0};
+    size_t learned = 0;
+    if (g && g->dns)
+        osb_dns_get_stats(g->dns, &st);
+    for (const struct nsb *n = g ? g->list : NULL; n; n = n->next)
+        learned += n->n_learned;
+    return osb_buf_addf(b,
+                        "# HELP opensandbox_egress_dns_queries_total DNS queries sandboxes sent to "
+                        "the server's forwarder\n# TYPE opensandbox_egress_dns_queries_total "
+                        "counter\nopensandbox_egress_dns_queries_total %llu\n"
+                        "# HELP opensandbox_egress_dns_denied_total Names the egress policies "
+                        "denied (NXDOMAIN)\n# TYPE opensandbox_egress_dns_denied_total counter\n"
+                        "opensandbox_egress_dns_denied_total %llu\n"
+                        "# HELP opensandbox_egress_dns_failed_total Queries answered SERVFAIL "
+                        "(upstreams failed, or too many in flight)\n"
+                        "# TYPE opensandbox_egress_dns_failed_total counter\n"
+                        "opensandbox_egress_dns_failed_total %llu\n"
+                        "# HELP opensandbox_egress_learned_addresses Addresses allowed because an "
+                        "allowed name resolved to them\n"
+                        "# TYPE opensandbox_egress_learned_addresses gauge\n"
+                        "opensandbox_egress_learned_addresses %zu\n",
+                        (unsigned long long)st.queries, (unsigned long long)st.denied,
+                        (unsigned long long)st.failed, learned);
+}
+
 /* ------------------------------------------------------------ enforcement */
 
 static bool restricted(const struct osb_netglue *g, const struct nsb *n)

@@ -22,6 +22,10 @@
 OSB_MUST_CHECK int osb_network_open(struct osb_server *srv, struct osb_err *err);
 void osb_network_close(struct osb_server *srv);
 bool osb_network_enabled(const struct osb_server *srv);
+/* The egress families of GET /metrics (DNS queries, denials, failures,
+ * learned addresses): 0, or -1 when b is full. */
+struct osb_buf;
+int osb_network_metrics(const struct osb_server *srv, struct osb_buf *b);
 
 /* Create: claim a slot, start DNS, apply the policy (spec->network_policy,
  * typed, may be NULL; copied) and record all of it in s->spec; fills

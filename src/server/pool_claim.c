@@ -18,6 +18,7 @@
 #include "server/network.h"
 #include "server/pools.h"
 #include "server/pools_int.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/timefmt.h"
 
@@ -213,6 +214,7 @@ static void claimed(struct pool_waiter *w, struct osb_sbx *s)
     }
     osb_lc_ttl_rearm(srv);
     osb_debug("sandbox %s claimed from pool %s", s->id, w->pool_name);
+    osb_metrics_job(srv->metrics, OSB_M_POOL_CLAIM, "member");
     waiter_end(w, s, NULL);
 }
 

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "image/store.h"
+#include "server/metrics.h"
 
 struct waiter {
     osb_pull_cb cb;
@@ -78,6 +79,7 @@ static void pull_done(uv_work_t *w, int status)
         osb_warn("pull %s: %s", p->image, p->err.msg);
     else
         osb_info("pulled %s", p->image);
+    osb_metrics_job(p->srv->metrics, OSB_M_PULL, p->rc < 0 ? "error" : "ok");
     for (size_t i = 0; i < p->n_waiters; i++)
         p->waiters[i].cb(p->waiters[i].ud, p->rc < 0 ? &p->err : NULL);
     pull_free(p);

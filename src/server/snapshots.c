@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "common/timeutil.h"
+#include "server/metrics.h"
 #include "common/xalloc.h"
 #include "image/layer.h"
 #include "image/store.h"
@@ -283,7 +284,9 @@ static void on_snapshot(void *ud, const struct osb_err *rterr)
     if (!rterr && add_image(sn, &err) == 0) {
         set_state(sn, SNAP_READY, "snapshot_ready", "Snapshot is ready.");
         osb_info("snapshot %s of sandbox %s ready", sn->id, sn->sandbox_id);
+        osb_metrics_job(srv->metrics, OSB_M_SNAPSHOT, "ok");
     } else {
+        osb_metrics_job(srv->metrics, OSB_M_SNAPSHOT, "error");
         osb_warn("snapshot %s of sandbox %s failed: %s", sn->id, sn->sandbox_id, err.msg);
         osb_istore_discard_layer(srv->images, sn->layer);
         char msg[600];

@@ -101,6 +101,12 @@ def test_metrics(s):
          "process figures")
     t.ok(value(sm, "opensandbox_admission_queue_length") == 0, "admission queue length 0")
     t.ok(any(k[0] == "opensandbox_build_info" for k in sm), "build info")
+    t.eq(value(sm, "opensandbox_admission_wait_seconds_count"), 1,
+         "the create's admission wait in its histogram")
+    t.ok(all(value(sm, n) is not None for n in (
+        "opensandbox_egress_dns_queries_total", "opensandbox_egress_dns_denied_total",
+        "opensandbox_egress_dns_failed_total", "opensandbox_egress_learned_addresses")),
+        "egress families: DNS queries, denials, failures, learned addresses")
     t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "deleted")
     sm, _ = samples(s.get("/metrics").text)
     t.eq(value(sm, "opensandbox_sandbox_operations_total", operation="delete"), 1,
