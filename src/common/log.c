@@ -69,10 +69,12 @@ void osb_log_(enum osb_log_level lvl, const char *fmt, ...)
                               osb_log_prefix, "msg", line);
         char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
-        if (s)
+        if (s) {
             osb_log_line(s);
-        free(s);
-        return;
+            free(s);
+            return;
+        }
+        /* not UTF-8: the text line below, rather than no line at all */
     }
     char out[2200];
     snprintf(out, sizeof out, "%s %s %s: %s", now, osb_log_prefix, names[lvl], line);
