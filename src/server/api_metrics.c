@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/log.h"
 #include "common/version.h"
 #include "common/xalloc.h"
 #include "server/admit.h"
@@ -166,6 +167,31 @@ static void h_metrics(struct osb_http_req *req, void *ud)
     else
         osb_http_respond(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
     osb_buf_free(&b);
+}
+
+/* [metrics] listen: a listener of its own that serves only /metrics, with
+ * no API key (it shows counts, never a sandbox's data unless per_sandbox;
+ * bind it where only the scraper reaches). */
+int osb_metrics_listen(struct osb_server *srv, struct osb_err *err)
+{
+    const char *l = srv->cfg->metrics.listen;
+    if (!l || !*l)
+        return 0;
+    const char *colon = strrchr(l, ':');
+    char *end;
+    long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || colon == l || !colon[1] || *end || port < 1 || port > 65535)
+        return osb_err_set(err, OSB_E_INVALID, "[metrics] listen `%s`: want host:port", l);
+    char host[256];
+    snprintf(host, sizeof host, "%.*s", (int)(colon - l), l);
+    const struct osb_http_route r = {"GET", "/metrics", h_metrics,
+                                     OSB_ROUTE_NO_BODY | OSB_ROUTE_PUBLIC, srv};
+    srv->metrics_http = osb_http_server_new(srv->loop);
+    osb_http_server_add_routes(srv->metrics_http, &r, 1);
+    if (osb_http_listen_tcp(srv->metrics_http, host, (int)port, err) < 0)
+        return -1;
+    osb_info("metrics on http://%s/metrics (no API key)", l);
+    return 0;
 }
 
 const struct osb_http_route osb_api_metrics_routes[] = {

@@ -192,6 +192,10 @@ static const struct option options[] = {
      "How a networkPolicy is enforced: \"dns\" (only allowed names resolve) or\n"
      "\"dns+nft\" (also, only addresses of allowed answers and allowed CIDRs are\n"
      "reachable: literal IPs, hard-coded resolvers and DoH are blocked)."},
+    {"metrics", "listen", K_STR, OFF(metrics.listen), 0, 0, "\"127.0.0.1:9464\"", true,
+     "Also serve GET /metrics on this host:port, without the API key (for a\n"
+     "Prometheus on the same host or network). Unset: only on the API port,\n"
+     "behind the key."},
     {"metrics", "per_sandbox", K_BOOL, OFF(metrics.per_sandbox), 0, 0, "false", true,
      "GET /metrics also shows each running sandbox's memory, CPU time and\n"
      "processes (a sandbox_id label per sandbox: one series each)."},

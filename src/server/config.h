@@ -79,6 +79,7 @@ struct osb_config {
     } secure_runtime;
     struct {
         bool per_sandbox; /* per-sandbox usage series in /metrics (default false) */
+        char *listen;     /* "host:port" of a keyless /metrics listener; NULL: none */
     } metrics;
     struct {
         char *format; /* [log] format: "text" (default) | "json" */

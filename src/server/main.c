@@ -291,6 +291,8 @@ static int start(struct osb_server *srv)
     osb_access_install(srv);
     if (osb_otlp_open(srv, &err) < 0)
         return fail("OpenTelemetry export", &err);
+    if (osb_metrics_listen(srv, &err) < 0)
+        return fail("metrics listener", &err);
     if (osb_http_listen_tcp(srv->http, cfg->server.host, cfg->server.port, &err) < 0)
         return fail("listen", &err);
     srv->port = osb_http_server_port(srv->http);
@@ -304,6 +306,8 @@ static int start(struct osb_server *srv)
 static void stop(struct osb_server *srv)
 {
     osb_otlp_close(srv);
+    if (srv->metrics_http)
+        osb_http_server_close(srv->metrics_http);
     if (srv->http)
         osb_http_server_close(srv->http);
     osb_admit_close(srv);

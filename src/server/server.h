@@ -58,10 +58,11 @@ struct osb_server {
     void (*pool_claim)(struct osb_server *srv, struct osb_create_spec *spec,
                        struct osb_create_job *job);
     void (*pool_member_prepare)(struct osb_server *srv, struct osb_create_spec *spec);
-    struct osb_metrics *metrics; /* counters and histograms (server/metrics.h) */
-    struct osb_otlp *otlp;       /* OpenTelemetry export, NULL when off (server/otlp.h) */
-    char key_id[24];             /* the API key's id in logs: "sha256:" + 12 hex */
-    char **v1_patterns;          /* api.c: the /v1 routes' patterns (osb_api_release) */
+    struct osb_metrics *metrics;          /* counters and histograms (server/metrics.h) */
+    struct osb_otlp *otlp;                /* OpenTelemetry export, NULL when off (server/otlp.h) */
+    struct osb_http_server *metrics_http; /* [metrics] listen, or NULL */
+    char key_id[24];                      /* the API key's id in logs: "sha256:" + 12 hex */
+    char **v1_patterns;                   /* api.c: the /v1 routes' patterns (osb_api_release) */
     size_t n_v1_patterns;
 };
 
@@ -160,6 +161,8 @@ extern const size_t osb_api_metrics_nroutes;
  * format (also what otlp.c exports): 0, or -1 when b is full. */
 struct osb_buf;
 int osb_metrics_text(struct osb_server *srv, struct osb_buf *b);
+/* [metrics] listen: the keyless /metrics listener (nothing when unset). */
+int osb_metrics_listen(struct osb_server *srv, struct osb_err *err) OSB_MUST_CHECK;
 /* access.c: metrics and the access log line of every request. */
 void osb_access_install(struct osb_server *srv);
 extern const struct osb_http_route osb_api_misc_routes[];

@@ -183,8 +183,30 @@ def test_per_sandbox():
              "off by default: no per-sandbox series")
 
 
+def test_listen():
+    port = free_port()
+    with Server(api_key=KEY, extra='[metrics]\nlisten = "127.0.0.1:%d"\n' % port) as s:
+        c = Client("127.0.0.1", port)
+        r = c.req("GET", "/metrics")
+        t.ok(r.status == 200 and "opensandbox_sandboxes" in r.text,
+             "[metrics] listen: /metrics on its own port without the key", r.status)
+        t.eq(c.req("GET", "/v1/sandboxes").status, 404, "  and nothing else there")
+        t.eq(s.req("GET", "/metrics", headers={"OPEN-SANDBOX-API-KEY": ""}).status, 401,
+             "  the API port still wants the key")
+    r = Server(api_key=KEY, extra='[metrics]\nlisten = "nonsense"\n')
+    try:
+        r.start()
+        t.ok(False, "a bad [metrics] listen is refused at start")
+    except RuntimeError as e:
+        t.ok("[metrics] listen" in str(e), "a bad [metrics] listen is refused at start",
+             str(e)[-300:])
+    finally:
+        r.stop()
+
+
 def main():
     t.run(test_per_sandbox, timeout=300)
+    t.run(test_listen, timeout=120)
     with Server(api_key=KEY) as s:
         t.run(test_metrics, s, timeout=300)
         t.run(test_access_text, s, timeout=120)
