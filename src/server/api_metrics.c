@@ -163,7 +163,7 @@ static void h_metrics(struct osb_http_req *req, void *ud)
     struct osb_buf b;
     osb_buf_init(&b, 64 << 20);
     if (osb_metrics_text(ud, &b) < 0)
-        osb_apierr_reply(req, "SANDBOX::INTERNAL_ERROR", "the metrics do not fit in 64 MiB");
+        osb_apierr_reply(req, "METRICS::TOO_LARGE", "the metrics do not fit in 64 MiB");
     else
         osb_http_respond(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
     osb_buf_free(&b);

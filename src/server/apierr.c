@@ -96,6 +96,8 @@ static const struct code_row codes[] = {
     /* diagnostics, pools */
     ROW("DIAGNOSTICS::INVALID_SCOPE", 400),
     ROW("DIAGNOSTICS::TOO_LARGE", 500),
+    /* metrics */
+    ROW("METRICS::TOO_LARGE", 500),
     /* the image store API (api_images.c) */
     ROW("IMAGE::INVALID_PARAMETER", 400),
     ROW("IMAGE::NOT_FOUND", 404),
