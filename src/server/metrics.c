@@ -37,6 +37,7 @@ enum {
     F_ADMIT_SECONDS,
     F_EVENTS,
     F_PULLS,
+    F_PULL_BYTES,
     F_SNAPSHOTS,
     F_CLAIMS,
     F_VAULT,
@@ -68,6 +69,8 @@ struct osb_metrics *osb_metrics_new(void)
     family(m, F_ADMIT_SECONDS, "opensandbox_admission_wait_seconds",
            "Time a create waited in the admission queue", true);
     family(m, F_PULLS, "opensandbox_image_pulls_total", "Image pulls over, by outcome", false);
+    family(m, F_PULL_BYTES, "opensandbox_image_pulled_bytes_total",
+           "Size of the pulled images' own layers (layers already in the store count too)", false);
     family(m, F_SNAPSHOTS, "opensandbox_snapshots_total", "Snapshots taken, by outcome", false);
     family(m, F_CLAIMS, "opensandbox_pool_claims_total",
            "Creates that asked a warm pool, by outcome (a ready member, or a fresh create)", false);
@@ -165,6 +168,12 @@ void osb_metrics_job(struct osb_metrics *m, enum osb_metric_job job, const char 
     osb_metrics_label(outcome, o, sizeof o);
     snprintf(l, sizeof l, "outcome=\"%s\"", o);
     series_of(&m->f[fam[job]], l)->n++;
+}
+
+void osb_metrics_add_bytes(struct osb_metrics *m, enum osb_metric_bytes which, uint64_t n)
+{
+    (void)which; /* one kind so far */
+    series_of(&m->f[F_PULL_BYTES], "")->n += n;
 }
 
 void osb_metrics_admission_wait(struct osb_metrics *m, double seconds)

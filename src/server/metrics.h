@@ -34,6 +34,9 @@ void osb_metrics_event(struct osb_metrics *m, enum osb_metric_event ev);
 /* Outcomes of the server's other jobs: "ok" or the error's code/kind. */
 enum osb_metric_job { OSB_M_PULL, OSB_M_SNAPSHOT, OSB_M_POOL_CLAIM, OSB_M_NJOBS };
 void osb_metrics_job(struct osb_metrics *m, enum osb_metric_job job, const char *outcome);
+/* Byte counters. */
+enum osb_metric_bytes { OSB_M_PULL_BYTES, OSB_M_NBYTES };
+void osb_metrics_add_bytes(struct osb_metrics *m, enum osb_metric_bytes which, uint64_t n);
 /* A create's wait in the admission queue (0 when admitted at once). */
 void osb_metrics_admission_wait(struct osb_metrics *m, double seconds);
 /* One request the credential vault proxy handled: "injected",

@@ -23,6 +23,7 @@ struct osb_pull {
     size_t n_waiters;
     int rc;
     struct osb_err err;
+    uint64_t bytes; /* the pulled image's own layers */
 };
 
 static const char *host_arch(void)
@@ -51,7 +52,12 @@ static void pull_work(uv_work_t *w)
     osb_pull_opts(p->srv->cfg, &o);
     o.username = p->user;
     o.password = p->pass;
-    p->rc = osb_istore_pull(p->srv->images, p->image, &o, NULL, NULL, NULL, &p->err);
+    struct osb_image im = {0};
+    p->rc = osb_istore_pull(p->srv->images, p->image, &o, NULL, NULL, &im, &p->err);
+    if (p->rc == 0) {
+        p->bytes = im.size_bytes;
+        osb_image_free(&im);
+    }
 }
 
 static void pull_free(struct osb_pull *p)
@@ -80,6 +86,7 @@ static void pull_done(uv_work_t *w, int status)
     else
         osb_info("pulled %s", p->image);
     osb_metrics_job(p->srv->metrics, OSB_M_PULL, p->rc < 0 ? "error" : "ok");
+    osb_metrics_add_bytes(p->srv->metrics, OSB_M_PULL_BYTES, p->bytes);
     for (size_t i = 0; i < p->n_waiters; i++)
         p->waiters[i].cb(p->waiters[i].ud, p->rc < 0 ? &p->err : NULL);
     pull_free(p);

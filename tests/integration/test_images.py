@@ -8,6 +8,7 @@ layers, concurrent pulls of one image, the store across restarts, mirrors, and t
 (`image pull|list|rm|prune|import|export`)."""
 import hashlib
 import json
+import re
 import os
 import shutil
 import signal
@@ -160,6 +161,12 @@ def test_formats(s, reg):
         t.ok(ref in rows and digest.split(":")[1][:12] in rows[ref],
              "%s: image list has the image and its digest" % tag, rows)
         delete_sandbox(s, sid)
+    m = s.get("/metrics").text
+    pulls = re.search(r'^opensandbox_image_pulls_total\{outcome="ok"\} (\S+)$', m, re.M)
+    pulled = re.search(r'^opensandbox_image_pulled_bytes_total (\S+)$', m, re.M)
+    t.ok(pulls and float(pulls.group(1)) >= len(cases) and pulled and float(pulled.group(1)) > 0,
+         "/metrics counts the pulls and their bytes",
+         [l for l in m.splitlines() if "image_pull" in l])
 
 
 def test_multiarch(s, reg):
