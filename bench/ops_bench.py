@@ -7,7 +7,11 @@ Metrics are always kept (a counter is a few adds); what costs is the log line
 and the export. Rounds alternate the configurations so a drifting machine
 shows as noise, not as a difference.
 
-Usage: ops_bench.py [--creates 30] [--echos 300] [--rounds 2]"""
+The server's CPU time per request (`--requests` keep-alive GETs, utime+stime
+of the process) shows what the access line and the observer cost per request
+when latencies are within the machine's noise.
+
+Usage: ops_bench.py [--creates 30] [--echos 300] [--rounds 2] [--requests 20000]"""
 import argparse
 import http.server
 import os
@@ -42,8 +46,27 @@ def configs(otlp_port):
               "OTEL_METRIC_EXPORT_INTERVAL": "100", "OTEL_BLRP_SCHEDULE_DELAY": "100"})]
 
 
-def measure(extra, env, n_create, n_echo):
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def request_cpu(s, n):
+    """The server's CPU time per request over n keep-alive GETs (a 404 on a
+    sandbox route): less noisy than a latency when the difference is small."""
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", s.port)
+    c0 = cpu_seconds(s.proc.pid)
+    for _ in range(n):
+        c.request("GET", "/v1/sandboxes/nope", headers={"OPEN-SANDBOX-API-KEY": "bench"})
+        c.getresponse().read()
+    return (cpu_seconds(s.proc.pid) - c0) / n
+
+
+def measure(extra, env, n_create, n_echo, n_req):
     with Server(api_key="bench", extra=extra, env=env) as s:
+        per_req = request_cpu(s, n_req)
         creates = []
         for _ in range(n_create):
             t0 = time.perf_counter()
@@ -62,7 +85,7 @@ def measure(extra, env, n_create, n_echo):
             ev = x.sse("/command", json={"command": "echo hi"}).events
             echos.append(time.perf_counter() - t0)
             assert exit_code(ev) == 0
-        return creates, echos
+        return creates, echos, per_req
 
 
 def main():
@@ -70,27 +93,32 @@ def main():
     ap.add_argument("--creates", type=int, default=30)
     ap.add_argument("--echos", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--requests", type=int, default=20000)
     a = ap.parse_args()
     print("== metrics and logging cost (issue 15): p50, each configuration vs access log off")
     sink = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Sink)
     sink.daemon_threads = True
     threading.Thread(target=sink.serve_forever, daemon=True).start()
     cfgs = configs(sink.server_address[1])
-    res = {name: ([], []) for name, _, _ in cfgs}
+    res = {name: ([], [], []) for name, _, _ in cfgs}
     for r in range(a.rounds):
         for name, extra, env in (cfgs if r % 2 == 0 else list(reversed(cfgs))):
             if "%s" in extra:
                 extra = extra % os.path.join("/tmp", "osb-ops-bench-%d.log" % os.getpid())
-            c, e = measure(extra, env, a.creates, a.echos)
+            c, e, q = measure(extra, env, a.creates, a.echos, a.requests)
             res[name][0].extend(c)
             res[name][1].extend(e)
+            res[name][2].append(q)
+    base_q = statistics.median(res["off"][2])
     base_c = statistics.median(res["off"][0])
     base_e = statistics.median(res["off"][1])
     for name, _, _ in cfgs:
         c, e = statistics.median(res[name][0]), statistics.median(res[name][1])
-        print("%-20s create-to-ready %7.2f ms (%+5.1f%%)   echo %6.2f ms (%+5.1f%%)%s" % (
-            name, c * 1e3, (c / base_c - 1) * 100, e * 1e3, (e / base_e - 1) * 100,
-            "" if name == "off" else "  [within 3%]"))
+        q = statistics.median(res[name][2])
+        print("%-20s create-to-ready %7.2f ms (%+5.1f%%)   echo %6.2f ms (%+5.1f%%)   "
+              "server CPU per request %5.1f us (%+5.1f us)%s" % (
+                  name, c * 1e3, (c / base_c - 1) * 100, e * 1e3, (e / base_e - 1) * 100,
+                  q * 1e6, (q - base_q) * 1e6, "" if name == "off" else "  [within 3%]"))
     try:
         os.unlink(os.path.join("/tmp", "osb-ops-bench-%d.log" % os.getpid()))
     except OSError:

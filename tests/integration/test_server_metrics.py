@@ -131,13 +131,16 @@ def test_json_log(tmp):
         rid = "json-" + os.urandom(6).hex()
         s.get("/v1/sandboxes", headers={"X-Request-ID": rid})
         s.get("/v1/sandboxes/nope", headers={"X-Request-ID": rid + "b"})
+        odd = 'q"uo\\te-' + rid
+        s.get("/v1/sandboxes", headers={"X-Request-ID": odd})
 
         def lines():
             try:
                 return [x for x in open(path).read().splitlines() if x]
             except OSError:
                 return []
-        until(lambda: any(rid + "b" in x for x in lines()), 30)
+        until(lambda: any(rid + "b" in x for x in lines()) and
+              any(rid in x and "uo" in x for x in lines()), 30)
         parsed, bad = [], []
         for x in lines():
             try:
@@ -153,6 +156,8 @@ def test_json_log(tmp):
              isinstance(acc[0].get("durationMs"), (int, float)) and
              acc[0].get("key", "").startswith("sha256:"),
              "  access lines: requestId, method, route, status, bytes, durationMs, key", acc)
+        t.ok(any(p.get("kind") == "access" and p.get("requestId") == odd for p in parsed),
+             "  an id with a quote and a backslash is escaped", odd)
         os.rename(path, path + ".1")
         os.kill(s.proc.pid, signal.SIGHUP)
         t.ok(until(lambda: os.path.exists(path), 30), "SIGHUP: the file is made again")
