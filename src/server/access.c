@@ -2,6 +2,7 @@
  * for /metrics and, unless [log] access = false, an access log line. The
  * line names the API key by an id (a hash prefix), never the key; routes
  * are templates, so no sandbox path or query reaches the log. */
+#include <jansson.h>
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/random.h"
+#include "server/audit.h"
 #include "server/metrics.h"
 #include "server/server.h"
 
@@ -52,12 +54,43 @@ static void access_line(const struct osb_server *srv, const struct osb_http_req 
     osb_log_line(line);
 }
 
+/* A request that may change state (not GET, HEAD or OPTIONS), that matched
+ * a route and got past the key: a record. The body is never recorded (a
+ * vault's carries secrets); a proxied request records its port and path. */
+static void audit(struct osb_server *srv, const struct osb_http_req *req,
+                  const struct osb_http_done *d)
+{
+    if (!srv->audit || !d->route || d->status == 401 || !strcmp(d->method, "GET") ||
+        !strcmp(d->method, "HEAD") || !strcmp(d->method, "OPTIONS"))
+        return;
+    const char *route = strncmp(d->route, "/v1/", 4) == 0 ? d->route + 3 : d->route;
+    char action[300];
+    snprintf(action, sizeof action, "%s %s", d->method, route);
+    const char *port = osb_http_req_param(req, "port"), *rest = osb_http_req_param(req, "rest");
+    json_t *detail = json_object();
+    if (port || strstr(route, "/proxy/18080"))
+        json_object_set_new(detail, "port", json_string(port ? port : "18080"));
+    json_t *path = rest ? json_string(rest) : NULL; /* NULL too when not UTF-8 */
+    if (path)
+        json_object_set_new(detail, "path", path);
+    struct osb_audit_rec r = {key_of(srv, req),
+                              action,
+                              strncmp(route, "/sandboxes/", 11) == 0 ? osb_http_req_param(req, "id")
+                                                                     : NULL,
+                              d->id,
+                              d->status,
+                              detail};
+    osb_audit_append(srv->audit, &r);
+    json_decref(detail);
+}
+
 static void on_done(const struct osb_http_req *req, const struct osb_http_done *d, void *ud)
 {
     struct osb_server *srv = ud;
     osb_metrics_http(srv->metrics, d->method, d->route, d->status, d->seconds);
     if (srv->cfg->log.access)
         access_line(srv, req, d);
+    audit(srv, req, d);
 }
 
 void osb_access_install(struct osb_server *srv)

@@ -286,6 +286,7 @@ void osb_api_register(struct osb_server *srv)
     add_table(srv, osb_api_snapshot_routes, osb_api_snapshot_nroutes);
     add_table(srv, osb_api_misc_routes, osb_api_misc_nroutes);
     add_table(srv, osb_api_metrics_routes, osb_api_metrics_nroutes);
+    add_table(srv, osb_api_audit_routes, osb_api_audit_nroutes);
     add_table(srv, osb_api_pool_routes, osb_api_pool_nroutes);
     add_table(srv, osb_api_image_routes, osb_api_image_nroutes);
     static const struct osb_http_route fallback = {NULL, "*rest", h_fallback, OSB_ROUTE_NO_BODY,

@@ -98,6 +98,10 @@ static const struct code_row codes[] = {
     ROW("DIAGNOSTICS::TOO_LARGE", 500),
     /* metrics */
     ROW("METRICS::TOO_LARGE", 500),
+    /* the audit trail */
+    ROW("AUDIT::INVALID_PARAMETER", 400),
+    ROW("AUDIT::NOT_ENABLED", 404),
+    ROW("AUDIT::UNREADABLE", 500),
     /* the image store API (api_images.c) */
     ROW("IMAGE::INVALID_PARAMETER", 400),
     ROW("IMAGE::NOT_FOUND", 404),

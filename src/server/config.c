@@ -192,6 +192,10 @@ static const struct option options[] = {
      "How a networkPolicy is enforced: \"dns\" (only allowed names resolve) or\n"
      "\"dns+nft\" (also, only addresses of allowed answers and allowed CIDRs are\n"
      "reachable: literal IPs, hard-coded resolvers and DoH are blocked)."},
+    {"audit", "enabled", K_BOOL, OFF(audit.enabled), 0, 0, "true", true,
+     "Append every state-changing API request to a hash-chained audit trail."},
+    {"audit", "path", K_PATH, OFF(audit.path), 0, 0, "\"/var/lib/opensandbox/audit.log\"", true,
+     "The audit trail's file. Unset: audit.log in the state dir."},
     {"metrics", "listen", K_STR, OFF(metrics.listen), 0, 0, "\"127.0.0.1:9464\"", true,
      "Also serve GET /metrics on this host:port, without the API key (for a\n"
      "Prometheus on the same host or network). Unset: only on the API port,\n"
@@ -221,9 +225,9 @@ static const struct option options[] = {
      NULL, false, NULL},
 };
 
-static const char *const our_tables[] = {"server",  "runtime",        "native", "image",
-                                         "storage", "network",        "egress", "credential_vault",
-                                         "metrics", "secure_runtime", "gvisor"};
+static const char *const our_tables[] = {"server",  "runtime", "native",         "image",
+                                         "storage", "network", "egress",         "credential_vault",
+                                         "metrics", "audit",   "secure_runtime", "gvisor"};
 
 /* ---- small helpers ---- */
 
@@ -296,6 +300,7 @@ static void set_defaults(struct osb_config *cfg)
     cfg->server.admission_wait_seconds = 30;
     cfg->log.format = osb_xstrdup("text");
     cfg->log.access = true;
+    cfg->audit.enabled = true;
     cfg->runtime.type = osb_xstrdup("native");
     cfg->runtime.execd_path = default_exe("execd");
     cfg->runtime.init_path = default_exe("osb-sandbox-init");

@@ -78,6 +78,10 @@ struct osb_config {
         char *k8s_runtime_class; /* upstream's; accepted, ignored (NULL = absent) */
     } secure_runtime;
     struct {
+        bool enabled; /* default true */
+        char *path;   /* NULL: <state_dir>/audit.log */
+    } audit;
+    struct {
         bool per_sandbox; /* per-sandbox usage series in /metrics (default false) */
         char *listen;     /* "host:port" of a keyless /metrics listener; NULL: none */
     } metrics;

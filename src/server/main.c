@@ -27,6 +27,7 @@
 #include "net/hostnet.h"
 #include "image/store.h"
 #include "server/admit.h"
+#include "server/audit.h"
 #include "server/idem.h"
 #include "server/metrics.h"
 #include "server/image_cli.h"
@@ -51,6 +52,7 @@ static void usage(FILE *f)
         "usage: opensandbox-server [--config FILE]\n"
         "       opensandbox-server --version\n"
         "       opensandbox-server init-config PATH [--example native]\n"
+        "       opensandbox-server audit verify FILE\n"
         "       opensandbox-server [--config FILE] image pull REF [--username U "
         "--password-stdin] [--platform OS/ARCH]\n"
         "       opensandbox-server [--config FILE] image list | image prune\n"
@@ -194,6 +196,25 @@ static int cmd_image(const char *config, int argc, char **argv)
     return rc;
 }
 
+/* ------------------------------------------------------------- audit */
+
+/* audit verify FILE: 0 and "ok: N records", or 1 and the first break. */
+static int cmd_audit(int argc, char **argv)
+{
+    size_t n = 0;
+    struct osb_err err = {0};
+    if (argc != 3 || strcmp(argv[1], "verify") != 0) {
+        usage(stderr);
+        return 2;
+    }
+    if (osb_audit_verify(argv[2], &n, &err) < 0) {
+        fprintf(stderr, "%s: broken at %s\n", argv[2], err.msg);
+        return 1;
+    }
+    printf("ok: %zu records\n", n);
+    return 0;
+}
+
 /* ------------------------------------------------------------- serve */
 
 /* SIGHUP: the log file was rotated; write to a new one at that path. */
@@ -286,6 +307,12 @@ static int start(struct osb_server *srv)
         return fail("network", &err);
     if (osb_pools_open(srv, &err) < 0)
         return fail("pools", &err);
+    if (cfg->audit.enabled) {
+        srv->audit_path = cfg->audit.path ? osb_xstrdup(cfg->audit.path)
+                                          : osb_xasprintf("%s/audit.log", cfg->native.state_dir);
+        if (osb_audit_open(srv->audit_path, &srv->audit, &err) < 0)
+            return fail("audit trail", &err);
+    }
     srv->http = osb_http_server_new(srv->loop);
     osb_api_register(srv);
     osb_access_install(srv);
@@ -321,6 +348,8 @@ static void stop(struct osb_server *srv)
     uv_run(srv->loop, UV_RUN_NOWAIT);
     osb_api_release(srv);
     osb_snaps_close(srv);
+    osb_audit_close(srv->audit);
+    free(srv->audit_path);
     osb_istore_close(srv->images);
     osb_idem_close(srv);
     osb_store_close(srv->store);
@@ -413,6 +442,8 @@ int main(int argc, char **argv)
         return cmd_init_config(argc - optind, argv + optind);
     if (optind < argc && strcmp(argv[optind], "image") == 0)
         return cmd_image(config, argc - optind, argv + optind);
+    if (optind < argc && strcmp(argv[optind], "audit") == 0)
+        return cmd_audit(argc - optind, argv + optind);
     if (optind < argc) {
         fprintf(stderr, "opensandbox-server: unknown command `%s`\n", argv[optind]);
         usage(stderr);

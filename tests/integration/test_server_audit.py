@@ -1,0 +1,142 @@
+"""The audit trail (issue 15): every state-changing API request (not GET, HEAD or
+OPTIONS; past the key) appends a hash-chained JSON line to <state>/audit.log;
+`opensandbox-server audit verify FILE` checks the chain and names the first
+broken record; GET /v1/audit lists records (sandboxId, since, limit). Checked:
+the records of a sandbox's life and of a command run through the server's proxy,
+no API key in the file, a 401 not recorded, filters and their errors, verify on
+the file and on tampered copies (a field edited, a line removed, two lines
+swapped, the last line cut), and the chain going on across a restart."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serverlib import *  # noqa: E402,F403
+
+t = TAP()
+KEY = "audit-key-" + os.urandom(8).hex()
+
+
+def until(pred, timeout=60):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    return pred()
+
+
+def verify(path):
+    r = subprocess.run([SERVER_BIN, "audit", "verify", path], capture_output=True, text=True)
+    return r.returncode, (r.stdout + r.stderr).strip()
+
+
+def lines(path):
+    with open(path) as f:
+        return f.read().splitlines(True)
+
+
+def tampered(s, path, name, change):
+    copy = os.path.join(s.tmp, "tampered-" + name)
+    ls = lines(path)
+    with open(copy, "w") as f:
+        f.write("".join(change(ls)))
+    return verify(copy)
+
+
+def test_trail(s):
+    path = os.path.join(s.state_dir, "audit.log")
+    sid = s.new()["id"]
+    until(lambda: s.get("/v1/sandboxes/" + sid).json()["status"]["state"] == "Running")
+    s.post("/v1/sandboxes/%s/pause" % sid)
+    s.post("/v1/sandboxes/%s/resume" % sid)
+    s.req("PATCH", "/v1/sandboxes/%s/metadata" % sid, json={"team": "a"})
+    rc = exit_code(s.execd(sid).sse("/command", json={"command": "echo audited"}).events)
+    t.eq(rc, 0, "a command through the server's proxy")
+    s.req("POST", "/v1/sandboxes/%s/pause" % sid, headers={"OPEN-SANDBOX-API-KEY": "wrong"})
+    s.delete("/v1/sandboxes/" + sid)
+    items = until(lambda: [i for i in s.get("/v1/audit").json()["items"]
+                           if i["action"] == "DELETE /sandboxes/:id"] and
+                  s.get("/v1/audit").json()["items"], 30)
+    acts = [i["action"] for i in items]
+    want = ["POST /sandboxes", "POST /sandboxes/:id/pause", "POST /sandboxes/:id/resume",
+            "PATCH /sandboxes/:id/metadata", "DELETE /sandboxes/:id"]
+    t.eq([a for a in acts if a in want], want, "GET /v1/audit: the sandbox's life, in order",
+         acts)
+    cmd = [i for i in items if i["action"].startswith("POST /sandboxes/:id/proxy/")]
+    t.ok(cmd and cmd[0]["detail"].get("path") == "command" and cmd[0]["sandboxId"] == sid,
+         "the command: its sandbox, port and execd path", cmd)
+    t.eq([i["seq"] for i in items], list(range(1, len(items) + 1)), "  seq 1, 2, 3, ...")
+    by = {i["action"]: i for i in items}
+    p = by["POST /sandboxes/:id/pause"]
+    t.ok(p["sandboxId"] == sid and p["status"] == 202 and p["actor"].startswith("sha256:") and
+         p["requestId"] and p["time"].endswith("Z"),
+         "a record: sandboxId, status, actor (the key's id), requestId, time", p)
+    t.eq(sum(1 for i in items if i["action"] == "POST /sandboxes/:id/pause"), 1,
+         "a request with a wrong key (401) is not recorded")
+    t.ok(KEY not in open(path).read(), "no API key in the file")
+    t.eq(oct(os.stat(path).st_mode & 0o777), "0o600", "the file is 0600")
+
+    r = s.get("/v1/audit?sandboxId=" + sid).json()["items"]
+    t.ok(r and all(i["sandboxId"] == sid for i in r), "?sandboxId= filters")
+    t.eq(len(s.get("/v1/audit?limit=2").json()["items"]), 2, "?limit=2: the last two")
+    last = items[-1]
+    r = s.get("/v1/audit?since=" + last["time"]).json()["items"]
+    t.ok(r and r[-1]["seq"] == last["seq"] and all(i["time"] >= last["time"] for i in r),
+         "?since= keeps the records from that time on")
+    t.is_error(s.get("/v1/audit?since=yesterday"), 400, "AUDIT::INVALID_PARAMETER",
+               "?since= not a time -> 400")
+    t.is_error(s.get("/v1/audit?limit=0"), 400, None, "?limit=0 -> 400")
+
+    rc, out = verify(path)
+    t.ok(rc == 0 and out == "ok: %d records" % len(lines(path)), "audit verify: ok", out)
+    n = len(lines(path))
+
+    def edit(ls):
+        ls = list(ls)
+        ls[1] = ls[1].replace('"status":202', '"status":200', 1)
+        return ls
+    rc, out = tampered(s, path, "edit", edit)
+    t.ok(rc == 1 and "record 2 (line 2)" in out and "edited" in out,
+         "a field edited: verify names record 2", out)
+    rc, out = tampered(s, path, "drop", lambda ls: ls[:2] + ls[3:])
+    t.ok(rc == 1 and "record 3 (line 3)" in out, "a line removed: verify names where", out)
+    rc, out = tampered(s, path, "swap", lambda ls: ls[:1] + [ls[2], ls[1]] + ls[3:])
+    t.ok(rc == 1 and "record 2 (line 2)" in out, "two lines swapped: named", out)
+    rc, out = tampered(s, path, "cut", lambda ls: ls[:-1] + [ls[-1][:20]])
+    t.ok(rc == 1 and "truncated" in out and "record %d" % n in out,
+         "the last line cut: truncated", out)
+    rc, out = tampered(s, path, "head", lambda ls: ls[1:])
+    t.ok(rc == 1 and "record 1 (line 1)" in out, "the first line removed: named", out)
+    return n
+
+
+def test_restart(s, n):
+    path = os.path.join(s.state_dir, "audit.log")
+    s.restart()
+    sid = s.new()["id"]
+    until(lambda: s.get("/v1/sandboxes/" + sid).json()["status"]["state"] == "Running")
+    s.delete("/v1/sandboxes/" + sid)
+    until(lambda: len(lines(path)) >= n + 2, 30)
+    rc, out = verify(path)
+    t.ok(rc == 0 and out == "ok: %d records" % len(lines(path)) and len(lines(path)) >= n + 2,
+         "after a restart the chain goes on (verify ok)", out)
+
+
+def main():
+    with Server(api_key=KEY) as s:
+        n = t.run(test_trail, s, timeout=300)
+        if n:
+            t.run(test_restart, s, n, timeout=300)
+    rc, out = subprocess.run([SERVER_BIN, "audit", "verify", "/nonexistent/audit.log"],
+                             capture_output=True, text=True).returncode, ""
+    t.eq(rc, 1, "verify of a file that does not exist fails (a trail deleted whole)")
+
+
+if __name__ == "__main__":
+    t.run(main, timeout=900)
+    t.done()
