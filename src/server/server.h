@@ -63,8 +63,8 @@ struct osb_server {
     struct osb_http_server *metrics_http; /* [metrics] listen, or NULL */
     struct osb_audit *audit;              /* the audit trail (server/audit.h), NULL when off */
     char *audit_path;
-    char key_id[24];                      /* the API key's id in logs: "sha256:" + 12 hex */
-    char **v1_patterns;                   /* api.c: the /v1 routes' patterns (osb_api_release) */
+    char key_id[24];    /* the API key's id in logs: "sha256:" + 12 hex */
+    char **v1_patterns; /* api.c: the /v1 routes' patterns (osb_api_release) */
     size_t n_v1_patterns;
 };
 
@@ -156,7 +156,7 @@ void osb_api_batch_create(struct osb_http_req *req, void *ud);
 /* Route tables of the other api files, each registered at /v1 and at /. */
 extern const struct osb_http_route osb_api_sandbox_routes[];
 extern const size_t osb_api_sandbox_nroutes;
-#define API_KEY_HEADER "OPEN-SANDBOX-API-KEY"                /* protocol.md 1.1 */
+#define API_KEY_HEADER "OPEN-SANDBOX-API-KEY"              /* protocol.md 1.1 */
 extern const struct osb_http_route osb_api_audit_routes[]; /* api_audit.c */
 extern const size_t osb_api_audit_nroutes;
 extern const struct osb_http_route osb_api_metrics_routes[]; /* api_metrics.c */
