@@ -198,10 +198,10 @@ void osb_audit_append(struct osb_audit *a, const struct osb_audit_rec *r)
     char now[OSB_TIMEFMT_LEN], hash[65];
     osb_timefmt_us(osb_now_us(), now);
     json_t *j =
-        json_pack("{s:I,s:s,s:s,s:s,s:s?,s:s,s:i,s:O,s:s}", "seq", (json_int_t)(a->seq + 1), "time",
+        json_pack("{s:I,s:s,s:s,s:s,s:s?,s:s,s:i,s:o,s:s}", "seq", (json_int_t)(a->seq + 1), "time",
                   now, "actor", r->actor, "action", r->action, "sandboxId", r->sandbox_id,
                   "requestId", r->request_id ? r->request_id : "", "status", r->status, "detail",
-                  r->detail ? r->detail : json_object(), "prev", a->prev);
+                  r->detail ? json_incref(r->detail) : json_object(), "prev", a->prev);
     char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!body) {
