@@ -78,7 +78,12 @@ HTTP_OBJ := $(call obj,$(HTTP_SRC))
 EXECD_OBJ := $(call obj,$(EXECD_SRC))
 RUNTIME_OBJ := $(call obj,$(RUNTIME_SRC))
 INIT_OBJ := $(call obj,$(INIT_SRC))
-SERVER_OBJ := $(call obj,$(SERVER_SRC))
+# The OpenAPI document GET /openapi.json serves, built into the server
+# (scripts/gen-openapi.py writes the JSON from docs/specs/ and
+# src/server/openapi/extensions.yml; the build only embeds its bytes).
+OPENAPI_JSON := src/server/openapi/openapi.json
+OPENAPI_C := $(BUILD)/gen/openapi_json.c
+SERVER_OBJ := $(call obj,$(SERVER_SRC) $(OPENAPI_C))
 IMAGE_OBJ := $(call obj,$(IMAGE_SRC))
 NET_OBJ := $(call obj,$(NET_SRC))
 VAULT_OBJ := $(call obj,$(VAULT_SRC))
@@ -140,6 +145,11 @@ VERSION_STAMP := $(BUILD)/version.stamp
 $(shell mkdir -p $(BUILD) && { [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = '$(VERSION_STRING)' ] || echo '$(VERSION_STRING)' >$(VERSION_STAMP); })
 $(BUILD)/obj/src/common/version.o: $(VERSION_STAMP)
 $(BUILD)/obj/src/common/version.o: OBJ_DEFS = -DOSB_VERSION='"$(VERSION_STRING)"'
+
+$(OPENAPI_C): $(OPENAPI_JSON) scripts/embed.sh
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  EMBED   $<")
+	$(Q)sh scripts/embed.sh osb_openapi_json $< server/apidocs.h >$@
 
 $(BUILD)/bin/execd: $(BUILD)/obj/src/execd/main.o $(EXECD_OBJ) $(HTTP_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(@D)
