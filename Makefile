@@ -6,7 +6,8 @@
 #   make bench    run bench/ (BENCH_ARGS=--quick: smaller N; OSB_BENCH="create ...": only those)
 #   make fuzz     build the libFuzzer targets (clang) into build/fuzz/
 #   make install  the programs into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local), libopensandbox,
-#                 its header and osb's man page
+#                 its header and the man pages (osb.1, execd.1, opensandbox-server.8)
+#   make deb      a Debian package with the systemd unit: $(BUILD)/opensandbox_<version>_<arch>.deb
 #   make format / format-check / analyze / banned-check: the code habits (see docs/)
 .SUFFIXES:
 .DELETE_ON_ERROR:
@@ -101,7 +102,7 @@ HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard t
 DEPS_STAMP := build/.deps-build-ok
 TEST_DEPS_STAMP := build/.deps-test-ok
 
-.PHONY: all test test-build check bench fuzz clean deps test-deps install
+.PHONY: all test test-build check bench fuzz clean deps test-deps install deb
 .PHONY: format format-check analyze banned-check
 BINS := $(BUILD)/bin/execd
 ifneq ($(wildcard src/runtime/init/main.c),)
@@ -300,14 +301,25 @@ MANDIR := $(PREFIX)/share/man
 INSTALL_DOCS := README.md $(filter-out docs/README.md,$(wildcard docs/*.md))
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(LIBDIR) \
-	    $(DESTDIR)$(INCDIR)/osb $(DESTDIR)$(MANDIR)/man1
+	    $(DESTDIR)$(INCDIR)/osb $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(BINS) $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libopensandbox.so.0 $(DESTDIR)$(LIBDIR)/libopensandbox.so
 	install -m 0644 include/osb/opensandbox.h $(DESTDIR)$(INCDIR)/osb/
-	install -m 0644 docs/osb.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/osb.1 docs/execd.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/opensandbox-server.8 $(DESTDIR)$(MANDIR)/man8/
+
+# A Debian package of everything `make install` puts in place (PREFIX=/usr),
+# with the systemd unit, the service's config and maintainer scripts
+# (packaging/, scripts/make-deb.sh; dpkg-deb, no debhelper):
+# $(BUILD)/opensandbox_<version>_<arch>.deb.
+DEB_STAGE := $(BUILD)/deb/root
+deb: all
+	$(Q)rm -rf $(BUILD)/deb
+	$(Q)$(MAKE) --no-print-directory -s install DESTDIR=$(abspath $(DEB_STAGE)) PREFIX=/usr >/dev/null
+	$(Q)sh scripts/make-deb.sh $(DEB_STAGE) $(BUILD)
 
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_LIB_SRC := $(COMMON_SRC) $(HTTP_SRC)
