@@ -6,7 +6,8 @@
 #   make bench    run bench/ (BENCH_ARGS=--quick: smaller N; OSB_BENCH="create ...": only those)
 #   make fuzz     build the libFuzzer targets (clang) into build/fuzz/
 #   make install  the programs into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local), libopensandbox,
-#                 its header and osb's man page
+#                 its header and the man pages (osb.1, execd.1, opensandbox-server.8)
+#   make deb      a Debian package with the systemd unit: $(BUILD)/opensandbox_<version>_<arch>.deb
 #   make format / format-check / analyze / banned-check: the code habits (see docs/)
 .SUFFIXES:
 .DELETE_ON_ERROR:
@@ -78,7 +79,12 @@ HTTP_OBJ := $(call obj,$(HTTP_SRC))
 EXECD_OBJ := $(call obj,$(EXECD_SRC))
 RUNTIME_OBJ := $(call obj,$(RUNTIME_SRC))
 INIT_OBJ := $(call obj,$(INIT_SRC))
-SERVER_OBJ := $(call obj,$(SERVER_SRC))
+# The OpenAPI document GET /openapi.json serves, built into the server
+# (scripts/gen-openapi.py writes the JSON from docs/specs/ and
+# src/server/openapi/extensions.yml; the build only embeds its bytes).
+OPENAPI_JSON := src/server/openapi/openapi.json
+OPENAPI_C := $(BUILD)/gen/openapi_json.c
+SERVER_OBJ := $(call obj,$(SERVER_SRC) $(OPENAPI_C))
 IMAGE_OBJ := $(call obj,$(IMAGE_SRC))
 NET_OBJ := $(call obj,$(NET_SRC))
 VAULT_OBJ := $(call obj,$(VAULT_SRC))
@@ -96,7 +102,7 @@ HELPER_BIN := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard t
 DEPS_STAMP := build/.deps-build-ok
 TEST_DEPS_STAMP := build/.deps-test-ok
 
-.PHONY: all test test-build check bench fuzz clean deps test-deps install
+.PHONY: all test test-build check bench fuzz clean deps test-deps install deb
 .PHONY: format format-check analyze banned-check
 BINS := $(BUILD)/bin/execd
 ifneq ($(wildcard src/runtime/init/main.c),)
@@ -140,6 +146,11 @@ VERSION_STAMP := $(BUILD)/version.stamp
 $(shell mkdir -p $(BUILD) && { [ "$$(cat $(VERSION_STAMP) 2>/dev/null)" = '$(VERSION_STRING)' ] || echo '$(VERSION_STRING)' >$(VERSION_STAMP); })
 $(BUILD)/obj/src/common/version.o: $(VERSION_STAMP)
 $(BUILD)/obj/src/common/version.o: OBJ_DEFS = -DOSB_VERSION='"$(VERSION_STRING)"'
+
+$(OPENAPI_C): $(OPENAPI_JSON) scripts/embed.sh
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  EMBED   $<")
+	$(Q)sh scripts/embed.sh osb_openapi_json $< server/apidocs.h >$@
 
 $(BUILD)/bin/execd: $(BUILD)/obj/src/execd/main.o $(EXECD_OBJ) $(HTTP_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(@D)
@@ -290,14 +301,25 @@ MANDIR := $(PREFIX)/share/man
 INSTALL_DOCS := README.md $(filter-out docs/README.md,$(wildcard docs/*.md))
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(LIBDIR) \
-	    $(DESTDIR)$(INCDIR)/osb $(DESTDIR)$(MANDIR)/man1
+	    $(DESTDIR)$(INCDIR)/osb $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(BINS) $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libopensandbox.so.0 $(DESTDIR)$(LIBDIR)/libopensandbox.so
 	install -m 0644 include/osb/opensandbox.h $(DESTDIR)$(INCDIR)/osb/
-	install -m 0644 docs/osb.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/osb.1 docs/execd.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/opensandbox-server.8 $(DESTDIR)$(MANDIR)/man8/
+
+# A Debian package of everything `make install` puts in place (PREFIX=/usr),
+# with the systemd unit, the service's config and maintainer scripts
+# (packaging/, scripts/make-deb.sh; dpkg-deb, no debhelper):
+# $(BUILD)/opensandbox_<version>_<arch>.deb.
+DEB_STAGE := $(BUILD)/deb/root
+deb: all
+	$(Q)rm -rf $(BUILD)/deb
+	$(Q)$(MAKE) --no-print-directory -s install DESTDIR=$(abspath $(DEB_STAGE)) PREFIX=/usr >/dev/null
+	$(Q)sh scripts/make-deb.sh $(DEB_STAGE) $(BUILD)
 
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_LIB_SRC := $(COMMON_SRC) $(HTTP_SRC)

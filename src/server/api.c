@@ -289,6 +289,7 @@ void osb_api_register(struct osb_server *srv)
     add_table(srv, osb_api_audit_routes, osb_api_audit_nroutes);
     add_table(srv, osb_api_pool_routes, osb_api_pool_nroutes);
     add_table(srv, osb_api_image_routes, osb_api_image_nroutes);
+    add_table(srv, osb_api_openapi_routes, osb_api_openapi_nroutes);
     static const struct osb_http_route fallback = {NULL, "*rest", h_fallback, OSB_ROUTE_NO_BODY,
                                                    NULL};
     osb_http_server_add_routes(srv->http, &fallback, 1);

@@ -179,4 +179,6 @@ extern const struct osb_http_route osb_api_pool_routes[]; /* api_pools.c */
 extern const size_t osb_api_pool_nroutes;
 extern const struct osb_http_route osb_api_image_routes[]; /* api_images.c */
 extern const size_t osb_api_image_nroutes;
+extern const struct osb_http_route osb_api_openapi_routes[]; /* api_openapi.c */
+extern const size_t osb_api_openapi_nroutes;
 #endif

@@ -1,6 +1,6 @@
 """make install: `make install DESTDIR=<tmp> PREFIX=/usr` puts exactly the five
-programs, libopensandbox (.a, .so.0 and its link), its header, osb's man page
-and the docs in place, and the installed server runs (--version,
+programs, libopensandbox (.a, .so.0 and its link), its header, the man pages
+(osb.1, execd.1, opensandbox-server.8) and the docs in place, and the installed server runs (--version,
 init-config) and finds the execd and osb-sandbox-init installed beside it:
 with no execd_path in its config it creates a sandbox that runs a command."""
 import os
@@ -57,9 +57,10 @@ def check(dest):
     want.update({"usr/share/doc/opensandbox/" + d: 0o644 for d in docs})
     want.update({"usr/lib/libopensandbox.a": 0o644, "usr/lib/libopensandbox.so.0": 0o755,
                  "usr/lib/libopensandbox.so": 0o755, "usr/include/osb/opensandbox.h": 0o644,
-                 "usr/share/man/man1/osb.1": 0o644})
+                 "usr/share/man/man1/osb.1": 0o644, "usr/share/man/man1/execd.1": 0o644,
+                 "usr/share/man/man8/opensandbox-server.8": 0o644})
     t.eq(listing(dest), want, "installed files and modes are exactly the programs, the client "
-         "library, its header, the man page and the docs")
+         "library, its header, the man pages and the docs")
     so = os.path.join(dest, "usr/lib/libopensandbox.so")
     t.eq(os.readlink(so) if os.path.islink(so) else None, "libopensandbox.so.0",
          "libopensandbox.so links to the soname")
