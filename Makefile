@@ -84,7 +84,13 @@ INIT_OBJ := $(call obj,$(INIT_SRC))
 # src/server/openapi/extensions.yml; the build only embeds its bytes).
 OPENAPI_JSON := src/server/openapi/openapi.json
 OPENAPI_C := $(BUILD)/gen/openapi_json.c
-SERVER_OBJ := $(call obj,$(SERVER_SRC) $(OPENAPI_C))
+# The web console: console/src plus the npm packages pinned in
+# console/package-lock.json, bundled by scripts/build-console.sh into
+# $(BUILD)/console and embedded like the OpenAPI document.
+CONSOLE_DIR := $(BUILD)/console
+CONSOLE_FILES := index.html app.js app.css vendor.js vendor.css
+CONSOLE_C := $(BUILD)/gen/console_assets.c
+SERVER_OBJ := $(call obj,$(SERVER_SRC) $(OPENAPI_C) $(CONSOLE_C))
 IMAGE_OBJ := $(call obj,$(IMAGE_SRC))
 NET_OBJ := $(call obj,$(NET_SRC))
 VAULT_OBJ := $(call obj,$(VAULT_SRC))
@@ -151,6 +157,18 @@ $(OPENAPI_C): $(OPENAPI_JSON) scripts/embed.sh
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  EMBED   $<")
 	$(Q)sh scripts/embed.sh osb_openapi_json $< server/apidocs.h >$@
+
+$(CONSOLE_DIR)/.built: console/package.json console/package-lock.json $(wildcard console/src/*) scripts/build-console.sh | $(DEPS_STAMP)
+	@$(if $(Q),echo "  CONSOLE $(CONSOLE_DIR)")
+	$(Q)sh scripts/build-console.sh $(CONSOLE_DIR)
+	@touch $@
+
+$(CONSOLE_C): $(CONSOLE_DIR)/.built scripts/embed.sh
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  EMBED   $(CONSOLE_DIR)")
+	$(Q)for f in $(CONSOLE_FILES); do \
+	    sh scripts/embed.sh osb_console_$$(echo $$f | tr . _) $(CONSOLE_DIR)/$$f server/console.h || exit 1; \
+	done >$@.tmp && mv $@.tmp $@
 
 $(BUILD)/bin/execd: $(BUILD)/obj/src/execd/main.o $(EXECD_OBJ) $(HTTP_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(@D)

@@ -18,6 +18,8 @@
 static const char *key_of(const struct osb_server *srv, const struct osb_http_req *req)
 {
     const char *k = osb_http_req_header(req, API_KEY_HEADER);
+    if (osb_http_req_param(req, "ticket")) /* the signed proxy routes */
+        return "signed-url";
     return srv->api_key && k && osb_secret_eq(k, srv->api_key) ? srv->key_id : "-";
 }
 

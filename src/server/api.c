@@ -136,9 +136,10 @@ static bool prefix(const char *s, const char *p)
     return strncmp(s, p, strlen(p)) == 0;
 }
 
-/* protocol.md 1.1: /health, /docs, /redoc, /openapi.json and the server
+/* protocol.md 1.1: /health, /docs, /redoc, /openapi.json (and our /console) and the server
  * proxy ^(/v1)?/sandboxes/[^/]+/proxy/\d+(/|$) need no key; the proxy
- * path must not contain "..". */
+ * path must not contain "..". Nor do signed URLs, .../signed/\d+/...,
+ * whose handler checks the ticket. */
 static bool auth_exempt(const char *target)
 {
     size_t n = strcspn(target, "?");
@@ -146,7 +147,7 @@ static bool auth_exempt(const char *target)
     bool ok = false;
     const char *p = path;
     if (prefix(p, "/health") || prefix(p, "/docs") || prefix(p, "/redoc") ||
-        prefix(p, "/openapi.json")) {
+        prefix(p, "/openapi.json") || strcmp(p, "/console") == 0 || prefix(p, "/console/")) {
         ok = true;
     } else if (!strstr(p, "..")) {
         if (prefix(p, "/v1/"))
@@ -155,8 +156,10 @@ static bool auth_exempt(const char *target)
             p += 11;
             size_t id = strcspn(p, "/");
             p += id;
-            if (id > 0 && prefix(p, "/proxy/")) {
-                p += 7;
+            /* a signed URL (server/signing.h): its ticket is the key */
+            bool is_signed = prefix(p, "/signed/");
+            if (id > 0 && (prefix(p, "/proxy/") || is_signed)) {
+                p += is_signed ? 8 : 7;
                 size_t d = strspn(p, "0123456789");
                 ok = d > 0 && (p[d] == '\0' || p[d] == '/');
             }
@@ -290,6 +293,8 @@ void osb_api_register(struct osb_server *srv)
     add_table(srv, osb_api_pool_routes, osb_api_pool_nroutes);
     add_table(srv, osb_api_image_routes, osb_api_image_nroutes);
     add_table(srv, osb_api_openapi_routes, osb_api_openapi_nroutes);
+    /* the console is a page, not an API: no /v1 copy */
+    osb_http_server_add_routes(srv->http, osb_api_console_routes, osb_api_console_nroutes);
     static const struct osb_http_route fallback = {NULL, "*rest", h_fallback, OSB_ROUTE_NO_BODY,
                                                    NULL};
     osb_http_server_add_routes(srv->http, &fallback, 1);

@@ -7,14 +7,18 @@
  * inside the sandbox. The proxy needs no API key (as upstream); execd
  * checks the per-sandbox token the endpoint's headers carry. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/json.h"
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "server/network.h"
 #include "server/server.h"
+#include "server/signing.h"
 
 #define EXECD_PORT 44772
 #define EGRESS_PORT 18080
@@ -67,6 +71,44 @@ static char *endpoint_host(struct osb_server *srv, struct osb_http_req *req)
                            : osb_xasprintf("%s:%d", lh, srv->port);
 }
 
+/* ?expires=T: a URL through the server proxy that needs no header until T
+ * (server/signing.h). As upstream, not with use_server_proxy=true. */
+static void signed_endpoint(struct osb_server *srv, struct osb_http_req *req, struct osb_sbx *s,
+                            long port, const char *expires)
+{
+    const char *usp = osb_http_req_query(req, "use_server_proxy");
+    if (usp && strcasecmp(usp, "true") == 0) {
+        osb_apierr_reply(req, "SANDBOX::INVALID_PARAMETER",
+                         "expires cannot be combined with use_server_proxy=true");
+        return;
+    }
+    if (port == EGRESS_PORT) {
+        osb_apierr_reply(req, "SANDBOX::INVALID_PARAMETER",
+                         "the egress API (port %d) takes its token header; it has no signed URL",
+                         EGRESS_PORT);
+        return;
+    }
+    int64_t now = osb_now_ms() / 1000;
+    char *end = NULL;
+    errno = 0;
+    long long t = strtoll(expires, &end, 10);
+    if (!*expires || *end || errno || !isdigit((unsigned char)*expires) || t <= now ||
+        t > now + OSB_SIGN_MAX_SECONDS) {
+        osb_apierr_reply(req, "SANDBOX::INVALID_PARAMETER",
+                         "expires must be Unix seconds in the future, at most %d s ahead "
+                         "(got '%s')",
+                         OSB_SIGN_MAX_SECONDS, expires);
+        return;
+    }
+    char ticket[OSB_TICKET_MAX];
+    osb_signer_ticket(srv->signer, s->id, port, t, ticket);
+    char *host = endpoint_host(srv, req);
+    char *ep = osb_xasprintf("%s/sandboxes/%s/signed/%ld/%s", host, s->id, port, ticket);
+    osb_http_respond_json(req, 200, json_pack("{s:s}", "endpoint", ep));
+    free(host);
+    free(ep);
+}
+
 static void h_endpoint(struct osb_http_req *req, void *ud)
 {
     struct osb_server *srv = ud;
@@ -88,9 +130,9 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
             osb_state_name(s->state), s->reason ? s->reason : "-", s->message ? s->message : "");
         return;
     }
-    if (osb_http_req_query(req, "expires")) {
-        osb_apierr_reply(req, "SANDBOX::API_NOT_SUPPORTED",
-                         "Signed endpoint routes ('expires') are not supported by this server.");
+    const char *expires = osb_http_req_query(req, "expires");
+    if (expires) {
+        signed_endpoint(srv, req, s, port, expires);
         return;
     }
     char *host = endpoint_host(srv, req);
@@ -132,19 +174,11 @@ static bool dotdot(const char *rest)
     return bad;
 }
 
-static void h_proxy(struct osb_http_req *req, void *ud)
+/* The hop to port inside s. A signed request (server/signing.h) carries
+ * no token: the server adds execd's for port 44772 too. */
+static void relay(struct osb_http_req *req, struct osb_sbx *s, long port, bool is_signed)
 {
-    struct osb_server *srv = ud;
-    const char *ps = osb_http_req_param(req, "port"), *rest = osb_http_req_param(req, "rest");
-    long port = parse_port(ps);
-    if (port < 0) {
-        osb_apierr_reply(req, "SANDBOX::INVALID_PORT",
-                         "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
-        return;
-    }
-    struct osb_sbx *s = osb_api_find(srv, req);
-    if (!s)
-        return;
+    const char *rest = osb_http_req_param(req, "rest");
     if (rest && dotdot(rest)) {
         osb_apierr_reply(req, "SANDBOX::INVALID_PARAMETER",
                          "proxy path must not contain '..' segments");
@@ -167,12 +201,13 @@ static void h_proxy(struct osb_http_req *req, void *ud)
      * dropped (execd never forwards its token to the app either). */
     static const char *const drop_api[] = {"OPEN-SANDBOX-API-KEY", NULL};
     static const char *const drop_all[] = {"OPEN-SANDBOX-API-KEY", "X-EXECD-ACCESS-TOKEN", NULL};
+    bool add_token = port != EXECD_PORT || is_signed;
     struct osb_http_upstream up = {.unix_path = s->handle.sock_path,
-                                   .drop_headers = port == EXECD_PORT ? drop_api : drop_all};
+                                   .drop_headers = add_token ? drop_all : drop_api};
     const char *host = osb_http_req_header(req, "Host");
     const char *extra[9] = {NULL};
     size_t n = 0;
-    if (port != EXECD_PORT) {
+    if (add_token) {
         extra[n++] = "X-EXECD-ACCESS-TOKEN";
         extra[n++] = s->token;
     }
@@ -188,9 +223,46 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     free(target);
 }
 
+static void h_proxy(struct osb_http_req *req, void *ud)
+{
+    struct osb_server *srv = ud;
+    const char *ps = osb_http_req_param(req, "port");
+    long port = parse_port(ps);
+    if (port < 0) {
+        osb_apierr_reply(req, "SANDBOX::INVALID_PORT",
+                         "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
+        return;
+    }
+    struct osb_sbx *s = osb_api_find(srv, req);
+    if (s)
+        relay(req, s, port, false);
+}
+
+/* The ticket is checked before the sandbox is looked up, so a URL that is
+ * not ours tells nothing about which sandboxes exist. */
+static void h_signed(struct osb_http_req *req, void *ud)
+{
+    struct osb_server *srv = ud;
+    const char *ps = osb_http_req_param(req, "port"), *id = osb_http_req_param(req, "id");
+    long port = parse_port(ps);
+    if (port < 0 || port == EGRESS_PORT || !id ||
+        !osb_signer_check(srv->signer, id, port, osb_http_req_param(req, "ticket"),
+                          osb_now_ms() / 1000)) {
+        osb_apierr_reply(req, "SANDBOX::INVALID_SIGNATURE",
+                         "this signed URL is not valid or has expired; ask "
+                         "GET /sandboxes/{id}/endpoints/{port}?expires=... for a new one");
+        return;
+    }
+    struct osb_sbx *s = osb_api_find(srv, req);
+    if (s)
+        relay(req, s, port, true);
+}
+
 const struct osb_http_route osb_api_proxy_routes[] = {
     {"GET", "/sandboxes/:id/endpoints/:port", h_endpoint, 0, NULL},
     {NULL, "/sandboxes/:id/proxy/:port/*rest", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
     {NULL, "/sandboxes/:id/proxy/:port", h_proxy, OSB_ROUTE_STREAM_BODY, NULL},
+    {NULL, "/sandboxes/:id/signed/:port/:ticket/*rest", h_signed, OSB_ROUTE_STREAM_BODY, NULL},
+    {NULL, "/sandboxes/:id/signed/:port/:ticket", h_signed, OSB_ROUTE_STREAM_BODY, NULL},
 };
 const size_t osb_api_proxy_nroutes = sizeof osb_api_proxy_routes / sizeof osb_api_proxy_routes[0];

@@ -28,6 +28,7 @@
 #include "image/store.h"
 #include "server/admit.h"
 #include "server/audit.h"
+#include "server/signing.h"
 #include "server/idem.h"
 #include "server/metrics.h"
 #include "server/image_cli.h"
@@ -313,6 +314,11 @@ static int start(struct osb_server *srv)
         if (osb_audit_open(srv->audit_path, &srv->audit, &err) < 0)
             return fail("audit trail", &err);
     }
+    char *key_path = osb_xasprintf("%s/signing.key", cfg->native.state_dir);
+    int sr = osb_signer_open(key_path, &srv->signer, &err);
+    free(key_path);
+    if (sr < 0)
+        return fail("signing key", &err);
     srv->http = osb_http_server_new(srv->loop);
     osb_api_register(srv);
     osb_access_install(srv);
@@ -349,6 +355,7 @@ static void stop(struct osb_server *srv)
     osb_api_release(srv);
     osb_snaps_close(srv);
     osb_audit_close(srv->audit);
+    osb_signer_free(srv->signer);
     free(srv->audit_path);
     osb_istore_close(srv->images);
     osb_idem_close(srv);

@@ -63,8 +63,9 @@ struct osb_server {
     struct osb_http_server *metrics_http; /* [metrics] listen, or NULL */
     struct osb_audit *audit;              /* the audit trail (server/audit.h), NULL when off */
     char *audit_path;
-    char key_id[24];    /* the API key's id in logs: "sha256:" + 12 hex */
-    char **v1_patterns; /* api.c: the /v1 routes' patterns (osb_api_release) */
+    struct osb_signer *signer; /* signed endpoint URLs (server/signing.h) */
+    char key_id[24];           /* the API key's id in logs: "sha256:" + 12 hex */
+    char **v1_patterns;        /* api.c: the /v1 routes' patterns (osb_api_release) */
     size_t n_v1_patterns;
 };
 
@@ -179,6 +180,8 @@ extern const struct osb_http_route osb_api_pool_routes[]; /* api_pools.c */
 extern const size_t osb_api_pool_nroutes;
 extern const struct osb_http_route osb_api_image_routes[]; /* api_images.c */
 extern const size_t osb_api_image_nroutes;
+extern const struct osb_http_route osb_api_console_routes[]; /* api_console.c */
+extern const size_t osb_api_console_nroutes;
 extern const struct osb_http_route osb_api_openapi_routes[]; /* api_openapi.c */
 extern const size_t osb_api_openapi_nroutes;
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/keyfile.h"
 #include "common/xalloc.h"
 #include "vault/vault.h"
 
@@ -25,91 +26,11 @@ struct osb_vault_store {
     unsigned char key[KEY_LEN];
 };
 
-static int read_all(int fd, unsigned char *buf, size_t cap, size_t *n)
-{
-    *n = 0;
-    for (;;) {
-        ssize_t r = read(fd, buf + *n, cap - *n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            return 0;
-        *n += (size_t)r;
-        if (*n == cap)
-            return 0;
-    }
-}
-
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* A new key, made whole before it appears: written to a temporary file,
- * then linked to its name, so a crash never leaves a short key that would
- * keep the server from starting, and two servers racing keep one key. */
-static int make_key(const char *path, struct osb_err *err)
-{
-    unsigned char key[KEY_LEN];
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    if (RAND_bytes(key, KEY_LEN) != 1)
-        return osb_err_set(err, OSB_E_INTERNAL, "vault key: no randomness");
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    int r = fd >= 0 && write_all(fd, key, KEY_LEN) == 0 && fsync(fd) == 0 ? 0 : -1;
-    OPENSSL_cleanse(key, sizeof key);
-    if (fd >= 0 && close(fd) < 0)
-        r = -1;
-    if (r == 0 && link(tmp, path) < 0 && errno != EEXIST) /* EEXIST: another made one */
-        r = -1;
-    int e = errno;
-    unlink(tmp);
-    errno = e;
-    return r < 0 ? osb_err_sys(err, "create %s", path) : 0;
-}
-
-/* The key: exactly KEY_LEN bytes, a regular file of ours that nobody else
- * may read; anything else is refused rather than repaired. */
-static int read_key(struct osb_vault_store *st, const char *path, struct osb_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return osb_err_sys(err, "open %s", path);
-    struct stat sb;
-    size_t n = 0;
-    int r = 0;
-    if (fstat(fd, &sb) < 0)
-        r = osb_err_sys(err, "stat %s", path);
-    else if (!S_ISREG(sb.st_mode) || (sb.st_mode & 077) || sb.st_uid != geteuid() ||
-             sb.st_size != KEY_LEN)
-        r = osb_err_set(err, OSB_E_INVALID,
-                        "%s must be a file of %d bytes, owned by the server, mode 0600", path,
-                        KEY_LEN);
-    else if (read_all(fd, st->key, KEY_LEN, &n) < 0 || n != KEY_LEN)
-        r = osb_err_sys(err, "read %s", path);
-    close(fd);
-    return r;
-}
-
 static int load_key(struct osb_vault_store *st, struct osb_err *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/vault.key", st->dir);
-    if (access(path, F_OK) < 0 && errno == ENOENT && make_key(path, err) < 0)
-        return -1;
-    return read_key(st, path, err);
+    return osb_keyfile_load(path, st->key, KEY_LEN, err);
 }
 
 /* The directory holds the key: ours, a directory (not a link to one), and
@@ -194,7 +115,7 @@ static int write_file(const char *path, const unsigned char *data, size_t n, con
     if (fd < 0)
         return osb_err_sys(err, "create %s", tmp);
     /* fd is closed exactly once: the proxy's threads open descriptors too */
-    int r = write_all(fd, data, n) == 0 && fsync(fd) == 0 ? 0 : -1, e = errno;
+    int r = osb_write_all(fd, data, n) == 0 && fsync(fd) == 0 ? 0 : -1, e = errno;
     if (close(fd) < 0 && r == 0)
         r = -1, e = errno;
     if (r < 0) {
@@ -258,7 +179,7 @@ static int slurp(const char *path, unsigned char **buf, size_t *n, struct osb_er
     else {
         /* one byte more than fstat said: a file that grew is caught below */
         *buf = osb_xmalloc((size_t)sb.st_size + 1);
-        if (read_all(fd, *buf, (size_t)sb.st_size + 1, n) < 0)
+        if (osb_read_all(fd, *buf, (size_t)sb.st_size + 1, n) < 0)
             r = osb_err_sys(err, "read %s", path);
         else if (*n != (size_t)sb.st_size)
             r = osb_err_set(err, OSB_E_INTEGRITY, "%s changed while read", path);
