@@ -53,7 +53,7 @@ static void h_asset(struct osb_http_req *req, void *ud)
             send_asset(req, assets[i].type, assets[i].data, *assets[i].len);
             return;
         }
-    osb_apierr_reply(req, "GENERAL::NOT_FOUND", "the console has no file '%s'", name ? name : "");
+    osb_apierr_reply(req, "CONSOLE::NOT_FOUND", "the console has no file '%s'", name ? name : "");
 }
 
 const struct osb_http_route osb_api_console_routes[] = {

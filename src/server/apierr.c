@@ -28,6 +28,7 @@ static const struct code_row codes[] = {
     ROW("MISSING_API_KEY", 401),
     ROW("INVALID_API_KEY", 401),
     ROW("GENERAL::NOT_FOUND", 404),
+    ROW("CONSOLE::NOT_FOUND", 404),
     ROW("GENERAL::INTERNAL_ERROR", 500), /* /docs could not be rendered */
     /* sandboxes: the request */
     ROW("SANDBOX::INVALID_PARAMETER", 400),

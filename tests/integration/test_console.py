@@ -133,7 +133,7 @@ def console_assets(s):
         t.ok(a.status == 200 and typ in a.headers.get("content-type", "") and len(a.body) > 100,
              f"console: {f} is served", a.status)
     t.ok(b"xterm" in anon.req("GET", "/console/vendor.js").body, "console: vendor.js is xterm.js")
-    t.is_error(anon.req("GET", "/console/nothing.js"), 404, "GENERAL::NOT_FOUND", "console: an unknown file is 404")
+    t.is_error(anon.req("GET", "/console/nothing.js"), 404, "CONSOLE::NOT_FOUND", "console: an unknown file is 404")
     r = anon.req("GET", "/console/../v1/sandboxes")
     t.ok(r.status in (400, 401, 404), "console: no way out of /console", r.status)
     t.eq(anon.req("GET", "/v1/sandboxes").status, 401, "console: the API still needs the key")
