@@ -50,6 +50,8 @@ static int sandboxes(struct osb_server *srv, struct osb_buf *b)
 struct usage {
     const struct osb_sbx *s;
     struct osb_rt_stats st;
+    bool net; /* rx, tx: the sandbox has a link */
+    uint64_t rx, tx;
 };
 
 /* One series per running or paused sandbox ([metrics] per_sandbox); each
@@ -59,7 +61,11 @@ static int per_sandbox(struct osb_server *srv, struct osb_buf *b)
     static const char *const fam[][3] = {
         {"opensandbox_sandbox_memory_bytes", "gauge", "Memory the sandbox's cgroup holds"},
         {"opensandbox_sandbox_cpu_seconds_total", "counter", "CPU time of the sandbox's cgroup"},
-        {"opensandbox_sandbox_pids", "gauge", "Processes (tasks) in the sandbox"}};
+        {"opensandbox_sandbox_pids", "gauge", "Processes (tasks) in the sandbox"},
+        {"opensandbox_sandbox_network_receive_bytes_total", "counter",
+         "Bytes the sandbox received on its network link"},
+        {"opensandbox_sandbox_network_transmit_bytes_total", "counter",
+         "Bytes the sandbox sent on its network link"}};
     size_t n = 0, cap = osb_reg_count(srv->reg);
     struct usage *u = osb_xcalloc(cap ? cap : 1, sizeof *u);
     for (size_t i = 0; i < cap; i++) {
@@ -67,17 +73,23 @@ static int per_sandbox(struct osb_server *srv, struct osb_buf *b)
         struct osb_rt *rt = osb_backend_get(srv, s->runtime, NULL, 0);
         struct osb_err err = {0};
         if (rt && s->has_handle && (s->state == OSB_ST_RUNNING || s->state == OSB_ST_PAUSED) &&
-            osb_rt_stats(rt, s->id, &u[n].st, &err) == 0)
+            osb_rt_stats(rt, s->id, &u[n].st, &err) == 0) {
+            u[n].net = osb_network_link_bytes(srv, s, &u[n].rx, &u[n].tx) == 0;
             u[n++].s = s;
+        }
     }
     int rc = 0;
-    for (int f = 0; f < 3; f++) {
+    for (int f = 0; f < 5; f++) {
         rc |= osb_buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", fam[f][0], fam[f][2], fam[f][0],
                            fam[f][1]);
         for (size_t i = 0; i < n; i++) {
+            if (f >= 3 && !u[i].net)
+                continue;
             double v = f == 0   ? (double)u[i].st.memory_bytes
                        : f == 1 ? (double)u[i].st.cpu_usage_ns / 1e9
-                                : (double)u[i].st.pids;
+                       : f == 2 ? (double)u[i].st.pids
+                       : f == 3 ? (double)u[i].rx
+                                : (double)u[i].tx;
             rc |= osb_buf_addf(b, "%s{sandbox_id=\"%s\",runtime=\"%s\"} %.17g\n", fam[f][0],
                                u[i].s->id, u[i].s->runtime, v);
         }

@@ -38,7 +38,6 @@ static const struct code_row codes[] = {
     ROW("INVALID_METADATA_FORMAT", 400),
     ROW("SANDBOX::INVALID_PORT", 400),
     ROW("SANDBOX::INVALID_SIGNATURE", 403),
-    ROW("SANDBOX::API_NOT_SUPPORTED", 400),
     /* pools (server/pools.c): a claim naming no pool; a claim that waited
      * admission_wait_seconds for a member in vain; the pool routes */
     ROW("SANDBOX::POOL_NOT_FOUND", 400),

@@ -405,6 +405,7 @@ void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_re
         return;
     }
     struct osb_err err = {0};
+    int64_t t0 = mono_us();
     struct osb_rt *rt = rt_of(srv, s, err.msg, sizeof err.msg);
     if (!rt)
         osb_warn("delete sandbox %s: %s; only its record is removed", s->id, err.msg);
@@ -417,6 +418,7 @@ void osb_lc_delete(struct osb_server *srv, struct osb_sbx *s, struct osb_http_re
     }
     forget(srv, s);
     osb_metrics_event(srv->metrics, OSB_M_DELETE);
+    osb_metrics_delete(srv->metrics, (double)(mono_us() - t0) / 1e6);
     osb_lc_ttl_rearm(srv);
     if (req)
         osb_http_respond_empty(req, 204);

@@ -11,8 +11,13 @@
 #define NBUCKETS 14
 /* Seconds: a request on the loop is sub-millisecond, a create tens of
  * milliseconds, a pull or a cold start seconds. */
-static const double bounds[NBUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                        0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+static const double secs[NBUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                      0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+/* Bytes: a snapshot of a few written files to one of a filled disk. */
+static const double sizes[NBUCKETS] = {65536.0,     262144.0,    1048576.0,   4194304.0,
+                                       16777216.0,  67108864.0,  268435456.0, 1073741824.0,
+                                       2147483648., 4294967296., 8589934592., 17179869184.,
+                                       34359738368., 68719476736.};
 
 /* One labelled sample of a family: a counter, or a histogram. */
 struct series {
@@ -24,7 +29,7 @@ struct series {
 
 struct family {
     const char *name, *help;
-    bool histogram;
+    const double *bounds; /* a histogram's; NULL: a counter */
     struct series *s;
     size_t n;
 };
@@ -39,6 +44,8 @@ enum {
     F_PULLS,
     F_PULL_BYTES,
     F_SNAPSHOTS,
+    F_SNAPSHOT_BYTES,
+    F_DELETE_SECONDS,
     F_CLAIMS,
     F_VAULT,
     F_N
@@ -52,7 +59,7 @@ static void family(struct osb_metrics *m, int i, const char *name, const char *h
 {
     m->f[i].name = name;
     m->f[i].help = help;
-    m->f[i].histogram = histo;
+    m->f[i].bounds = histo ? secs : NULL;
 }
 
 struct osb_metrics *osb_metrics_new(void)
@@ -72,6 +79,11 @@ struct osb_metrics *osb_metrics_new(void)
     family(m, F_PULL_BYTES, "opensandbox_image_pulled_bytes_total",
            "Size of the pulled images' own layers (layers already in the store count too)", false);
     family(m, F_SNAPSHOTS, "opensandbox_snapshots_total", "Snapshots taken, by outcome", false);
+    family(m, F_SNAPSHOT_BYTES, "opensandbox_snapshot_size_bytes",
+           "Size of each snapshot taken (its own layer)", true);
+    m->f[F_SNAPSHOT_BYTES].bounds = sizes;
+    family(m, F_DELETE_SECONDS, "opensandbox_sandbox_delete_seconds",
+           "Time to tear a sandbox down (a delete request or its expiry)", true);
     family(m, F_CLAIMS, "opensandbox_pool_claims_total",
            "Creates that asked a warm pool, by outcome (a ready member, or a fresh create)", false);
     family(m, F_EVENTS, "opensandbox_sandbox_operations_total",
@@ -121,12 +133,12 @@ static struct series *series_of(struct family *f, const char *labels)
     return &f->s[f->n++];
 }
 
-static void observe(struct series *s, double v)
+static void observe(const struct family *f, struct series *s, double v)
 {
     s->n++;
     s->sum += v;
     for (int i = 0; i < NBUCKETS; i++)
-        if (v <= bounds[i])
+        if (v <= f->bounds[i])
             s->b[i]++;
 }
 
@@ -139,7 +151,7 @@ void osb_metrics_http(struct osb_metrics *m, const char *method, const char *rou
     snprintf(l, sizeof l, "method=\"%s\",route=\"%s\",status=\"%d\"", me, r, status);
     series_of(&m->f[F_HTTP], l)->n++;
     snprintf(l, sizeof l, "route=\"%s\"", r);
-    observe(series_of(&m->f[F_HTTP_SECONDS], l), seconds);
+    observe(&m->f[F_HTTP_SECONDS], series_of(&m->f[F_HTTP_SECONDS], l), seconds);
 }
 
 void osb_metrics_create(struct osb_metrics *m, const char *code, double seconds)
@@ -149,7 +161,7 @@ void osb_metrics_create(struct osb_metrics *m, const char *code, double seconds)
     snprintf(l, sizeof l, "outcome=\"%s\"", c);
     series_of(&m->f[F_CREATES], l)->n++;
     if (!code)
-        observe(series_of(&m->f[F_CREATE_SECONDS], ""), seconds);
+        observe(&m->f[F_CREATE_SECONDS], series_of(&m->f[F_CREATE_SECONDS], ""), seconds);
 }
 
 void osb_metrics_event(struct osb_metrics *m, enum osb_metric_event ev)
@@ -178,7 +190,17 @@ void osb_metrics_add_bytes(struct osb_metrics *m, enum osb_metric_bytes which, u
 
 void osb_metrics_admission_wait(struct osb_metrics *m, double seconds)
 {
-    observe(series_of(&m->f[F_ADMIT_SECONDS], ""), seconds);
+    observe(&m->f[F_ADMIT_SECONDS], series_of(&m->f[F_ADMIT_SECONDS], ""), seconds);
+}
+
+void osb_metrics_delete(struct osb_metrics *m, double seconds)
+{
+    observe(&m->f[F_DELETE_SECONDS], series_of(&m->f[F_DELETE_SECONDS], ""), seconds);
+}
+
+void osb_metrics_snapshot_size(struct osb_metrics *m, uint64_t bytes)
+{
+    observe(&m->f[F_SNAPSHOT_BYTES], series_of(&m->f[F_SNAPSHOT_BYTES], ""), (double)bytes);
 }
 
 void osb_metrics_vault(struct osb_metrics *m, const char *outcome)
@@ -204,7 +226,7 @@ static int render_histogram(const struct family *f, const struct series *s, stru
     int rc = 0;
     snprintf(name, sizeof name, "%s_bucket", f->name);
     for (int i = 0; i < NBUCKETS; i++) {
-        snprintf(le, sizeof le, "le=\"%g\"", bounds[i]);
+        snprintf(le, sizeof le, "le=\"%g\"", f->bounds[i]);
         rc |= sample(out, name, s->labels, le, (double)s->b[i]);
     }
     rc |= sample(out, name, s->labels, "le=\"+Inf\"", (double)s->n);
@@ -221,9 +243,9 @@ int osb_metrics_render(const struct osb_metrics *m, struct osb_buf *out)
     for (int i = 0; i < F_N; i++) {
         const struct family *f = &m->f[i];
         rc |= osb_buf_addf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name,
-                           f->histogram ? "histogram" : "counter");
+                           f->bounds ? "histogram" : "counter");
         for (size_t k = 0; k < f->n; k++)
-            rc |= f->histogram ? render_histogram(f, &f->s[k], out)
+            rc |= f->bounds ? render_histogram(f, &f->s[k], out)
                                : sample(out, f->name, f->s[k].labels, "", (double)f->s[k].n);
     }
     return rc < 0 ? -1 : 0;

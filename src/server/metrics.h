@@ -37,6 +37,10 @@ void osb_metrics_job(struct osb_metrics *m, enum osb_metric_job job, const char 
 /* Byte counters. */
 enum osb_metric_bytes { OSB_M_PULL_BYTES, OSB_M_NBYTES };
 void osb_metrics_add_bytes(struct osb_metrics *m, enum osb_metric_bytes which, uint64_t n);
+/* A sandbox torn down (delete or expiry): seconds the teardown took. */
+void osb_metrics_delete(struct osb_metrics *m, double seconds);
+/* A snapshot made: the size of its own layer. */
+void osb_metrics_snapshot_size(struct osb_metrics *m, uint64_t bytes);
 /* A create's wait in the admission queue (0 when admitted at once). */
 void osb_metrics_admission_wait(struct osb_metrics *m, double seconds);
 /* One request the credential vault proxy handled: "injected",

@@ -607,6 +607,33 @@ int osb_network_diag(const struct osb_server *srv, const struct osb_sbx *s, stru
     return rc | osb_srvvault_diag(srv, s, b);
 }
 
+/* The host end of the sandbox's veth counts the other way round: what the
+ * host end receives, the sandbox sent. */
+static int link_counter(const char *ifname, const char *which, uint64_t *out)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/sys/class/net/%s/statistics/%s", ifname, which);
+    FILE *f = fopen(path, "re");
+    unsigned long long v = 0;
+    int ok = f && fscanf(f, "%llu", &v) == 1;
+    if (f)
+        fclose(f);
+    *out = v;
+    return ok ? 0 : -1;
+}
+
+int osb_network_link_bytes(const struct osb_server *srv, const struct osb_sbx *s, uint64_t *rx,
+                           uint64_t *tx)
+{
+    const struct nsb *n = find(srv->net, s->id);
+    if (!n)
+        return -1;
+    return link_counter(n->slot.host_ifname, "tx_bytes", rx) < 0 ||
+                   link_counter(n->slot.host_ifname, "rx_bytes", tx) < 0
+               ? -1
+               : 0;
+}
+
 const char *osb_network_bridge_ip(const struct osb_server *srv, const struct osb_sbx *s)
 {
     const struct osb_netglue *g = srv->net;

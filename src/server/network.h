@@ -38,6 +38,10 @@ void osb_network_detach(struct osb_server *srv, struct osb_sbx *s);
 
 /* The sandbox's address in bridge mode ("" otherwise). */
 const char *osb_network_bridge_ip(const struct osb_server *srv, const struct osb_sbx *s);
+/* Bytes the sandbox received and sent on its link so far (its veth's
+ * counters); -1 when it has no network. */
+int osb_network_link_bytes(const struct osb_server *srv, const struct osb_sbx *s, uint64_t *rx,
+                           uint64_t *tx);
 
 /* For the `network` diagnostics scope: the mode and, for a sandbox with a
  * network, its address, gateway, DNS, endpoints and egress policy, as text.

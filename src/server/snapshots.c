@@ -266,6 +266,8 @@ static int add_image(struct snap *sn, struct osb_err *err)
         bytes = 0; /* unknown: the image is listed with size 0 */
     im.size_bytes = bytes;
     int rc = osb_istore_add(store, &im, err);
+    if (rc == 0)
+        osb_metrics_snapshot_size(sn->srv->metrics, bytes);
     if (have_base)
         osb_image_free(&base);
     return rc;

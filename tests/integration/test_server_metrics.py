@@ -111,6 +111,9 @@ def test_metrics(s):
     sm, _ = samples(s.get("/metrics").text)
     t.eq(value(sm, "opensandbox_sandbox_operations_total", operation="delete"), 1,
          "  the delete counted")
+    t.ok(value(sm, "opensandbox_sandbox_delete_seconds_count") == 1 and
+         value(sm, "opensandbox_sandbox_delete_seconds_sum") > 0,
+         "  and its teardown time in the delete histogram")
     t.eq(value(sm, "opensandbox_sandboxes", state="Running"), 0, "  no sandbox running")
 
 
@@ -181,6 +184,34 @@ def test_per_sandbox():
         t.ok(mem and mem > 0 and cpu is not None and cpu >= 0 and pids and pids >= 1,
              "  memory, CPU time and processes of the sandbox, by sandbox_id",
              (mem, cpu, pids))
+        # 200 datagrams of 1000 bytes to the gateway's DNS port: the link's
+        # transmit counter grows by at least their payload
+        rx0 = value(sm, "opensandbox_sandbox_network_receive_bytes_total", sandbox_id=sid)
+        tx0 = value(sm, "opensandbox_sandbox_network_transmit_bytes_total", sandbox_id=sid)
+        t.ok(rx0 is not None and tx0 is not None, "  network bytes of the sandbox's link", (rx0, tx0))
+        code = ("import socket,subprocess\n"
+                "gw=subprocess.run(['ip','route','show','default'],capture_output=True,text=True)"
+                ".stdout.split()[2]\n"
+                "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+                "[s.sendto(b'x'*1000,(gw,53)) for _ in range(200)]\n")
+        ex = s.execd(sid)
+        r = ex.req("POST", "/command", json={"command": "/usr/bin/python3 -c \"%s\"" % code.replace('"', '\\"')})
+        sm, _ = samples(s.get("/metrics").text)
+        tx1 = value(sm, "opensandbox_sandbox_network_transmit_bytes_total", sandbox_id=sid)
+        t.ok(r.status == 200 and tx0 is not None and tx1 is not None and tx1 - tx0 >= 200000,
+             "  the transmit counter counts what the sandbox sent", (r.status, r.text[-300:], tx0, tx1))
+        snap = s.post("/v1/sandboxes/%s/snapshots" % sid, json={})
+        snap_id = snap.json().get("id") if snap.status == 202 else None
+        t.ok(snap_id and until(lambda: s.get("/v1/snapshots/" + snap_id).json()["status"]["state"] == "Ready"),
+             "  a snapshot is taken", snap.text[:300])
+        sm, _ = samples(s.get("/metrics").text)
+        t.ok(value(sm, "opensandbox_snapshot_size_bytes_count") == 1 and
+             value(sm, "opensandbox_snapshot_size_bytes_bucket", le="+Inf") == 1 and
+             value(sm, "opensandbox_snapshot_size_bytes_sum") is not None,
+             "  its size in the snapshot size histogram",
+             [k for k in sm if k[0].startswith("opensandbox_snapshot_size")])
+        if snap_id:
+            s.delete("/v1/snapshots/" + snap_id)
     with Server(api_key=KEY) as s:
         sid = s.new()["id"]
         until(lambda: s.get("/v1/sandboxes/" + sid).json()["status"]["state"] == "Running")
