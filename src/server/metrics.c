@@ -14,10 +14,9 @@
 static const double secs[NBUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                       0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 /* Bytes: a snapshot of a few written files to one of a filled disk. */
-static const double sizes[NBUCKETS] = {65536.0,     262144.0,    1048576.0,   4194304.0,
-                                       16777216.0,  67108864.0,  268435456.0, 1073741824.0,
-                                       2147483648., 4294967296., 8589934592., 17179869184.,
-                                       34359738368., 68719476736.};
+static const double sizes[NBUCKETS] = {
+    65536.0,      262144.0,    1048576.0,   4194304.0,   16777216.0,   67108864.0,   268435456.0,
+    1073741824.0, 2147483648., 4294967296., 8589934592., 17179869184., 34359738368., 68719476736.};
 
 /* One labelled sample of a family: a counter, or a histogram. */
 struct series {
@@ -246,7 +245,7 @@ int osb_metrics_render(const struct osb_metrics *m, struct osb_buf *out)
                            f->bounds ? "histogram" : "counter");
         for (size_t k = 0; k < f->n; k++)
             rc |= f->bounds ? render_histogram(f, &f->s[k], out)
-                               : sample(out, f->name, f->s[k].labels, "", (double)f->s[k].n);
+                            : sample(out, f->name, f->s[k].labels, "", (double)f->s[k].n);
     }
     return rc < 0 ? -1 : 0;
 }
