@@ -24,7 +24,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from serverlib import Server  # noqa: E402
-from osbtest import exit_code  # noqa: E402
+from osbtest import exit_code, cpu_seconds  # noqa: E402
 
 
 class Sink(http.server.BaseHTTPRequestHandler):
@@ -44,12 +44,6 @@ def configs(otlp_port):
             ("json + OTLP 100 ms", '[log]\nformat = "json"\nfile = "%s"\n',
              {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:%d" % otlp_port,
               "OTEL_METRIC_EXPORT_INTERVAL": "100", "OTEL_BLRP_SCHEDULE_DELAY": "100"})]
-
-
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def request_cpu(s, n):

@@ -24,20 +24,13 @@ import vaultnet  # noqa: E402
 from serverlib import Server  # noqa: E402
 from test_egress import Egress, net_config, new_sbx  # noqa: E402
 from test_credential_vault import upload, PROBE, VAULT, bearer  # noqa: E402
-from osbtest import stdout_lines  # noqa: E402
+from osbtest import stdout_lines, cpu_seconds  # noqa: E402
 
 
 def probe(sb, *probes):
     ev = sb.sh("/usr/bin/python3 /tmp/vaultprobe.py %s" % shlex.quote(json.dumps(probes)),
                timeout=600)
     return [json.loads(x) for x in stdout_lines(ev)]
-
-
-def cpu_seconds(pid):
-    """utime + stime of a process (all its threads), in seconds."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main():

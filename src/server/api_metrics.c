@@ -70,10 +70,8 @@ static int per_sandbox(struct osb_server *srv, struct osb_buf *b)
     struct usage *u = osb_xcalloc(cap ? cap : 1, sizeof *u);
     for (size_t i = 0; i < cap; i++) {
         const struct osb_sbx *s = osb_reg_at(srv->reg, i);
-        struct osb_rt *rt = osb_backend_get(srv, s->runtime, NULL, 0);
         struct osb_err err = {0};
-        if (rt && s->has_handle && (s->state == OSB_ST_RUNNING || s->state == OSB_ST_PAUSED) &&
-            osb_rt_stats(rt, s->id, &u[n].st, &err) == 0) {
+        if (osb_backend_stats(srv, s, &u[n].st, &err) == 0) {
             u[n].net = osb_network_link_bytes(srv, s, &u[n].rx, &u[n].tx) == 0;
             u[n++].s = s;
         }

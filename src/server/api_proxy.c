@@ -32,6 +32,17 @@ static long parse_port(const char *s)
     return p >= 1 && p <= 65535 ? p : -1;
 }
 
+/* The route's :port, or -1 once the 400 is answered. */
+static long port_param(struct osb_http_req *req)
+{
+    const char *ps = osb_http_req_param(req, "port");
+    long port = parse_port(ps);
+    if (port < 0)
+        osb_apierr_reply(req, "SANDBOX::INVALID_PORT",
+                         "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
+    return port;
+}
+
 static bool host_ok(const char *h)
 {
     if (!*h || strlen(h) > 255)
@@ -115,13 +126,9 @@ static void h_endpoint(struct osb_http_req *req, void *ud)
     struct osb_sbx *s = osb_api_find(srv, req);
     if (!s)
         return;
-    const char *ps = osb_http_req_param(req, "port");
-    long port = parse_port(ps);
-    if (port < 0) {
-        osb_apierr_reply(req, "SANDBOX::INVALID_PORT",
-                         "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
+    long port = port_param(req);
+    if (port < 0)
         return;
-    }
     /* An ended sandbox has nothing to reach: SDKs ask for the endpoint
      * right after the create, so the reason surfaces there at once. */
     if (s->state == OSB_ST_TERMINATED || s->state == OSB_ST_FAILED) {
@@ -226,13 +233,9 @@ static void relay(struct osb_http_req *req, struct osb_sbx *s, long port, bool i
 static void h_proxy(struct osb_http_req *req, void *ud)
 {
     struct osb_server *srv = ud;
-    const char *ps = osb_http_req_param(req, "port");
-    long port = parse_port(ps);
-    if (port < 0) {
-        osb_apierr_reply(req, "SANDBOX::INVALID_PORT",
-                         "port must be an integer in 1..65535 (got '%s')", ps ? ps : "");
+    long port = port_param(req);
+    if (port < 0)
         return;
-    }
     struct osb_sbx *s = osb_api_find(srv, req);
     if (s)
         relay(req, s, port, false);

@@ -104,3 +104,12 @@ struct osb_rt *osb_backend_get(struct osb_server *srv, const char *name, char *m
                  have[0] ? have : "none");
     return rt;
 }
+
+int osb_backend_stats(struct osb_server *srv, const struct osb_sbx *s, struct osb_rt_stats *out,
+                      struct osb_err *err)
+{
+    struct osb_rt *rt = osb_backend_get(srv, s->runtime, NULL, 0);
+    if (!rt || !s->has_handle || (s->state != OSB_ST_RUNNING && s->state != OSB_ST_PAUSED))
+        return 1;
+    return osb_rt_stats(rt, s->id, out, err) < 0 ? -1 : 0;
+}

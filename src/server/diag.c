@@ -266,12 +266,12 @@ static void h_events(struct osb_http_req *req, void *ud)
 /* What its cgroups say now (osb_rt_stats), for a sandbox that runs. */
 static int usage(struct osb_server *srv, const struct osb_sbx *s, struct osb_buf *b)
 {
-    struct osb_rt *rt = osb_backend_get(srv, s->runtime, NULL, 0);
     struct osb_rt_stats st;
     struct osb_err err = {0};
-    if (!rt || !s->has_handle || (s->state != OSB_ST_RUNNING && s->state != OSB_ST_PAUSED))
+    int rc = osb_backend_stats(srv, s, &st, &err);
+    if (rc > 0)
         return 0;
-    if (osb_rt_stats(rt, s->id, &st, &err) < 0)
+    if (rc < 0)
         return osb_buf_addf(b, "  usage: unavailable (%s)\n", err.msg);
     return osb_buf_addf(b, "  memory: %llu bytes\n  cpu: %llu ns\n  pids: %llu\n",
                         (unsigned long long)st.memory_bytes, (unsigned long long)st.cpu_usage_ns,

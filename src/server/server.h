@@ -119,6 +119,10 @@ struct osb_rt *osb_backend_choose(struct osb_server *srv, const char *name,
  * backends this server has). */
 struct osb_rt *osb_backend_get(struct osb_server *srv, const char *name, char *msg,
                                size_t n) OSB_MUST_CHECK;
+/* What a sandbox's cgroups say now: 0 with out filled; 1 when it has none
+ * to read (not running or paused); -1 with err when the runtime fails. */
+int osb_backend_stats(struct osb_server *srv, const struct osb_sbx *s, struct osb_rt_stats *out,
+                      struct osb_err *err);
 
 /* ---- images.c ---- */
 /* Whether a sandbox record that still holds its runtime state (Pending,

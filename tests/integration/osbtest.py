@@ -131,8 +131,8 @@ __all__ = [
     "TAP", "Execd", "ExecdCrashed", "Client", "Resp", "RawConn", "SSEResult", "SSEStream",
     "SSEFormatError", "WS", "WSRefused", "WSEchoServer", "ws_accept", "multipart",
     "multipart_stream", "upload_parts", "parse_responses", "build_request", "qs",
-    "free_port", "wait_for", "exit_code", "stdout_lines", "stderr_lines", "events_of",
-    "check_events", "EXECD_BIN", "REPO", "TestTimeout", "proc_status_kib", "first_response",
+    "free_port", "wait_for", "until", "exit_code", "stdout_lines", "stderr_lines", "events_of",
+    "check_events", "EXECD_BIN", "REPO", "TestTimeout", "proc_status_kib", "cpu_seconds", "first_response",
 ]
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -285,6 +285,18 @@ def wait_for(pred, timeout=5.0, interval=0.01):
         if time.monotonic() >= end:
             return False
         time.sleep(interval)
+
+
+def until(pred, timeout=60.0, interval=0.05):
+    """pred()'s first truthy value; its last value once timeout has passed.
+    Unlike wait_for, an exception in pred propagates."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    return pred()
 
 
 def free_port():
@@ -500,6 +512,13 @@ def proc_status_kib(pid, field):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class RawConn:

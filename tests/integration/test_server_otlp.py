@@ -11,7 +11,6 @@ import os
 import socketserver
 import sys
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serverlib import *  # noqa: E402,F403
@@ -39,16 +38,6 @@ class Receiver(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *a):
         pass
-
-
-def until(pred, timeout=60):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return pred()
 
 
 def posts(path):
