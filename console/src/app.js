@@ -236,7 +236,10 @@
     const box = el("div", { id: "terminal" });
     const status = el("span", { class: "muted", id: "terminal-status", text: "connecting" });
     const reconnect = el("button", { type: "button", id: "terminal-reconnect", text: "Reconnect" });
-    panel.append(el("div", { class: "row" }, status, reconnect), box);
+    const copyBtn = el("button", { type: "button", id: "terminal-copy", text: "Copy", title: "Copy the selection (Ctrl+Shift+C)" });
+    const pasteBtn = el("button", { type: "button", id: "terminal-paste", text: "Paste", title: "Paste the clipboard (Ctrl+Shift+V)" });
+    panel.append(el("div", { class: "row" }, status, reconnect, copyBtn, pasteBtn,
+      el("span", { class: "muted", text: "select with the mouse; Ctrl+Shift+C copies, Ctrl+Shift+V pastes" })), box);
     const term = new window.Terminal({ cursorBlink: true, convertEol: false, fontSize: 14, scrollback: 5000 });
     const fit = new window.FitAddon.FitAddon();
     term.loadAddon(fit);
@@ -247,6 +250,19 @@
     function send(obj) { if (ws && ws.readyState === 1) ws.send(JSON.stringify(obj)); }
     term.onData((d) => { if (ws && ws.readyState === 1) { const b = enc.encode(d), f = new Uint8Array(b.length + 1); f.set(b, 1); ws.send(f); } });
     term.onResize(({ cols, rows }) => send({ type: "resize", cols, rows }));
+    /* Ctrl+C stays the terminal's interrupt: copy and paste take Shift too,
+     * as in desktop terminals. The clipboard API needs a secure context
+     * (https or localhost); elsewhere the browser's own menu still works. */
+    const copy = () => { const sel = term.getSelection(); if (sel && navigator.clipboard) navigator.clipboard.writeText(sel).catch((e) => flash("Copy: " + e.message)); };
+    const paste = () => { if (navigator.clipboard) navigator.clipboard.readText().then((t) => { term.paste(t); term.focus(); }).catch((e) => flash("Paste: " + e.message)); };
+    term.attachCustomKeyEventHandler((ev) => {
+      if (ev.type !== "keydown" || !ev.ctrlKey || !ev.shiftKey) return true;
+      if (ev.code === "KeyC") { copy(); return false; }
+      if (ev.code === "KeyV") { paste(); return false; }
+      return true;
+    });
+    copyBtn.addEventListener("click", copy);
+    pasteBtn.addEventListener("click", paste);
     const onWinResize = () => fit.fit();
     window.addEventListener("resize", onWinResize);
     async function connect() {

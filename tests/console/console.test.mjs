@@ -36,6 +36,7 @@ async function step(name, fn) {
 }
 try {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await ctx.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
   page = await ctx.newPage();
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
@@ -92,6 +93,23 @@ try {
     await termLine("hi");
     await termLine("42");
     await shot("terminal");
+  });
+  await step("copy a selection and paste into the terminal", async () => {
+    const row = page.locator("#terminal .xterm-rows > div", { hasText: /^42\s*$/ }).first();
+    const box = await row.boundingBox();
+    await page.mouse.move(box.x + 1, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 40, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await page.keyboard.press("Control+Shift+C");
+    await page.waitForFunction(async () => (await navigator.clipboard.readText()).trim() === "42", null, { timeout: WAIT, polling: 100 }).catch(async () => {
+      throw new Error("clipboard holds " + JSON.stringify(await page.evaluate(() => navigator.clipboard.readText())));
+    });
+    await page.evaluate(() => navigator.clipboard.writeText("echo pas''ted$((40+2))"));
+    await page.click("#terminal-paste");
+    await page.click("#terminal");
+    await page.keyboard.press("Enter");
+    await termLine("pasted42");
   });
   await step("the terminal reconnects and keeps its output", async () => {
     await page.click("#terminal-reconnect");

@@ -182,7 +182,7 @@ def browser(s):
             continue
         seen.append(j["check"])
         t.ok(j["ok"], "browser: " + j["check"], j.get("diag"))
-    t.ok(r.returncode == 0 and len(seen) == 14, "browser: the script ran to its end",
+    t.ok(r.returncode == 0 and len(seen) == 15, "browser: the script ran to its end",
          f"rc={r.returncode} checks={len(seen)} stderr={r.stderr[-800:]}")
     s.req("DELETE", "/v1/pools/console-pool")
     t.ok(all(os.path.exists(os.path.join(SHOTS, n + ".png"))
