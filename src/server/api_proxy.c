@@ -13,6 +13,7 @@
 
 #include "common/json.h"
 #include "common/xalloc.h"
+#include "server/audit_run.h"
 #include "server/network.h"
 #include "server/server.h"
 
@@ -169,6 +170,16 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     static const char *const drop_all[] = {"OPEN-SANDBOX-API-KEY", "X-EXECD-ACCESS-TOKEN", NULL};
     struct osb_http_upstream up = {.unix_path = s->handle.sock_path,
                                    .drop_headers = port == EXECD_PORT ? drop_api : drop_all};
+    /* A run on execd itself is tapped for its audit record; nothing else
+     * is (the tap costs a byte scan of the body). */
+    struct osb_http_tap tap;
+    struct osb_audit_run *run =
+        srv->audit && port == EXECD_PORT ? osb_audit_run_new(osb_http_req_method(req), rest) : NULL;
+    if (run) {
+        osb_http_req_set_note(req, run, osb_audit_run_free);
+        osb_audit_run_tap(run, &tap);
+        up.tap = &tap;
+    }
     const char *host = osb_http_req_header(req, "Host");
     const char *extra[9] = {NULL};
     size_t n = 0;
