@@ -52,7 +52,7 @@ static void usage(FILE *f)
         "usage: opensandbox-server [--config FILE]\n"
         "       opensandbox-server --version\n"
         "       opensandbox-server init-config PATH [--example native]\n"
-        "       opensandbox-server audit verify FILE\n"
+        "       opensandbox-server audit verify FILE...   (rotated files oldest first)\n"
         "       opensandbox-server [--config FILE] image pull REF [--username U "
         "--password-stdin] [--platform OS/ARCH]\n"
         "       opensandbox-server [--config FILE] image list | image prune\n"
@@ -198,33 +198,50 @@ static int cmd_image(const char *config, int argc, char **argv)
 
 /* ------------------------------------------------------------- audit */
 
-/* audit verify FILE: 0 and "ok: N records", or 1 and the first break. */
+/* audit verify FILE...: 0 and "ok: N records", or 1 and the first break.
+ * Rotated files are given oldest first; a first file that goes on from
+ * one not given says so (its start cannot be checked). */
 static int cmd_audit(int argc, char **argv)
 {
-    size_t n = 0;
+    struct osb_audit_checked c;
     struct osb_err err = {0};
-    if (argc != 3 || strcmp(argv[1], "verify") != 0) {
+    if (argc < 3 || strcmp(argv[1], "verify") != 0) {
         usage(stderr);
         return 2;
     }
-    if (osb_audit_verify(argv[2], &n, &err) < 0) {
-        fprintf(stderr, "%s: broken at %s\n", argv[2], err.msg);
+    if (osb_audit_verify_files((const char *const *)argv + 2, (size_t)argc - 2, &c, &err) < 0) {
+        fprintf(stderr, "%s: broken at %s\n", argv[2 + c.bad_file], err.msg);
         return 1;
     }
-    printf("ok: %zu records\n", n);
+    printf("ok: %zu records", c.n);
+    if (argc > 3)
+        printf(" in %d files", argc - 2);
+    if (c.from)
+        printf(" (note: continues from seq %llu, in an earlier file not given)",
+               (unsigned long long)c.from);
+    printf("\n");
     return 0;
 }
 
 /* ------------------------------------------------------------- serve */
 
-/* SIGHUP: the log file was rotated; write to a new one at that path. */
+/* SIGHUP: the log file and the audit trail were rotated; write to new
+ * ones at their paths (the audit chain goes on in the new file). */
 static void on_hup(uv_signal_t *h, int sig)
 {
-    (void)h, (void)sig;
+    (void)sig;
+    struct osb_server *srv = h->data;
+    struct osb_err err = {0};
     if (osb_log_reopen() < 0)
         osb_err_log("reopen the log file: %s", strerror(errno));
     else
         osb_info("SIGHUP: log file reopened");
+    if (!srv->audit)
+        return;
+    if (osb_audit_reopen(srv->audit, srv->audit_path, &err) < 0)
+        osb_err_log("reopen the audit trail (records go on in the old file): %s", err.msg);
+    else
+        osb_info("SIGHUP: audit trail reopened");
 }
 
 static void on_signal(uv_signal_t *h, int sig)
@@ -399,6 +416,7 @@ static int serve(const char *config)
     srv->metrics = osb_metrics_new();
     uv_signal_t sigterm, sigint, sighup;
     uv_signal_init(srv->loop, &sighup);
+    sighup.data = srv;
     uv_signal_start(&sighup, on_hup, SIGHUP);
     uv_signal_init(srv->loop, &sigterm);
     uv_signal_start(&sigterm, on_signal, SIGTERM);

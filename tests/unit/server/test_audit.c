@@ -244,6 +244,41 @@ static void test_run_paths(void)
     OK(ok, "runs: not another method or path (execd routes paths exactly)");
 }
 
+/* A rotation: the old file moved away, the trail reopened at its path;
+ * verify of both in order, of the new one alone (a note), and in the
+ * wrong order; a restart on the new file goes on. */
+static void test_rotation(void)
+{
+    char path[256], old[300];
+    snprintf(path, sizeof path, "%s/rot.log", dir);
+    snprintf(old, sizeof old, "%s/rot.log.1", dir);
+    struct osb_audit *a;
+    struct osb_err err = {0};
+    MUST(osb_audit_open(path, &a, &err));
+    put(a, "POST /sandboxes", NULL);
+    put(a, "DELETE /sandboxes/:id", "sb-1");
+    MUST(rename(path, old));
+    MUST(osb_audit_reopen(a, path, &err));
+    put(a, "POST /pools", NULL);
+    osb_audit_close(a);
+    MUST(osb_audit_open(path, &a, &err));
+    put(a, "DELETE /pools/:name", NULL);
+    osb_audit_close(a);
+    struct osb_audit_checked c;
+    const char *both[] = {old, path}, *wrong[] = {path, old}, *one[] = {path};
+    OK(osb_audit_verify_files(both, 2, &c, &err) == 0 && c.n == 4 && c.from == 0,
+       "rotation: old then new verify as one chain (4 records, a restart in between)");
+    OK(osb_audit_verify_files(one, 1, &c, &err) == 0 && c.n == 2 && c.from == 2,
+       "rotation: the new file alone: ok, continues from seq 2");
+    OK(osb_audit_verify_files(wrong, 2, &c, &err) < 0 && c.bad_file == 1 &&
+           (strstr(err.msg, "record 5 (line 1)") || !printf("# %s\n", err.msg)),
+       "rotation: new then old: broken in the second file");
+    size_t n;
+    OK(osb_audit_verify(path, &n, &err) == 0 && n == 2, "rotation: verify of one file too");
+    unlink(path);
+    unlink(old);
+}
+
 int main(void)
 {
     test_body();
@@ -311,6 +346,7 @@ int main(void)
     json_decref(last);
     json_decref(later);
     free(text);
+    test_rotation();
     unlink(path);
     unlink(bad);
     rmdir(dir);
