@@ -197,15 +197,18 @@ def test_runs(s):
     text = open(path).read()
     t.ok(secret not in text, "no env value of a run in the file")
     s.delete("/v1/sandboxes/" + sid)
+    # A record is appended when its request is freed, just after the answer.
+    until(lambda: [i for i in s.get("/v1/audit?sandboxId=" + sid).json()["items"]
+                   if i["action"] == "DELETE /sandboxes/:id"], 30)
 
 
 def test_rotation(s):
     path = os.path.join(s.state_dir, "audit.log")
     old = path + ".1"
     os.rename(path, old)
-    n_old = len(lines(old))
     s.proc.send_signal(signal.SIGHUP)
     t.ok(until(lambda: os.path.exists(path), 30), "SIGHUP: a new audit file at the path")
+    n_old = len(lines(old))  # records before the reopen rightly went on in the old file
     sid = s.new()["id"]
     until(lambda: s.get("/v1/sandboxes/" + sid).json()["status"]["state"] == "Running")
     s.delete("/v1/sandboxes/" + sid)
