@@ -115,6 +115,8 @@ struct osb_http_req {
     int status;     /* the response's (0: none was sent) */
     uint64_t bytes; /* body bytes written */
     char id[64];    /* osb_http_req_set_id */
+    void *note;     /* osb_http_req_set_note, freed after the observer */
+    void (*note_free)(void *note);
 };
 
 /* ---- conn.c: the primitives every mode uses ---- */

@@ -137,6 +137,12 @@ const char *osb_http_req_body(const struct osb_http_req *req, size_t *len);
 void osb_http_req_set_id(struct osb_http_req *req, const char *id);
 /* Peer address as text ("127.0.0.1" or "unix"). */
 const char *osb_http_req_peer(const struct osb_http_req *req);
+/* One value a handler keeps with its request for the server's observer
+ * (e.g. what a proxied exchange showed): free_fn(note) runs when the
+ * request is freed, after the observer saw it. A second call frees the
+ * first note. */
+void osb_http_req_set_note(struct osb_http_req *req, void *note, void (*free_fn)(void *note));
+void *osb_http_req_note(const struct osb_http_req *req);
 
 /* Streaming bodies (OSB_ROUTE_STREAM_BODY): on_body gets each decoded chunk
  * (chunked framing removed), on_end once the body is complete. Pausing stops
@@ -222,6 +228,22 @@ struct osb_http_upstream {
     /* NULL-terminated header names not forwarded (case-insensitive), on
      * top of the hop-by-hop ones; e.g. the lifecycle server's API key. */
     const char *const *drop_headers;
+    /* Optional: sees the exchange (the lifecycle server's audit trail). */
+    const struct osb_http_tap *tap;
+};
+/* What a proxy shows a tap, read-only (the bytes relayed do not change):
+ * the request body as it is forwarded (decoded: no chunked framing), the
+ * upstream's answer as it is relayed (raw: status line, head, framing),
+ * then on_end exactly once, before the request is freed (so before the
+ * server's observer sees it); client_left: the client went away before the
+ * answer ended. A WebSocket upgrade ends the tap when the connection
+ * switches: spliced bytes are not shown. The tap is copied; any member may
+ * be NULL. */
+struct osb_http_tap {
+    void (*on_request)(void *ud, const char *data, size_t len);
+    void (*on_response)(void *ud, const char *data, size_t len);
+    void (*on_end)(void *ud, bool client_left);
+    void *ud;
 };
 /* Forward the request (method, target, headers, body) to the upstream and
  * stream the answer back; WebSocket upgrades are spliced both ways. The

@@ -36,6 +36,7 @@ struct proxy {
     struct osb_buf pending; /* bytes for upstream before it is connected */
     size_t up_queued;
     bool connected, closing, upgrade, chunked, got_answer, client_paused;
+    struct osb_http_tap tap; /* all NULL without one, and once it ended */
 };
 
 struct pwrite {
@@ -46,6 +47,17 @@ struct pwrite {
 };
 
 static void proxy_close(struct proxy *p);
+
+/* The tap's end, once; nothing is shown to it after (its owner may be
+ * freed with the request right after). */
+static void tap_end(struct proxy *p, bool client_left)
+{
+    void (*end)(void *, bool) = p->tap.on_end;
+    void *ud = p->tap.ud;
+    p->tap = (struct osb_http_tap){0};
+    if (end)
+        end(ud, client_left);
+}
 
 static void up_written(uv_write_t *w, int status)
 {
@@ -103,6 +115,7 @@ static void proxy_close(struct proxy *p)
     p->closing = true;
     struct osb_http_req *req = p->req;
     struct conn *c = p->c;
+    tap_end(p, !req && !c);
     p->req = NULL;
     p->c = NULL;
     if (req) {
@@ -162,6 +175,8 @@ static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         p->req->status = status_of(buf->base, (size_t)n);
     }
     p->got_answer = true;
+    if (p->tap.on_response)
+        p->tap.on_response(p->tap.ud, buf->base, (size_t)n);
     if (p->req)
         p->req->bytes += (uint64_t)n;
     osb_http__conn_write(p->c, buf->base, (size_t)n);
@@ -204,6 +219,8 @@ static void on_connect(uv_connect_t *cr, int status)
 static void body_chunk(struct osb_http_req *req, const char *data, size_t len, void *ud)
 {
     struct proxy *p = ud;
+    if (p->tap.on_request)
+        p->tap.on_request(p->tap.ud, data, len);
     if (p->chunked) {
         char pre[24];
         int n = snprintf(pre, sizeof pre, "%zx\r\n", len);
@@ -225,6 +242,7 @@ static void body_end(struct osb_http_req *req, void *ud)
     if (p->chunked)
         up_send(p, "0\r\n\r\n", 5);
     if (p->upgrade) {
+        tap_end(p, false); /* the request is freed now */
         p->req = NULL;
         p->c = req->c;
         osb_http__take_over(req, &proxy_mode, p);
@@ -320,9 +338,14 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
                     const char *target, const char *const *extra_headers)
 {
     struct conn *c = req->c;
-    if (!c)
+    if (!c) {
+        if (up->tap && up->tap->on_end)
+            up->tap->on_end(up->tap->ud, true);
         return;
+    }
     struct proxy *p = osb_xcalloc(1, sizeof *p);
+    if (up->tap)
+        p->tap = *up->tap;
     p->srv = c->srv;
     p->c = c;
     p->req = req;

@@ -69,6 +69,8 @@ static void observe(struct osb_http_req *req)
 void osb_http__req_free(struct osb_http_req *req)
 {
     observe(req);
+    if (req->note_free)
+        req->note_free(req->note);
     osb_buf_free(&req->target);
     osb_buf_free(&req->body);
     osb_buf_free(&req->resp_headers);
@@ -332,4 +334,17 @@ const char *osb_http_reason(int status)
 void osb_http_req_set_id(struct osb_http_req *req, const char *id)
 {
     snprintf(req->id, sizeof req->id, "%s", id);
+}
+
+void osb_http_req_set_note(struct osb_http_req *req, void *note, void (*free_fn)(void *note))
+{
+    if (req->note_free)
+        req->note_free(req->note);
+    req->note = note;
+    req->note_free = free_fn;
+}
+
+void *osb_http_req_note(const struct osb_http_req *req)
+{
+    return req->note;
 }

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "server/audit.h"
+#include "server/audit_run.h"
 #include "server/metrics.h"
 #include "server/server.h"
 
@@ -58,7 +59,9 @@ static void access_line(const struct osb_server *srv, const struct osb_http_req 
 
 /* A request that may change state (not GET, HEAD or OPTIONS), that matched
  * a route and got past the key: a record. The body is never recorded (a
- * vault's carries secrets); a proxied request records its port and path. */
+ * vault's carries secrets); a proxied request records its port and path,
+ * and a run on execd (the only note a request carries: api_proxy.c) the
+ * text run and how it ended (audit_run.h). */
 static void audit(struct osb_server *srv, const struct osb_http_req *req,
                   const struct osb_http_done *d)
 {
@@ -75,6 +78,7 @@ static void audit(struct osb_server *srv, const struct osb_http_req *req,
     json_t *path = rest ? json_string(rest) : NULL; /* NULL too when not UTF-8 */
     if (path)
         json_object_set_new(detail, "path", path);
+    osb_audit_run_detail(osb_http_req_note(req), detail);
     struct osb_audit_rec r = {key_of(srv, req),
                               action,
                               strncmp(route, "/sandboxes/", 11) == 0 ? osb_http_req_param(req, "id")

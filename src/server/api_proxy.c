@@ -16,6 +16,7 @@
 #include "common/json.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
+#include "server/audit_run.h"
 #include "server/network.h"
 #include "server/server.h"
 #include "server/signing.h"
@@ -183,7 +184,8 @@ static bool dotdot(const char *rest)
 
 /* The hop to port inside s. A signed request (server/signing.h) carries
  * no token: the server adds execd's for port 44772 too. */
-static void relay(struct osb_http_req *req, struct osb_sbx *s, long port, bool is_signed)
+static void relay(struct osb_server *srv, struct osb_http_req *req, struct osb_sbx *s, long port,
+                  bool is_signed)
 {
     const char *rest = osb_http_req_param(req, "rest");
     if (rest && dotdot(rest)) {
@@ -211,6 +213,16 @@ static void relay(struct osb_http_req *req, struct osb_sbx *s, long port, bool i
     bool add_token = port != EXECD_PORT || is_signed;
     struct osb_http_upstream up = {.unix_path = s->handle.sock_path,
                                    .drop_headers = add_token ? drop_all : drop_api};
+    /* A run on execd itself is tapped for its audit record; nothing else
+     * is (the tap costs a byte scan of the body). */
+    struct osb_http_tap tap;
+    struct osb_audit_run *run =
+        srv->audit && port == EXECD_PORT ? osb_audit_run_new(osb_http_req_method(req), rest) : NULL;
+    if (run) {
+        osb_http_req_set_note(req, run, osb_audit_run_free);
+        osb_audit_run_tap(run, &tap);
+        up.tap = &tap;
+    }
     const char *host = osb_http_req_header(req, "Host");
     const char *extra[9] = {NULL};
     size_t n = 0;
@@ -238,7 +250,7 @@ static void h_proxy(struct osb_http_req *req, void *ud)
         return;
     struct osb_sbx *s = osb_api_find(srv, req);
     if (s)
-        relay(req, s, port, false);
+        relay(srv, req, s, port, false);
 }
 
 /* The ticket is checked before the sandbox is looked up, so a URL that is
@@ -258,7 +270,7 @@ static void h_signed(struct osb_http_req *req, void *ud)
     }
     struct osb_sbx *s = osb_api_find(srv, req);
     if (s)
-        relay(req, s, port, true);
+        relay(srv, req, s, port, true);
 }
 
 const struct osb_http_route osb_api_proxy_routes[] = {

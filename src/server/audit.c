@@ -88,15 +88,31 @@ static int slurp(const char *path, char **buf, size_t *len, struct osb_err *err)
     return 0;
 }
 
-/* Walks the chain of buf: 0 (n records, last hash and seq), or -1 naming
- * the first broken record. */
+/* A trail's first file after a rotation (SIGHUP) starts where the file
+ * before it ended: when buf's first record links to an earlier one (seq
+ * past 1, prev not zeros), the chain is taken to stand there. */
+static void continued(const char *buf, size_t len, uint64_t *seq, char last[65])
+{
+    const char *nl = memchr(buf, '\n', len);
+    uint64_t s;
+    char prev[65], hash[65];
+    if (nl && !check_line(buf, (size_t)(nl - buf), &s, prev, hash) && s > 1 &&
+        strcmp(prev, ZEROS) != 0) {
+        *seq = s - 1;
+        memcpy(last, prev, 65);
+    }
+}
+
+/* Walks the chain of buf on from *seq and last (0 and zeros: buf starts
+ * the trail, or continues one, see continued()): 0 (n records, the last
+ * hash and seq), or -1 naming the first broken record. */
 static int walk(const char *buf, size_t len, size_t *n, uint64_t *seq, char last[65],
                 struct osb_err *err)
 {
     size_t off = 0, line = 0;
     *n = 0;
-    *seq = 0;
-    memcpy(last, ZEROS, 65);
+    if (*seq == 0)
+        continued(buf, len, seq, last);
     while (off < len) {
         const char *nl = memchr(buf + off, '\n', len - off);
         line++;
@@ -122,17 +138,36 @@ static int walk(const char *buf, size_t len, size_t *n, uint64_t *seq, char last
     return 0;
 }
 
+int osb_audit_verify_files(const char *const *paths, size_t npaths, struct osb_audit_checked *out,
+                           struct osb_err *err)
+{
+    char last[65] = ZEROS;
+    uint64_t seq = 0;
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < npaths; i++) {
+        char *buf;
+        size_t len, n;
+        out->bad_file = i;
+        if (access(paths[i], F_OK) < 0) /* a trail deleted whole is not an empty one */
+            return osb_err_sys(err, "record %llu: %s", (unsigned long long)seq + 1, paths[i]);
+        if (slurp(paths[i], &buf, &len, err) < 0)
+            return -1;
+        int r = walk(buf ? buf : "", len, &n, &seq, last, err);
+        free(buf);
+        if (r < 0)
+            return -1;
+        if (!out->n && n) /* the first record given: where it stands */
+            out->from = seq - n;
+        out->n += n;
+    }
+    return 0;
+}
+
 int osb_audit_verify(const char *path, size_t *n, struct osb_err *err)
 {
-    char *buf, last[65];
-    size_t len;
-    uint64_t seq;
-    if (access(path, F_OK) < 0) /* a trail deleted whole is not an empty one */
-        return osb_err_sys(err, "record 1: %s", path);
-    if (slurp(path, &buf, &len, err) < 0)
-        return -1;
-    int r = walk(buf ? buf : "", len, n, &seq, last, err);
-    free(buf);
+    struct osb_audit_checked c;
+    int r = osb_audit_verify_files(&path, 1, &c, err);
+    *n = c.n;
     return r;
 }
 
@@ -171,6 +206,7 @@ int osb_audit_open(const char *path, struct osb_audit **out, struct osb_err *err
         return -1;
     }
     struct osb_err werr = {0};
+    memcpy(a->prev, ZEROS, 65);
     if (walk(buf ? buf : "", len, &n, &a->seq, a->prev, &werr) < 0) {
         /* Noticed, not repaired: verify keeps naming the break. */
         osb_err_log("audit trail %s does not verify: %s; new records follow its last line", path,
@@ -181,6 +217,16 @@ int osb_audit_open(const char *path, struct osb_audit **out, struct osb_err *err
     }
     free(buf);
     *out = a;
+    return 0;
+}
+
+int osb_audit_reopen(struct osb_audit *a, const char *path, struct osb_err *err)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return osb_err_sys(err, "audit trail %s", path);
+    close(a->fd);
+    a->fd = fd;
     return 0;
 }
 

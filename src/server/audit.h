@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/err.h"
 
@@ -33,8 +34,26 @@ void osb_audit_close(struct osb_audit *a);
 /* Appends one record (one write(2)); logs, never fails the request. */
 void osb_audit_append(struct osb_audit *a, const struct osb_audit_rec *r);
 
-/* Checks a whole file: 0 with *n records, or -1 with err naming the first
- * broken record ("record N (line L): why"). */
+/* Writes to a new file at path from now on (SIGHUP: the old one was
+ * rotated away); the chain goes on in it (seq, prev). On failure the old
+ * file stays in use. */
+int osb_audit_reopen(struct osb_audit *a, const char *path, struct osb_err *err) OSB_MUST_CHECK;
+
+/* What verify found: n records in all; from: the seq the first record
+ * follows (0: the trail starts there; N: it continues a file not given,
+ * rotated away); bad_file: the index of the file that broke. */
+struct osb_audit_checked {
+    size_t n;
+    uint64_t from;
+    size_t bad_file;
+};
+/* Checks files as one trail, oldest first (rotated files, then the
+ * current one): each must go on from the one before it. 0, or -1 with err
+ * naming the first broken record ("record N (line L): why") of
+ * paths[out->bad_file]. */
+int osb_audit_verify_files(const char *const *paths, size_t npaths, struct osb_audit_checked *out,
+                           struct osb_err *err);
+/* One file: 0 with *n records, or -1 as above. */
 int osb_audit_verify(const char *path, size_t *n, struct osb_err *err);
 /* The records (parsed) whose sandboxId is sandbox (NULL: all) and whose
  * time is at or after since (RFC 3339, NULL: all), the last limit of them,

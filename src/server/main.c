@@ -53,7 +53,7 @@ static void usage(FILE *f)
         "usage: opensandbox-server [--config FILE]\n"
         "       opensandbox-server --version\n"
         "       opensandbox-server init-config PATH [--example native]\n"
-        "       opensandbox-server audit verify FILE\n"
+        "       opensandbox-server audit verify [--continued] FILE...   (rotated files oldest first)\n"
         "       opensandbox-server [--config FILE] image pull REF [--username U "
         "--password-stdin] [--platform OS/ARCH]\n"
         "       opensandbox-server [--config FILE] image list | image prune\n"
@@ -199,33 +199,67 @@ static int cmd_image(const char *config, int argc, char **argv)
 
 /* ------------------------------------------------------------- audit */
 
-/* audit verify FILE: 0 and "ok: N records", or 1 and the first break. */
+/* audit verify [--continued] FILE...: 0 and "ok: N records", or 1 and the
+ * first break. Rotated files are given oldest first. A first file that
+ * does not begin the chain is refused unless --continued says it goes on
+ * from a file not given: its first lines could as well have been removed. */
 static int cmd_audit(int argc, char **argv)
 {
-    size_t n = 0;
+    struct osb_audit_checked c;
     struct osb_err err = {0};
-    if (argc != 3 || strcmp(argv[1], "verify") != 0) {
+    bool continued = argc > 2 && strcmp(argv[2], "--continued") == 0;
+    int first = continued ? 3 : 2;
+    if (argc <= first || strcmp(argv[1], "verify") != 0) {
         usage(stderr);
         return 2;
     }
-    if (osb_audit_verify(argv[2], &n, &err) < 0) {
-        fprintf(stderr, "%s: broken at %s\n", argv[2], err.msg);
+    if (osb_audit_verify_files((const char *const *)argv + first, (size_t)(argc - first), &c,
+                               &err) < 0) {
+        fprintf(stderr, "%s: broken at %s\n", argv[first + c.bad_file], err.msg);
         return 1;
     }
-    printf("ok: %zu records\n", n);
+    if (c.from && !continued) {
+        fprintf(stderr,
+                "%s: broken at record 1 (line 1): the chain begins at seq %llu, not 1: its "
+                "first records were removed, or it goes on from a rotated file (give that "
+                "file first, or --continued to check it from there)\n",
+                argv[first], (unsigned long long)c.from + 1);
+        return 1;
+    }
+    printf("ok: %zu records", c.n);
+    if (argc - first > 1)
+        printf(" in %d files", argc - first);
+    if (c.from)
+        printf(" (continues from seq %llu, in an earlier file not given)",
+               (unsigned long long)c.from);
+    printf("\n");
     return 0;
 }
 
 /* ------------------------------------------------------------- serve */
 
-/* SIGHUP: the log file was rotated; write to a new one at that path. */
+/* SIGHUP: the log file and the audit trail were rotated; write to new
+ * ones at their paths (the audit chain goes on in the new file). */
 static void on_hup(uv_signal_t *h, int sig)
 {
-    (void)h, (void)sig;
+    (void)sig;
+    struct osb_server *srv = h->data;
+    struct osb_err err = {0};
     if (osb_log_reopen() < 0)
         osb_err_log("reopen the log file: %s", strerror(errno));
     else
         osb_info("SIGHUP: log file reopened");
+    if (!srv->audit)
+        return;
+    if (osb_audit_reopen(srv->audit, srv->audit_path, &err) < 0) {
+        osb_err_log("reopen the audit trail (records go on in the old file): %s", err.msg);
+        return;
+    }
+    /* A record of our own at once: the new file goes on from the old one
+     * even if the server restarts before any request is recorded. */
+    struct osb_audit_rec r = {"server", "REOPEN audit trail", NULL, "", 0, NULL};
+    osb_audit_append(srv->audit, &r);
+    osb_info("SIGHUP: audit trail reopened");
 }
 
 static void on_signal(uv_signal_t *h, int sig)
@@ -406,6 +440,7 @@ static int serve(const char *config)
     srv->metrics = osb_metrics_new();
     uv_signal_t sigterm, sigint, sighup;
     uv_signal_init(srv->loop, &sighup);
+    sighup.data = srv;
     uv_signal_start(&sighup, on_hup, SIGHUP);
     uv_signal_init(srv->loop, &sigterm);
     uv_signal_start(&sigterm, on_signal, SIGTERM);

@@ -25,10 +25,10 @@ static void tickets(struct osb_signer *s, struct osb_signer *other)
     OK(!osb_signer_check(s, "sbx-2", 44772, t, 0), "check: another sandbox");
     OK(!osb_signer_check(s, "sbx-1", 8080, t, 0), "check: another port");
     OK(!osb_signer_check(other, "sbx-1", 44772, t, 0), "check: another key");
-    strcpy(u, t);
+    snprintf(u, sizeof u, "%s", t);
     u[strlen(u) - 1] = u[strlen(u) - 1] == '0' ? '1' : '0';
     OK(!osb_signer_check(s, "sbx-1", 44772, u, 0), "check: one digit of the signature changed");
-    strcpy(u, t);
+    snprintf(u, sizeof u, "%s", t);
     u[0] = 'y';
     OK(!osb_signer_check(s, "sbx-1", 44772, u, 0), "check: the time changed");
     static const char *const bad[] = {"",
@@ -46,7 +46,7 @@ static void tickets(struct osb_signer *s, struct osb_signer *other)
         any |= osb_signer_check(s, "sbx-1", 44772, bad[i], 0);
     OK(!any, "check: malformed tickets");
     OK(!osb_signer_check(s, "sbx-1", 44772, NULL, 0), "check: no ticket");
-    strcpy(u, t);
+    snprintf(u, sizeof u, "%s", t);
     u[strlen(u) - 1] = '\0';
     OK(!osb_signer_check(s, "sbx-1", 44772, u, 0), "check: a signature cut short");
 }
