@@ -71,6 +71,17 @@ def signed_urls(s):
     cmd = anon.req("POST", p + "/command", json={"command": "echo signed-ok"},
                    headers={"Accept": "text/event-stream"})
     t.ok(cmd.status == 200 and "signed-ok" in cmd.text, "signed: a command runs through it", cmd.text[:300])
+    def audited():
+        items = s.req("GET", qs("/v1/audit", {"sandboxId": sid})).json().get("items", [])
+        return next((a for a in items if a.get("detail", {}).get("text") == "echo signed-ok"), None)
+    rec = until(audited, 30)
+    t.ok(rec and rec["actor"] == "signed-url" and rec["detail"].get("exitCode") == 0 and
+         "/signed/" in rec["action"] and p.rsplit("/", 1)[1] not in json.dumps(rec),
+         "signed: the run is in the audit trail, by 'signed-url', without the ticket", rec)
+    with open(os.path.join(s.state_dir, "audit.log")) as f:
+        trail = f.read()
+    t.ok(p.rsplit("/", 1)[1] not in trail and p.rsplit("/", 1)[1] not in s.log_text(),
+         "signed: the ticket is neither in the audit trail nor in the log")
     pty = anon.req("POST", p + "/pty", json={})
     t.eq(pty.status, 201, "signed: a PTY session is created")
     sess = pty.json().get("session_id", "")
