@@ -15,6 +15,7 @@
 #include "server/admit.h"
 #include "server/metrics.h"
 #include "server/network.h"
+#include "server/pools.h"
 #include "server/registry.h"
 #include "server/server.h"
 
@@ -96,6 +97,30 @@ static int per_sandbox(struct osb_server *srv, struct osb_buf *b)
     return rc;
 }
 
+/* Each warm pool's members by state, from what GET /pools answers (the
+ * pool names are the operator's, bounded by the pools there are). */
+static int pools(struct osb_server *srv, struct osb_buf *b)
+{
+    static const char *const states[] = {"available", "starting", "allocated", "waiting"};
+    int rc = osb_buf_addf(b, "# HELP opensandbox_pool_members Warm pool members by state "
+                             "(waiting: claims waiting for a member)\n"
+                             "# TYPE opensandbox_pool_members gauge\n");
+    json_t *list = osb_pools_list(srv), *p;
+    size_t i;
+    json_array_foreach(json_object_get(list, "items"), i, p)
+    {
+        char name[160];
+        osb_metrics_label(json_string_value(json_object_get(p, "name")), name, sizeof name);
+        json_t *st = json_object_get(p, "status");
+        for (size_t k = 0; k < sizeof states / sizeof states[0]; k++)
+            rc |= osb_buf_addf(b, "opensandbox_pool_members{pool=\"%s\",state=\"%s\"} %lld\n", name,
+                               states[k],
+                               (long long)json_integer_value(json_object_get(st, states[k])));
+    }
+    json_decref(list);
+    return rc;
+}
+
 static size_t open_fds(void)
 {
     size_t n = 0;
@@ -162,6 +187,7 @@ int osb_metrics_text(struct osb_server *srv, struct osb_buf *b)
                 (double)osb_admit_queued(srv));
     rc |= osb_metrics_render(srv->metrics, b);
     rc |= osb_network_metrics(srv, b);
+    rc |= pools(srv, b);
     if (srv->cfg->metrics.per_sandbox)
         rc |= per_sandbox(srv, b);
     rc |= process(b);

@@ -104,6 +104,19 @@ def test_metrics(s):
          value(sm, "opensandbox_sandbox_delete_seconds_sum") > 0,
          "  and its teardown time in the delete histogram")
     t.eq(value(sm, "opensandbox_sandboxes", state="Running"), 0, "  no sandbox running")
+    r = s.post("/v1/pools", json={
+        "name": "metrics-pool", "template": {"image": {"uri": "host"},
+                                             "entrypoint": ["tail", "-f", "/dev/null"]},
+        "capacitySpec": {"bufferMin": 1, "bufferMax": 1, "poolMin": 0, "poolMax": 1}})
+    t.ok(r.status in (200, 201), "a warm pool of one", r.text[:300])
+    ready = until(lambda: value(samples(s.get("/metrics").text)[0], "opensandbox_pool_members",
+                                pool="metrics-pool", state="available") == 1, 120)
+    sm, _ = samples(s.get("/metrics").text)
+    t.ok(ready and value(sm, "opensandbox_pool_members", pool="metrics-pool",
+                         state="starting") == 0,
+         "opensandbox_pool_members{pool,state}: the member ready, none starting",
+         [k for k in sm if k[0] == "opensandbox_pool_members"])
+    s.delete("/v1/pools/metrics-pool")
 
 
 def test_access_text(s):
