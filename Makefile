@@ -36,7 +36,7 @@ CPPFLAGS := -D_GNU_SOURCE -Isrc -Iinclude -MMD -MP
 ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) $(SANFLAGS) $(CPPFLAGS)
 
 # execd must run in any image: link the Debian static archives.
-EXECD_LIBS := -l:libuv_a.a -l:libhttp_parser.a -l:libjansson.a -lutil -lpthread -ldl -lm
+EXECD_LIBS := -l:libuv_a.a -l:libhttp_parser.a -l:libjansson.a -l:libz.a -lutil -lpthread -ldl -lm
 TEST_LIBS := $(EXECD_LIBS)
 INIT_LIBS := -l:libseccomp.a -l:libcap.a -l:libjansson.a
 SERVER_LIBS := -luv -lhttp_parser -ljansson -lsqlite3 -larchive -lseccomp -lcap -lcurl -lnghttp2 -lssl -lcrypto -lnftnl -lmnl -lpthread -ldl -lm

@@ -19,6 +19,7 @@ struct osb_execd_sessions;
 struct osb_execd_code;
 struct osb_execd_ptys;
 struct osb_execd_metrics;
+struct osb_execd_desktop;
 
 struct osb_execd {
     uv_loop_t *loop;
@@ -50,6 +51,7 @@ struct osb_execd {
     struct osb_execd_code *code;
     struct osb_execd_ptys *ptys;
     struct osb_execd_metrics *metrics;
+    struct osb_execd_desktop *desktop;
 };
 
 /* Route registration, one per feature module (see main.c). */
@@ -59,6 +61,7 @@ void osb_execd_code_routes(struct osb_execd *x);      /* code.c: /code* */
 void osb_execd_files_routes(struct osb_execd *x);     /* files.c: /files*, /directories* */
 void osb_execd_metrics_routes(struct osb_execd *x);   /* metrics.c: /metrics* */
 void osb_execd_pty_routes(struct osb_execd *x);       /* pty.c: /pty* */
+void osb_execd_desktop_routes(struct osb_execd *x);   /* desktop.c: /desktop* */
 void osb_execd_interrupt_routes(struct osb_execd *x); /* interrupt.c: DELETE /command, /code */
 /* Error statuses as execd-api.yaml lists them per route (errmap.c). */
 void osb_execd_status_map(struct osb_execd *x);

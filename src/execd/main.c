@@ -457,6 +457,7 @@ static void add_routes(struct osb_execd *x, const char *token)
     osb_execd_files_routes(x);
     osb_execd_metrics_routes(x);
     osb_execd_pty_routes(x);
+    osb_execd_desktop_routes(x);
     osb_execd_status_map(x);
 }
 
