@@ -72,7 +72,7 @@ static int int_field(json_t *j, const char *key, bool required, int min, int max
     if (r == 0)
         return 0;
     if (v < min || v > max)
-        return osb_err_set(err, OSB_E_INVALID, "%s: %lld is out of range (%d..%d)", key,
+        return osb_err_set(err, OSB_E_INVALID, "field '%s': %lld is out of range (%d..%d)", key,
                            (long long)v, min, max);
     *out = (int)v;
     return 1;
@@ -94,8 +94,9 @@ static int mouse_action(const char *a, enum osb_mouse_action *out, struct osb_er
             *out = (enum osb_mouse_action)i;
             return 0;
         }
-    return osb_err_set(err, OSB_E_INVALID,
-                       "action: \"%s\" is not one of move, click, double_click, drag, scroll", a);
+    return osb_err_set(
+        err, OSB_E_INVALID,
+        "field 'action': \"%s\" is not one of move, click, double_click, drag, scroll", a);
 }
 
 static int mouse_button(json_t *j, unsigned *out, struct osb_err *err)
@@ -110,7 +111,8 @@ static int mouse_button(json_t *j, unsigned *out, struct osb_err *err)
     else if (strcmp(b, "right") == 0)
         *out = 3;
     else
-        return osb_err_set(err, OSB_E_INVALID, "button: \"%s\" is not left, right or middle", b);
+        return osb_err_set(err, OSB_E_INVALID,
+                           "field 'button': \"%s\" is not left, right or middle", b);
     return 0;
 }
 
@@ -127,7 +129,7 @@ int osb_desktop_parse_mouse(json_t *j, struct osb_mouse_op *op, struct osb_err *
     if (hx < 0 || hy < 0)
         return -1;
     if (hy && !hx)
-        return osb_err_set(err, OSB_E_INVALID, "x: required with y");
+        return osb_err_set(err, OSB_E_INVALID, "field 'x': required with y");
     op->has_xy = hx == 1;
     if (op->action == OSB_MOUSE_DRAG && (int_field(j, "toX", true, 0, 32767, &op->to_x, err) < 0 ||
                                          int_field(j, "toY", true, 0, 32767, &op->to_y, err) < 0))
@@ -138,7 +140,7 @@ int osb_desktop_parse_mouse(json_t *j, struct osb_mouse_op *op, struct osb_err *
             int_field(j, "dy", false, -m, m, &op->dy, err) < 0)
             return -1;
         if (!op->dx && !op->dy)
-            return osb_err_set(err, OSB_E_INVALID, "dy: scroll needs a non-zero dx or dy");
+            return osb_err_set(err, OSB_E_INVALID, "field 'dy': scroll needs a non-zero dx or dy");
     }
     return 0;
 }
@@ -151,14 +153,16 @@ static int parse_press(json_t *j, struct osb_desktop_keys *k, struct osb_err *er
         return invalid(err, &e);
     size_t n = json_array_size(keys);
     if (n == 0 || n > OSB_DESKTOP_MAX_KEYS)
-        return osb_err_set(err, OSB_E_INVALID, "keys: give 1 to %d keys", OSB_DESKTOP_MAX_KEYS);
+        return osb_err_set(err, OSB_E_INVALID, "field 'keys': give 1 to %d keys",
+                           OSB_DESKTOP_MAX_KEYS);
     for (size_t i = 0; i < n; i++) {
         const char *name = json_string_value(json_array_get(keys, i));
         bool mod;
         if (!name)
-            return osb_err_set(err, OSB_E_INVALID, "keys[%zu]: must be a string", i);
+            return osb_err_set(err, OSB_E_INVALID, "field 'keys[%zu]': must be a string", i);
         if (!(k->syms[i] = osb_keysym_for_name(name, &mod)))
-            return osb_err_set(err, OSB_E_INVALID, "keys[%zu]: unknown key \"%s\"", i, name);
+            return osb_err_set(err, OSB_E_INVALID, "field 'keys[%zu]': unknown key \"%s\"", i,
+                               name);
     }
     k->nsyms = n;
     return 0;
@@ -173,13 +177,14 @@ int osb_desktop_parse_keys(json_t *j, struct osb_desktop_keys *k, struct osb_err
     if (strcmp(a, "press") == 0)
         return parse_press(j, k, err);
     if (strcmp(a, "type") != 0)
-        return osb_err_set(err, OSB_E_INVALID, "action: \"%s\" is not type or press", a);
+        return osb_err_set(err, OSB_E_INVALID, "field 'action': \"%s\" is not type or press", a);
     k->type = true;
     if (str_field(j, "text", true, &k->text, err) < 0)
         return -1;
     k->len = json_string_length(json_object_get(j, "text"));
     if (k->len > OSB_DESKTOP_MAX_TEXT)
-        return osb_err_set(err, OSB_E_INVALID, "text: longer than %d bytes", OSB_DESKTOP_MAX_TEXT);
+        return osb_err_set(err, OSB_E_INVALID, "field 'text': longer than %d bytes",
+                           OSB_DESKTOP_MAX_TEXT);
     return 0;
 }
 
@@ -227,8 +232,9 @@ static int query_int(struct osb_http_req *req, const char *name, int min, int ma
     errno = 0;
     long n = strtol(v, &end, 10);
     if (!*v || *end || errno || n < min || n > max)
-        return osb_err_set(err, OSB_E_INVALID, "%s: \"%s\" is not an integer in %d..%d", name, v,
-                           min, max);
+        return osb_err_set(err, OSB_E_INVALID,
+                           "query parameter '%s': \"%s\" is not an integer in %d..%d", name, v, min,
+                           max);
     *out = (int)n;
     return 0;
 }
@@ -246,7 +252,8 @@ static int parse_shot(struct osb_http_req *req, struct osb_desktop_shot *s, stru
         char *end;
         s->scale = strtod(v, &end);
         if (!*v || *end || !(s->scale > 0 && s->scale <= 1))
-            return osb_err_set(err, OSB_E_INVALID, "scale: \"%s\" is not a number in (0, 1]", v);
+            return osb_err_set(err, OSB_E_INVALID,
+                               "query parameter 'scale': \"%s\" is not a number in (0, 1]", v);
     }
     return 0;
 }
@@ -256,20 +263,24 @@ static int parse_shot(struct osb_http_req *req, struct osb_desktop_shot *s, stru
 static int shot_region(const struct osb_x11 *c, struct osb_desktop_shot *s, struct osb_err *err)
 {
     if (s->x >= c->width)
-        return osb_err_set(err, OSB_E_INVALID, "x: %d is outside the screen (width %u)", s->x,
+        return osb_err_set(err, OSB_E_INVALID,
+                           "query parameter 'x': %d is outside the screen (width %u)", s->x,
                            c->width);
     if (s->y >= c->height)
-        return osb_err_set(err, OSB_E_INVALID, "y: %d is outside the screen (height %u)", s->y,
+        return osb_err_set(err, OSB_E_INVALID,
+                           "query parameter 'y': %d is outside the screen (height %u)", s->y,
                            c->height);
     if (s->width < 0)
         s->width = c->width - s->x;
     if (s->height < 0)
         s->height = c->height - s->y;
     if (s->x + s->width > c->width)
-        return osb_err_set(err, OSB_E_INVALID, "width: x + width = %d is past the screen (%u)",
+        return osb_err_set(err, OSB_E_INVALID,
+                           "query parameter 'width': x + width = %d is past the screen (%u)",
                            s->x + s->width, c->width);
     if (s->y + s->height > c->height)
-        return osb_err_set(err, OSB_E_INVALID, "height: y + height = %d is past the screen (%u)",
+        return osb_err_set(err, OSB_E_INVALID,
+                           "query parameter 'height': y + height = %d is past the screen (%u)",
                            s->y + s->height, c->height);
     return 0;
 }
@@ -421,7 +432,7 @@ static int parse_body(struct osb_http_req *req, json_t **j, struct osb_err *err)
     const char *body = osb_http_req_body(req, &len);
     struct osb_err e = {0};
     if (osb_json_parse_object(body, len, false, j, &e) < 0)
-        return osb_err_set(err, OSB_E_INVALID, "body: %s", e.msg);
+        return osb_err_set(err, OSB_E_INVALID, "%s", e.msg);
     return 0;
 }
 
@@ -454,11 +465,12 @@ static int parse_focus(json_t *j, uint32_t *win, struct osb_err *err)
     if (str_field(j, "action", true, &a, err) < 0)
         return -1;
     if (strcmp(a, "focus") != 0)
-        return osb_err_set(err, OSB_E_INVALID, "action: \"%s\" is not focus", a);
+        return osb_err_set(err, OSB_E_INVALID, "field 'action': \"%s\" is not focus", a);
     if (osb_json_int(j, "id", true, &id, &e) < 0)
         return invalid(err, &e);
     if (id <= 0 || id > UINT32_MAX)
-        return osb_err_set(err, OSB_E_INVALID, "id: %lld is not a window id", (long long)id);
+        return osb_err_set(err, OSB_E_INVALID, "field 'id': %lld is not a window id",
+                           (long long)id);
     *win = (uint32_t)id;
     return 0;
 }
@@ -562,10 +574,10 @@ static int parse_open(json_t *j, const char **target, struct osb_err *err)
     if (osb_json_name(j, "target", true, target, &e) < 0)
         return invalid(err, &e);
     if (!**target)
-        return osb_err_set(err, OSB_E_INVALID, "target: must not be empty");
+        return osb_err_set(err, OSB_E_INVALID, "field 'target': must not be empty");
     /* It is an argument: it must not read as an option. */
     if (**target == '-')
-        return osb_err_set(err, OSB_E_INVALID, "target: must not start with '-'");
+        return osb_err_set(err, OSB_E_INVALID, "field 'target': must not start with '-'");
     return 0;
 }
 

@@ -14,11 +14,11 @@ static int check_point(const struct osb_x11 *c, int x, int y, const char *fx, co
                        struct osb_err *err)
 {
     if (x < 0 || x >= c->width)
-        return osb_err_set(err, OSB_E_INVALID, "%s: %d is outside the screen (0..%u)", fx, x,
-                           c->width - 1u);
+        return osb_err_set(err, OSB_E_INVALID, "field '%s': %d is outside the screen (0..%u)", fx,
+                           x, c->width - 1u);
     if (y < 0 || y >= c->height)
-        return osb_err_set(err, OSB_E_INVALID, "%s: %d is outside the screen (0..%u)", fy, y,
-                           c->height - 1u);
+        return osb_err_set(err, OSB_E_INVALID, "field '%s': %d is outside the screen (0..%u)", fy,
+                           y, c->height - 1u);
     return 0;
 }
 
@@ -199,7 +199,7 @@ static int type_text(struct kb *k, const char *text, size_t len, struct osb_err 
     while (p < end) {
         uint32_t cp, sym;
         if (osb_utf8_next(&p, end, &cp) < 0)
-            return osb_err_set(err, OSB_E_INVALID, "text: not valid UTF-8");
+            return osb_err_set(err, OSB_E_INVALID, "field 'text': not valid UTF-8");
         if (!(sym = osb_keysym_for_codepoint(cp)))
             continue; /* control characters other than newline and tab */
         bool shift;

@@ -186,7 +186,7 @@ int osb_xwin_focus(struct osb_x11 *c, uint32_t win, struct osb_err *err)
     c->last_error = 0;
     if (osb_x11_get_geometry(c, win, &g, err) < 0) {
         if (gone(c))
-            return osb_err_set(err, OSB_E_INVALID, "id: no window %u", win);
+            return osb_err_set(err, OSB_E_INVALID, "field 'id': no window %u", win);
         return -1;
     }
     if (get_atoms(c, &a, err) < 0)
