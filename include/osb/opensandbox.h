@@ -191,6 +191,46 @@ OSBC_API int osbc_sandbox_metrics_watch(osbc_client *c, const char *id, osbc_jso
 OSBC_API int osbc_diagnostics(osbc_client *c, const char *id, const char *kind, const char *scope,
                               char **body, struct osbc_error *err);
 
+/* ------------------------------------------------------------ desktop */
+
+/* execd's computer-use API (docs/execd.md, "Computer use"). A sandbox with
+ * no display fails with server_code "DESKTOP::NO_DISPLAY" (HTTP 409). */
+struct osbc_region {
+    int x, y, width, height; /* width or height 0: the whole screen */
+};
+/* The screen (or region, may be NULL) as PNG bytes, downscaled by scale in
+ * (0, 1] (0: full size). Free *png with osbc_free. */
+OSBC_API int osbc_desktop_screenshot(osbc_client *c, const char *id,
+                                     const struct osbc_region *region, double scale, char **png,
+                                     size_t *len, struct osbc_error *err);
+/* body_json as execd takes it: {"action": "move"|"click"|"double_click"|"drag"|"scroll",
+ * "x","y","button","toX","toY","dx","dy"}; json (may be NULL): {"x","y"} after. */
+OSBC_API int osbc_desktop_mouse(osbc_client *c, const char *id, const char *body_json, char **json,
+                                struct osbc_error *err);
+/* {"action":"type","text"} or {"action":"press","keys":[...]}. */
+OSBC_API int osbc_desktop_keyboard(osbc_client *c, const char *id, const char *body_json,
+                                   char **json, struct osbc_error *err);
+/* Shorthands: a click (button NULL: left; twice: a double click), typed
+ * text, a key combination such as {"ctrl", "c"}. */
+OSBC_API int osbc_desktop_click(osbc_client *c, const char *id, int x, int y, const char *button,
+                                int twice, struct osbc_error *err);
+OSBC_API int osbc_desktop_type(osbc_client *c, const char *id, const char *text,
+                               struct osbc_error *err);
+OSBC_API int osbc_desktop_press(osbc_client *c, const char *id, const char *const *keys, size_t n,
+                                struct osbc_error *err);
+/* json: {"x","y"} of the pointer. */
+OSBC_API int osbc_desktop_cursor(osbc_client *c, const char *id, char **json,
+                                 struct osbc_error *err);
+/* json: {"items":[{"id","title","x","y","width","height","focused"}]}. */
+OSBC_API int osbc_desktop_windows(osbc_client *c, const char *id, char **json,
+                                  struct osbc_error *err);
+/* window: the id as the list gives it (digits are sent as a number). */
+OSBC_API int osbc_desktop_focus(osbc_client *c, const char *id, const char *window,
+                                struct osbc_error *err);
+/* Opens a URL or a file on the desktop; json: {"pid"}. */
+OSBC_API int osbc_desktop_open(osbc_client *c, const char *id, const char *target, char **json,
+                               struct osbc_error *err);
+
 /* ------------------------------------------------------------ snapshots */
 
 OSBC_API int osbc_snapshot_create(osbc_client *c, const char *sandbox_id, const char *name,

@@ -142,6 +142,7 @@ int cli_cmd_command(struct cli *cli, int argc, char **argv);
 int cli_cmd_exec(struct cli *cli, int argc, char **argv);
 int cli_cmd_file(struct cli *cli, int argc, char **argv);
 int cli_cmd_egress(struct cli *cli, int argc, char **argv);
+int cli_cmd_desktop(struct cli *cli, int argc, char **argv);
 int cli_cmd_vault(struct cli *cli, int argc, char **argv);
 int cli_cmd_diagnostics(struct cli *cli, int argc, char **argv);
 int cli_cmd_snapshot(struct cli *cli, int argc, char **argv);

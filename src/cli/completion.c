@@ -20,6 +20,8 @@ static const struct {
     {"batch", NULL},
     {"image", "pull list rm"},
     {"egress", "get patch"},
+    {"desktop",
+     "screenshot move click double-click drag scroll type key cursor windows focus open"},
     {"credential-vault", "create get patch delete credential binding"},
     {"diagnostics", "logs events"},
     {"config", "init show set"},

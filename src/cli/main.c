@@ -26,6 +26,8 @@ static const char help_text[] =
     "  batch       N sandboxes from one template\n"
     "  image       pull, list, rm (the server's image store)\n"
     "  egress      get, patch\n"
+    "  desktop     screenshot, move, click, double-click, drag, scroll, type, key, cursor,\n"
+    "              windows, focus, open (a sandbox's desktop)\n"
     "  credential-vault  create, get, patch, delete, credential, binding (alias: vault)\n"
     "  diagnostics logs, events\n"
     "  config      init, show, set\n"
@@ -65,6 +67,7 @@ static const struct {
     {"egress", cli_cmd_egress, false},     {"credential-vault", cli_cmd_vault, false},
     {"vault", cli_cmd_vault, false},       {"diagnostics", cli_cmd_diagnostics, false},
     {"config", cli_cmd_config, false},     {"completion", cli_cmd_completion, true},
+    {"desktop", cli_cmd_desktop, false},
 };
 
 int main(int argc, char **argv)

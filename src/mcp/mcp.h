@@ -69,11 +69,18 @@ json_t *mcp_tools_list(struct mcp *m);
  * unknown tool. */
 json_t *mcp_tools_call(struct mcp *m, const char *name, json_t *args);
 
-/* A tool's handler: the structured result (an object), or NULL with msg. */
+/* A tool's handler: the structured result (an object), or NULL with msg.
+ * Content blocks of its own (an image) go under MCP_CONTENT: they lead the
+ * result's content and stay out of structuredContent. */
+#define MCP_CONTENT "_content"
 typedef json_t *(*mcp_tool_fn)(struct mcp *m, json_t *args, char *msg, size_t cap);
 
 /* Tool annotations (MCP 2025-03-26+): hints for the client's UI. */
 enum { MCP_READ_ONLY = 1, MCP_DESTRUCTIVE = 2, MCP_IDEMPOTENT = 4 };
+
+/* An inputSchema object: its properties and required names, nothing else. */
+#define MCP_OBJ(props, req) \
+    "{'type':'object','properties':{" props "},'required':[" req "],'additionalProperties':false}"
 
 struct mcp_tool {
     const char *name;
@@ -92,6 +99,7 @@ void mcp_forget_sandbox(struct mcp *m, const char *sandbox_id);
 extern const struct mcp_tool mcp_sandbox_tools[];
 extern const struct mcp_tool mcp_exec_tools[];
 extern const struct mcp_tool mcp_file_tools[];
+extern const struct mcp_tool mcp_desktop_tools[];
 
 /* The client, made on first use; NULL with msg filled. */
 osbc_client *mcp_client(struct mcp *m, char *msg, size_t cap);

@@ -10,7 +10,8 @@
 #include "common/xalloc.h"
 #include "mcp/mcp.h"
 
-static const struct mcp_tool *const tables[] = {mcp_sandbox_tools, mcp_exec_tools, mcp_file_tools};
+static const struct mcp_tool *const tables[] = {mcp_sandbox_tools, mcp_exec_tools, mcp_file_tools,
+                                                mcp_desktop_tools};
 
 /* The schema text with ' turned into ". */
 static json_t *load_schema(const struct mcp_tool *t)
@@ -93,11 +94,17 @@ json_t *mcp_tools_call(struct mcp *m, const char *name, json_t *args)
     }
     /* The result as text (for clients before 2025-06-18 and for the model)
      * and as structuredContent, which must be an object. */
+    json_t *content = json_incref(json_object_get(r, MCP_CONTENT));
+    json_object_del(r, MCP_CONTENT);
+    if (!json_is_array(content)) {
+        json_decref(content);
+        content = json_array();
+    }
     char *text = json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY);
-    json_t *res = json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text",
-                            text ? text : "{}", "structuredContent", r, "isError", 0);
+    json_array_append_new(content,
+                          json_pack("{s:s,s:s}", "type", "text", "text", text ? text : "{}"));
     free(text);
-    return res;
+    return json_pack("{s:o,s:o,s:b}", "content", content, "structuredContent", r, "isError", 0);
 }
 
 osbc_client *mcp_client(struct mcp *m, char *msg, size_t cap)

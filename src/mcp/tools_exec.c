@@ -312,8 +312,6 @@ static json_t *t_code_run(struct mcp *m, json_t *args, char *msg, size_t cap)
     return res;
 }
 
-#define OBJ(props, req) \
-    "{'type':'object','properties':{" props "},'required':[" req "],'additionalProperties':false}"
 #define TIMEOUT \
     "'timeout_seconds':{'type':['number','null'],'minimum':0,'default':null,'description':'Stop " \
     "the command after this long (default: no limit).'}"
@@ -325,42 +323,45 @@ const struct mcp_tool mcp_exec_tools[] = {
      "value the exit code, when it fails)}. background=true returns at once with the id (redirect "
      "its output to a file to read it later). Output over 100 KB is cut; the note says where the "
      "whole of it is.",
-     OBJ(SID ",'command':{'type':'string','minLength':1,'description':'Shell command to execute "
+     MCP_OBJ(SID
+             ",'command':{'type':'string','minLength':1,'description':'Shell command to execute "
              "(supports pipes/redirects).'},'background':{'type':'boolean','default':false,"
              "'description':'If true, run asynchronously and return immediately.'},"
              "'working_directory':{'type':['string','null'],'default':null,'description':"
              "'Working directory for the command.'}," TIMEOUT "," CIM,
-         "'sandbox_id','command'"),
+             "'sandbox_id','command'"),
      MCP_DESTRUCTIVE, t_command_run},
     {"command_interrupt", "Interrupt command",
      "Interrupt a running command execution (by the id command_run returned). Returns {status: "
      "interrupted}.",
-     OBJ(SID ",'execution_id':{'type':'string','minLength':1,'description':'Execution identifier "
+     MCP_OBJ(SID
+             ",'execution_id':{'type':'string','minLength':1,'description':'Execution identifier "
              "to interrupt.'}," CIM,
-         "'sandbox_id','execution_id'"),
+             "'sandbox_id','execution_id'"),
      MCP_IDEMPOTENT, t_interrupt},
     {"command_run_in_session", "Run command in session",
      "Run a command in a bash session that keeps its working directory, variables and shell "
      "state between calls. Without session_id a new session is made (in working_directory); the "
      "result has its session_id, pass it to the next call.",
-     OBJ(SID ",'command':{'type':'string','minLength':1,'description':'Shell command.'},"
+     MCP_OBJ(SID
+             ",'command':{'type':'string','minLength':1,'description':'Shell command.'},"
              "'session_id':{'type':['string','null'],'minLength':1,'default':null,'description':"
              "'A session from an earlier call; omit to start one.'},'working_directory':{'type':"
              "['string','null'],'default':null,'description':'Directory to start the new session "
              "in, or to run this command in.'}," TIMEOUT,
-         "'sandbox_id','command'"),
+             "'sandbox_id','command'"),
      MCP_DESTRUCTIVE, t_session_run},
     {"code_run", "Run code",
      "Run code in a persistent context, one per sandbox and language, made on first use and kept "
      "between calls (variables and imports stay). Returns the execution: logs.stdout/stderr, "
      "result (values of expressions: text and extra_properties such as image/png), error (name, "
      "value, traceback) and context_id.",
-     OBJ(SID ",'code':{'type':'string','minLength':1,'description':'The code to run.'},"
-             "'language':{'type':'string','enum':['python','javascript','typescript','bash',"
-             "'java','go'],'description':'The language (its context is kept).'},'context_id':{"
-             "'type':['string','null'],'minLength':1,'default':null,'description':'Run in this "
-             "context instead of the language’s default one.'}",
-         "'sandbox_id','code','language'"),
+     MCP_OBJ(SID ",'code':{'type':'string','minLength':1,'description':'The code to run.'},"
+                 "'language':{'type':'string','enum':['python','javascript','typescript','bash',"
+                 "'java','go'],'description':'The language (its context is kept).'},'context_id':{"
+                 "'type':['string','null'],'minLength':1,'default':null,'description':'Run in this "
+                 "context instead of the language’s default one.'}",
+             "'sandbox_id','code','language'"),
      MCP_DESTRUCTIVE, t_code_run},
     {NULL, NULL, NULL, NULL, 0, NULL},
 };

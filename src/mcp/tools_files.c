@@ -367,64 +367,65 @@ static json_t *t_replace(struct mcp *m, json_t *args, char *msg, size_t cap)
     return json_pack("{s:o}", "result", out);
 }
 
-#define OBJ(props, req) \
-    "{'type':'object','properties':{" props "},'required':[" req "],'additionalProperties':false}"
 
 const struct mcp_tool mcp_file_tools[] = {
     {"file_read", "Read file",
      "Read a text file from the sandbox. Returns {path, content}. At most 100 KB come back; a "
      "longer file’s result has a note with the range_header that reads on (use ranges for large "
      "files: bytes=0-1023, bytes=4096-, bytes=-2000 for the last 2000 bytes).",
-     OBJ(SID ",'path':{'type':'string','minLength':1,'description':'File path to read.'}," ENCODING
+     MCP_OBJ(SID
+             ",'path':{'type':'string','minLength':1,'description':'File path to read.'}," ENCODING
              ",'range_header':{'type':['string','null'],'default':null,'description':"
              "'Optional byte range, e.g. bytes=0-1023.'}," CIM,
-         "'sandbox_id','path'"),
+             "'sandbox_id','path'"),
      MCP_READ_ONLY, t_read},
     {"file_write", "Write file",
      "Write a text file inside the sandbox (replaced if it exists; parent directories are "
      "made). Returns {status: written}.",
-     OBJ(SID ",'path':{'type':'string','minLength':1,'description':'Destination file path.'},"
+     MCP_OBJ(SID
+             ",'path':{'type':'string','minLength':1,'description':'Destination file path.'},"
              "'content':{'type':'string','description':'File content.'}," ENCODING ",'mode':{" MODE
              ",'description':'Unix file permissions as octal digits, e.g. 644.'}," OWNER "," CIM,
-         "'sandbox_id','path','content'"),
+             "'sandbox_id','path','content'"),
      MCP_DESTRUCTIVE | MCP_IDEMPOTENT, t_write},
     {"file_delete", "Delete files",
      "Delete files inside the sandbox (a missing file is not an error). Returns {status: "
      "deleted}.",
-     OBJ(SID ",'paths':{" PATHS ",'description':'File paths to delete.'}," CIM,
-         "'sandbox_id','paths'"),
+     MCP_OBJ(SID ",'paths':{" PATHS ",'description':'File paths to delete.'}," CIM,
+             "'sandbox_id','paths'"),
      MCP_DESTRUCTIVE | MCP_IDEMPOTENT, t_delete},
     {"file_search", "Search files",
      "Search for files under a directory (recursively) whose name matches a glob pattern. "
      "Returns {result: [{path, type, mode, owner, group, size, modified_at, created_at}]}.",
-     OBJ(SID ",'path':{'type':'string','minLength':1,'description':'Base directory to search.'},"
+     MCP_OBJ(SID
+             ",'path':{'type':'string','minLength':1,'description':'Base directory to search.'},"
              "'pattern':{'type':'string','minLength':1,'description':'Glob pattern (e.g. "
              "*.py).'}," CIM,
-         "'sandbox_id','path','pattern'"),
+             "'sandbox_id','path','pattern'"),
      MCP_READ_ONLY, t_search},
     {"file_create_directories", "Create directories",
      "Create directories (with their parents) inside the sandbox. Returns {status: created}.",
-     OBJ(SID ",'entries':{" ENTRIES ",'items':" DIR_ENTRY ",'description':'Directory entries "
-             "(path, mode, owner, group).'}," CIM,
-         "'sandbox_id','entries'"),
+     MCP_OBJ(SID ",'entries':{" ENTRIES ",'items':" DIR_ENTRY ",'description':'Directory entries "
+                 "(path, mode, owner, group).'}," CIM,
+             "'sandbox_id','entries'"),
      MCP_IDEMPOTENT, t_mkdirs},
     {"file_delete_directories", "Delete directories",
      "Delete directories (recursively) inside the sandbox. Returns {status: deleted}.",
-     OBJ(SID ",'paths':{" PATHS ",'description':'Directory paths to delete.'}," CIM,
-         "'sandbox_id','paths'"),
+     MCP_OBJ(SID ",'paths':{" PATHS ",'description':'Directory paths to delete.'}," CIM,
+             "'sandbox_id','paths'"),
      MCP_DESTRUCTIVE | MCP_IDEMPOTENT, t_rmdirs},
     {"file_move", "Move files",
      "Move or rename files or directories inside the sandbox. Returns {status: moved}.",
-     OBJ(SID ",'entries':{" ENTRIES ",'items':" MOVE_ENTRY ",'description':'Move entries "
-             "(source, destination).'}," CIM,
-         "'sandbox_id','entries'"),
+     MCP_OBJ(SID ",'entries':{" ENTRIES ",'items':" MOVE_ENTRY ",'description':'Move entries "
+                 "(source, destination).'}," CIM,
+             "'sandbox_id','entries'"),
      MCP_DESTRUCTIVE, t_move},
     {"file_replace_contents", "Replace file contents",
      "Replace every occurrence of old_content with new_content in files. Returns {result: "
      "[{path, replaced_count}]} (0: old_content was not found).",
-     OBJ(SID ",'entries':{" ENTRIES ",'items':" REPLACE_ENTRY ",'description':'Replace entries "
-             "(path, old_content, new_content).'}," CIM,
-         "'sandbox_id','entries'"),
+     MCP_OBJ(SID ",'entries':{" ENTRIES ",'items':" REPLACE_ENTRY ",'description':'Replace entries "
+                 "(path, old_content, new_content).'}," CIM,
+             "'sandbox_id','entries'"),
      MCP_DESTRUCTIVE, t_replace},
     {NULL, NULL, NULL, NULL, 0, NULL},
 };

@@ -320,14 +320,13 @@ static json_t *t_egress_patch(struct mcp *m, json_t *args, char *msg, size_t cap
     return mcp_doc(json, msg, cap);
 }
 
-#define OBJ(props, req) \
-    "{'type':'object','properties':{" props "},'required':[" req "],'additionalProperties':false}"
 
 const struct mcp_tool mcp_sandbox_tools[] = {
     {"sandbox_create", "Create sandbox",
      "Create a sandbox from an image and wait until it is ready (unless skip_health_check). "
      "Returns {sandbox_id, info}; keep the sandbox_id for the other tools.",
-     OBJ("'image':{'type':'string','minLength':1,'description':'Container image reference (e.g. "
+     MCP_OBJ(
+         "'image':{'type':'string','minLength':1,'description':'Container image reference (e.g. "
          "python:3.11; host: the server’s built-in image).'},"
          "'auth_username':{'type':['string','null'],'default':null,'description':'Registry "
          "username for private images.'},"
@@ -338,23 +337,25 @@ const struct mcp_tool mcp_sandbox_tools[] = {
     {"sandbox_connect", "Connect to sandbox",
      "Connect to an existing sandbox: waits until it answers (unless skip_health_check). "
      "Returns {sandbox_id, info}.",
-     OBJ(SID ",'connect_timeout_seconds':{'type':'number','minimum':0,'default':30,'description':"
+     MCP_OBJ(SID
+             ",'connect_timeout_seconds':{'type':'number','minimum':0,'default':30,'description':"
              "'Max time to wait for readiness.'},"
              "'health_check_polling_interval_ms':{'type':'integer','minimum':0,'default':200,"
              "'description':'Interval between health checks in ms (accepted).'},"
              "'skip_health_check':{'type':'boolean','default':false,'description':'If true, "
              "return without waiting for readiness.'}",
-         "'sandbox_id'"),
+             "'sandbox_id'"),
      MCP_READ_ONLY, t_connect},
     {"sandbox_kill", "Kill sandbox", "Terminate a sandbox by ID. Returns {status: killed}.",
-     OBJ(SID, "'sandbox_id'"), MCP_DESTRUCTIVE | MCP_IDEMPOTENT, t_kill},
+     MCP_OBJ(SID, "'sandbox_id'"), MCP_DESTRUCTIVE | MCP_IDEMPOTENT, t_kill},
     {"sandbox_get_info", "Get sandbox info",
      "Fetch a sandbox’s info: id, status {state, reason, message}, image, entrypoint, metadata, "
      "created_at, expires_at.",
-     OBJ(SID, "'sandbox_id'"), MCP_READ_ONLY, t_get_info},
+     MCP_OBJ(SID, "'sandbox_id'"), MCP_READ_ONLY, t_get_info},
     {"sandbox_list", "List sandboxes",
      "List sandboxes matching filter criteria. Returns {sandbox_infos, pagination}.",
-     OBJ("'filter':{'type':['object','null'],'default':null,'description':'SandboxFilter: states "
+     MCP_OBJ(
+         "'filter':{'type':['object','null'],'default':null,'description':'SandboxFilter: states "
          "(OR), metadata (AND, exact), page (1-indexed), page_size.','properties':{'states':{"
          "'type':['array','null'],'items':{'type':'string'},'description':'Sandbox states, e.g. "
          "Running, Paused.'},'metadata':{" STRMAP ",'description':'Metadata key-value pairs that "
@@ -366,63 +367,65 @@ const struct mcp_tool mcp_sandbox_tools[] = {
     {"sandbox_renew", "Renew sandbox",
      "Renew a sandbox’s expiration: it now expires timeout_seconds from now. Returns "
      "{expires_at}.",
-     OBJ(SID ",'timeout_seconds':{'type':'number','minimum':1,'description':'New lifetime in "
-             "seconds, counted from now.'}",
-         "'sandbox_id','timeout_seconds'"),
+     MCP_OBJ(SID ",'timeout_seconds':{'type':'number','minimum':1,'description':'New lifetime in "
+                 "seconds, counted from now.'}",
+             "'sandbox_id','timeout_seconds'"),
      MCP_IDEMPOTENT, t_renew},
     {"sandbox_get_metrics", "Get sandbox metrics",
      "Resource metrics of a sandbox: cpu_count, cpu_used_percentage, memory_total_in_mib, "
      "memory_used_in_mib, timestamp.",
-     OBJ(SID "," CIM, "'sandbox_id'"), MCP_READ_ONLY, t_metrics},
+     MCP_OBJ(SID "," CIM, "'sandbox_id'"), MCP_READ_ONLY, t_metrics},
     {"sandbox_healthcheck", "Check sandbox health",
      "Check whether a sandbox is healthy (running and answering). Returns {sandbox_id, "
      "healthy}.",
-     OBJ(SID "," CIM, "'sandbox_id'"), MCP_READ_ONLY, t_health},
+     MCP_OBJ(SID "," CIM, "'sandbox_id'"), MCP_READ_ONLY, t_health},
     {"sandbox_get_endpoint", "Get sandbox endpoint",
      "The network endpoint that reaches a port inside the sandbox: {endpoint (host:port/path, "
      "no scheme), headers (to send with every request)}.",
-     OBJ(SID ",'port':{'type':'integer','minimum':1,'maximum':65535,'description':'Port number "
-             "inside the sandbox.'}," CIM,
-         "'sandbox_id','port'"),
+     MCP_OBJ(SID ",'port':{'type':'integer','minimum':1,'maximum':65535,'description':'Port number "
+                 "inside the sandbox.'}," CIM,
+             "'sandbox_id','port'"),
      MCP_READ_ONLY, t_endpoint},
     {"sandbox_pause", "Pause sandbox",
      "Pause (freeze) a running sandbox; its processes and memory are kept. Returns {status: "
      "paused}.",
-     OBJ(SID, "'sandbox_id'"), MCP_IDEMPOTENT, t_pause},
+     MCP_OBJ(SID, "'sandbox_id'"), MCP_IDEMPOTENT, t_pause},
     {"sandbox_resume", "Resume sandbox",
      "Resume a paused sandbox and wait until it answers. Returns {status: resumed}.",
-     OBJ(SID ",'ready_timeout_seconds':{'type':'number','minimum':0,'default':30,'description':"
-             "'Max time to wait until it answers.'}",
-         "'sandbox_id'"),
+     MCP_OBJ(SID ",'ready_timeout_seconds':{'type':'number','minimum':0,'default':30,'description':"
+                 "'Max time to wait until it answers.'}",
+             "'sandbox_id'"),
      MCP_IDEMPOTENT, t_resume},
     {"snapshot_create", "Snapshot sandbox",
      "Snapshot a sandbox’s filesystem; waits until the snapshot is Ready unless wait is false. "
      "Returns the snapshot {id, sandbox_id, name, status, created_at}; use its id with "
      "sandbox_create_from_snapshot.",
-     OBJ(SID ",'name':{'type':['string','null'],'minLength':1,'description':'Optional snapshot "
+     MCP_OBJ(SID
+             ",'name':{'type':['string','null'],'minLength':1,'description':'Optional snapshot "
              "name.'},'wait':{'type':'boolean','default':true,'description':'Wait until the "
              "snapshot is Ready (or Failed).'},'wait_timeout_seconds':{'type':'number','minimum':0,"
              "'default':300,'description':'Max time to wait.'}",
-         "'sandbox_id'"),
+             "'sandbox_id'"),
      0, t_snapshot},
     {"sandbox_create_from_snapshot", "Create sandbox from snapshot",
      "Create a sandbox from a snapshot (made with snapshot_create) and wait until it is ready. "
      "Returns {sandbox_id, info}.",
-     OBJ("'snapshot_id':{'type':'string','minLength':1,'description':'Snapshot identifier.'}," CREATE_PROPS,
+     MCP_OBJ(
+         "'snapshot_id':{'type':'string','minLength':1,'description':'Snapshot identifier.'}," CREATE_PROPS,
          "'snapshot_id'"),
      0, t_create_from_snapshot},
     {"egress_get", "Get egress policy",
      "A sandbox’s egress (outbound network) policy: {mode, enforcementMode, policy: "
      "{defaultAction, egress: [{action, target}]}}. Only sandboxes created with a "
      "network_policy have one.",
-     OBJ(SID, "'sandbox_id'"), MCP_READ_ONLY, t_egress_get},
+     MCP_OBJ(SID, "'sandbox_id'"), MCP_READ_ONLY, t_egress_get},
     {"egress_patch", "Change egress rules",
      "Add or change egress rules of a sandbox created with a network_policy; a new rule "
      "replaces an old one for the same target and is evaluated first. Returns the policy after "
      "the change.",
-     OBJ(SID ",'rules':{'type':'array','minItems':1,'items':" RULE
-             ",'description':'Rules to add or change.'}",
-         "'sandbox_id','rules'"),
+     MCP_OBJ(SID ",'rules':{'type':'array','minItems':1,'items':" RULE
+                 ",'description':'Rules to add or change.'}",
+             "'sandbox_id','rules'"),
      MCP_IDEMPOTENT, t_egress_patch},
     {NULL, NULL, NULL, NULL, 0, NULL},
 };

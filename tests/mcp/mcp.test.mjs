@@ -60,6 +60,11 @@ const OURS = {
   command_run_in_session: [["sandbox_id", "command"], { sandbox_id: "string", command: "string", session_id: "string|null", working_directory: "string|null", timeout_seconds: "number|null" }],
   egress_get: [["sandbox_id"], { sandbox_id: "string" }],
   egress_patch: [["sandbox_id", "rules"], { sandbox_id: "string", rules: "array" }],
+  desktop_screenshot: [["sandbox_id"], { sandbox_id: "string", x: "integer", y: "integer", width: "integer", height: "integer", scale: "number" }],
+  desktop_click: [["sandbox_id", "x", "y"], { sandbox_id: "string", x: "integer", y: "integer", button: "string", double: "boolean" }],
+  desktop_type: [["sandbox_id", "text"], { sandbox_id: "string", text: "string" }],
+  desktop_key: [["sandbox_id", "keys"], { sandbox_id: "string", keys: "array" }],
+  desktop_scroll: [["sandbox_id", "x", "y"], { sandbox_id: "string", x: "integer", y: "integer", dx: "integer", dy: "integer" }],
 };
 // Items of the array parameters: required fields and types.
 const ITEMS = {
@@ -260,7 +265,7 @@ test("stdio, raw JSON-RPC: lifecycle, version negotiation and precise errors", a
   assert.equal(bad.result.isError, true);
   assert.match(bad.result.content[0].text, /"sandbox_id" is required/);
   const list = await s.send({ jsonrpc: "2.0", id: 15, method: "tools/list" });
-  assert.equal(list.result.tools.length, 27);
+  assert.equal(list.result.tools.length, 32);
   // In 2025-03-26 batches work: answers in one array, none for the notification.
   await s.send({ jsonrpc: "2.0", id: 16, method: "initialize", params: { ...INIT, protocolVersion: "2025-03-26" } });
   const batch = await s.send([{ jsonrpc: "2.0", id: "a", method: "ping" }, { jsonrpc: "2.0", method: "notifications/initialized" },
@@ -529,7 +534,7 @@ test("streamable HTTP: sessions, methods, origins, hosts and errors", async () =
   assert.equal((await post(url, list, { "mcp-session-id": "f".repeat(32) })).status, 404, "unknown session");
   const ok = await post(url, list, h);
   assert.equal(ok.status, 200);
-  assert.equal((await ok.json()).result.tools.length, 27);
+  assert.equal((await ok.json()).result.tools.length, 32);
   assert.equal((await post(url, { jsonrpc: "2.0", method: "notifications/initialized" }, h)).status, 202);
   assert.equal((await post(url, list, { ...h, origin: "http://evil.example" })).status, 403, "a foreign Origin");
   assert.equal((await post(url, list, { ...h, origin: "http://localhost.evil.example:80" })).status, 403);
