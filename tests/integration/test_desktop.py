@@ -282,6 +282,19 @@ def test_keyboard(x, tmp):
     t.eq(x.post("/desktop/keyboard", json={"action": "press", "keys": ["ctrl", "c"]}).status, 200,
          "press ctrl+c")
     t.ok(wait_for(lambda: os.path.exists(flag), timeout=10), "ctrl+c interrupted the sleep")
+    # More distinct characters outside the keymap than it has spare keycodes
+    # (14 on Xvfb's): typed in batches, the keycodes of earlier calls reused.
+    out = os.path.join(tmp, "typed2.txt")
+    term, win = type_into_cat(x, out, "desk-cat2")
+    x.post("/desktop/windows", json={"action": "focus", "id": win["id"]})
+    wait_for(lambda: tool("xdotool", "getwindowfocus").stdout.strip() == str(win["id"]))
+    text = "".join(chr(c) for c in range(0x4e00, 0x4e00 + 40)) + " Ü€ Ω\n"
+    t.eq(x.post("/desktop/keyboard", json={"action": "type", "text": text}).status, 200,
+         "type 40 CJK characters")
+    x.post("/desktop/keyboard", json={"action": "press", "keys": ["ctrl", "d"]})
+    t.ok(wait_for(lambda: term.poll() is not None, timeout=10), "cat saw the end of input")
+    with open(out, encoding="utf-8", errors="replace") as f:
+        t.eq(f.read(), text, "every one arrives, in order")
 
 
 def test_windows(x, tmp):
@@ -318,6 +331,41 @@ def test_open(x, tmp):
         want = "%s DISPLAY=%s" % (target, DISPLAY)
         t.ok(wait_for(lambda: os.path.exists(rec) and want in open(rec).read().splitlines()),
              "xdg-open got %r" % target, open(rec).read() if os.path.exists(rec) else None)
+
+
+def write_xauthority(path, num, cookie):
+    def field(b):
+        return struct.pack(">H", len(b)) + b
+    with open(path, "wb") as f:
+        f.write(struct.pack(">H", 256) + field(socket.gethostname().encode()) +
+                field(str(num).encode()) + field(b"MIT-MAGIC-COOKIE-1") + field(cookie))
+
+
+def test_auth_and_depth16(tmp):
+    """A server that wants a cookie, at 16 bits per pixel (the generic
+    pixel conversion)."""
+    num = free_display()
+    auth = os.path.join(tmp, "Xauthority")
+    write_xauthority(auth, num, os.urandom(16))
+    disp = ":%d" % num
+    xvfb = spawn(["Xvfb", disp, "-screen", "0", "640x480x16", "-auth", auth, "-noreset",
+                  "-nolisten", "tcp"],
+                 stdout=subprocess.DEVNULL)
+    t.ok(wait_for(lambda: x_ready(num), timeout=20) and xvfb.poll() is None, "Xvfb -auth is up")
+    home = os.path.join(tmp, "home")
+    os.makedirs(home, exist_ok=True)
+    with Execd(env={"DISPLAY": disp, "HOME": home, "XAUTHORITY": None}) as x:
+        r = x.get("/desktop/screenshot")
+        t.is_error(r, 409, "DESKTOP::NO_DISPLAY", "without the cookie -> 409")
+        t.ok("refused" in r.json().get("message", ""), "the message says it was refused", r.body)
+    env = dict(XENV, DISPLAY=disp, XAUTHORITY=auth)
+    with Execd(env={"DISPLAY": disp, "XAUTHORITY": auth}) as x:
+        for colour, rgb in (("#ff0000", (255, 0, 0)), ("#0000ff", (0, 0, 255))):
+            subprocess.run(["xsetroot", "-solid", colour], env=env, timeout=10)
+            w, h, rows = shot(x)
+            t.eq((w, h, pixel(rows, 320, 240)), (640, 480, rgb),
+                 "with $XAUTHORITY: a 16-bit screen, %s" % colour)
+    xvfb.kill()
 
 
 def test_bad_bodies(x):
@@ -384,6 +432,7 @@ def main():
                 t.run(test_open, x, tmp, timeout=30)
                 t.run(test_bad_bodies, x, timeout=30)
                 t.ok(x.alive(), "execd alive at the end")
+            t.run(test_auth_and_depth16, tmp, timeout=60)
     finally:
         for p in reversed(procs):
             if p.poll() is None:
