@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 
@@ -201,6 +202,24 @@ def test_screenshot(x):
     t.ok(all(pixel(rows, px, py) == (0, 0, 255) for px in (0, 99) for py in (0, 79)),
          "a region over the window is all its colour")
     rec.p.kill()
+    # Requests queue (one X job at a time); a client that leaves while its
+    # request waits costs nothing, the others are all answered.
+    for _ in range(3):
+        c = socket.create_connection((x.host, x.port))
+        c.sendall(b"GET /desktop/screenshot HTTP/1.1\r\nHost: x\r\n\r\n")
+        c.close()
+    results = [None] * 8
+
+    def one(i):
+        r = x.get("/desktop/screenshot?scale=0.5" if i % 2 else "/desktop/cursor")
+        results[i] = r.status
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(30)
+    t.eq(results, [200] * 8, "eight concurrent requests are all answered")
     for q, field in (("?scale=0", "scale"), ("?scale=1.5", "scale"), ("?scale=abc", "scale"),
                      ("?width=0", "width"), ("?x=5000", "x"), ("?y=-1", "y"),
                      ("?x=1200&width=200", "width"), ("?height=900", "height")):
