@@ -387,6 +387,83 @@ def test_auth_and_depth16(tmp):
     xvfb.kill()
 
 
+class FakeX:
+    """A unix socket at /tmp/.X11-unix/XN that answers the X setup with
+    `answer` (None: never answers) and then holds the connection, or ends
+    it (close)."""
+
+    def __init__(self, answer, close=False):
+        self.num = free_display()
+        self.path = "/tmp/.X11-unix/X%d" % self.num
+        os.makedirs("/tmp/.X11-unix", exist_ok=True)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(self.path)
+        self.sock.listen(8)
+        self.answer, self.close_after, self.conns = answer, close, []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            c.recv(4096)
+            if self.answer is not None:
+                c.sendall(self.answer)
+            if self.close_after:
+                c.shutdown(socket.SHUT_RDWR)
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+        os.unlink(self.path)
+
+
+def test_hostile_server():
+    refusal = b"Go away"
+    cases = [
+        (struct.pack("<BBHHH", 0, len(refusal), 11, 0, 2) + refusal + b"\0", 409,
+         "DESKTOP::NO_DISPLAY", "refused the connection: Go away", "a refusal -> 409 with its reason"),
+        (struct.pack("<BBHHH", 1, 0, 11, 0, 0xffff) + b"x" * 100, 500, "DESKTOP::X_ERROR",
+         "closed the connection", "a setup that ends short -> 500"),
+        (struct.pack("<BBHHH", 1, 0, 11, 0, 8) + b"\0" * 32, 500, "DESKTOP::X_ERROR",
+         "malformed X setup reply", "a setup with no screen -> 500"),
+    ]
+    for answer, status, code, text, name in cases:
+        fake = FakeX(answer, close=True)
+        try:
+            with Execd(env={"DISPLAY": ":%d" % fake.num}) as x:
+                r = x.get("/desktop/cursor", timeout=15)
+                t.ok(r.status == status and r.json().get("code") == code
+                     and text in r.json().get("message", ""), name, r.body)
+        finally:
+            fake.close()
+    fake = FakeX(None)
+    try:
+        with Execd(env={"DISPLAY": ":%d" % fake.num}) as x:
+            out = {}
+
+            def slow():
+                start = time.monotonic()
+                out["r"], out["s"] = x.get("/desktop/cursor", timeout=20), time.monotonic() - start
+
+            th = threading.Thread(target=slow)
+            th.start()
+            time.sleep(0.2)  # let the request reach the X server first
+            start = time.monotonic()
+            t.ok(x.ping() and time.monotonic() - start < 1, "execd answers while X hangs")
+            th.join(20)
+            r = out.get("r")
+            t.ok(r is not None and r.status == 500 and "did not answer" in r.json()["message"]
+                 and 4.5 < out["s"] < 10, "a silent X server: 500 X_ERROR after 5 s",
+                 (r, out.get("s")))
+    finally:
+        fake.close()
+
+
 def test_bad_bodies(x):
     cases = [
         ("mouse", {"x": 1, "y": 1}, "action"),
@@ -426,6 +503,7 @@ def main():
         t.skip("desktop", "missing %s (scripts/install-deps.sh test)" % " ".join(missing))
         return
     t.run(test_no_display)
+    t.run(test_hostile_server, timeout=60)
     num = free_display()
     global DISPLAY, XENV
     DISPLAY = ":%d" % num
