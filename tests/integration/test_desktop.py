@@ -5,6 +5,7 @@ independent observers."""
 import json
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -310,10 +311,12 @@ def test_keyboard(x, tmp):
     text = "".join(chr(c) for c in range(0x4e00, 0x4e00 + 40)) + " Ü€ Ω\n"
     t.eq(x.post("/desktop/keyboard", json={"action": "type", "text": text}).status, 200,
          "type 40 CJK characters")
-    x.post("/desktop/keyboard", json={"action": "press", "keys": ["ctrl", "d"]})
+    for keys in (["A"], ["shift", "b"], ["enter"], ["ctrl", "d"]):
+        t.eq(x.post("/desktop/keyboard", json={"action": "press", "keys": keys}).status, 200,
+             "press %s" % "+".join(keys))
     t.ok(wait_for(lambda: term.poll() is not None, timeout=10), "cat saw the end of input")
     with open(out, encoding="utf-8", errors="replace") as f:
-        t.eq(f.read(), text, "every one arrives, in order")
+        t.eq(f.read(), text + "AB\n", "every one arrives, in order; \"A\" is shift+a")
 
 
 def test_windows(x, tmp):
@@ -464,6 +467,34 @@ def test_hostile_server():
         fake.close()
 
 
+def test_open_chromium(tmp):
+    """Without xdg-open an http(s) URL goes to chromium's binary, detached,
+    with DISPLAY set."""
+    if not os.access("/usr/lib/chromium/chromium", os.X_OK):
+        t.skip("open_chromium", "no /usr/lib/chromium/chromium")
+        return
+    url = "https://example.invalid/desk"
+    with Execd(env={"DISPLAY": DISPLAY, "PATH": "/nonexistent"}) as x:
+        r = x.post("/desktop/open", json={"target": url})
+        pid = r.json().get("pid") if r.status == 200 else None
+        t.ok(pid, "open -> 200 {pid}", r.body)
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")[:-1]
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError as e:
+            argv, env = [repr(e).encode()], []
+        want = [b"/usr/lib/chromium/chromium", b"--no-first-run", b"--no-default-browser-check"]
+        t.ok(argv[:3] == want and argv[-1] == url.encode(), "chromium with the URL", argv)
+        t.ok(("DISPLAY=" + DISPLAY).encode() in env, "DISPLAY is set")
+        t.eq(os.getsid(pid), pid, "detached: its own session")
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def test_bad_bodies(x):
     cases = [
         ("mouse", {"x": 1, "y": 1}, "action"),
@@ -529,6 +560,7 @@ def main():
                 t.run(test_open, x, tmp, timeout=30)
                 t.run(test_bad_bodies, x, timeout=30)
                 t.ok(x.alive(), "execd alive at the end")
+            t.run(test_open_chromium, tmp, timeout=30)
             t.run(test_auth_and_depth16, tmp, timeout=60)
     finally:
         for p in reversed(procs):
