@@ -77,7 +77,7 @@ struct kb {
     uint8_t *spare;    /* keycodes free for remapping, best first */
     size_t nspare, next;
     bool touched[256]; /* keycodes this batch typed with or bound */
-    unsigned lo, hi;   /* keycodes bound since the last commit (hi 0: none) */
+    bool pending[256]; /* bound since the last commit */
 };
 
 static uint32_t *syms_of(struct kb *k, unsigned kc)
@@ -159,20 +159,27 @@ static unsigned kb_bind(struct kb *k, uint32_t sym)
     if (k->km.per > 1)
         s[1] = sym;
     k->touched[kc] = true;
-    k->lo = k->hi && k->lo < kc ? k->lo : kc;
-    k->hi = k->hi > kc ? k->hi : kc;
+    k->pending[kc] = true;
     return kc;
 }
 
-/* Sends the bindings made since the last commit as one request: clients
- * get one MappingNotify, and read the keymap once, for all of them. The
- * keycodes between keep their symbols. */
+/* Sends the bindings made since the last commit, one request per run of
+ * adjacent keycodes: only spare keycodes are written (a core rewrite of a
+ * real key could cost it its XKB type). All go out before the keys that use
+ * them, so a client reads the keymap once for the lot. */
 static void kb_commit(struct kb *k)
 {
-    if (!k->hi)
-        return;
-    osb_x11_change_keymap(k->c, (uint8_t)k->lo, k->hi - k->lo + 1, k->km.per, syms_of(k, k->lo));
-    k->lo = k->hi = 0;
+    for (unsigned kc = 0; kc < 256; kc++) {
+        if (!k->pending[kc])
+            continue;
+        unsigned end = kc;
+        while (end + 1 < 256 && k->pending[end + 1])
+            end++;
+        osb_x11_change_keymap(k->c, (uint8_t)kc, end - kc + 1, k->km.per, syms_of(k, kc));
+        for (unsigned i = kc; i <= end; i++)
+            k->pending[i] = false;
+        kc = end;
+    }
 }
 
 /* More characters to bind than spare keycodes: the keycodes of this batch
@@ -289,6 +296,12 @@ int osb_xinput_press(struct osb_x11 *c, const uint32_t *syms, size_t n, struct o
             r = osb_err_set(err, OSB_E_INTERNAL, "no keycode left for key %zu", i);
         else
             k.touched[kcs[i] & 0xff] = true;
+    /* A modifier acts through its keycode (the modifier map), at whatever
+     * level the keymap lists its keysym: no Shift with it (Xvfb's Meta_L is
+     * on level 2 of the key it shares). */
+    for (size_t i = 0; i < n; i++)
+        if (syms[i] >= OSB_XK_SHIFT_L && syms[i] <= 0xffee)
+            shifts[i] = false;
     if (r == 0) {
         kb_commit(&k);
         for (size_t i = 0; i < n; i++) {
