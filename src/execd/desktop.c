@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,20 +22,25 @@
 /* zlib level: 1 keeps a full-screen shot in tens of milliseconds, and
  * screens compress well even so. */
 #define PNG_LEVEL 1
+/* 8192 x 8192: the RGB copy of a larger region would take over 200 MB. */
+#define SHOT_MAX_PIXELS (64u << 20)
 
 /* The module's state (x->desktop). */
 struct osb_execd_desktop {
     struct osb_execd *x;
     char *display;
-    /* One X job at a time: a typed text binds spare keycodes that another
-     * job's keys must not rebind under it. */
-    pthread_mutex_t lock;
+    /* One X job at a time, queued here on the loop: a typed text binds
+     * spare keycodes that another job's keys must not rebind under it, and
+     * a hung X server must hold one pool thread, not all of them. */
+    bool running;
+    struct job *queue, **queue_tail;
 };
 
 enum job_kind { J_SHOT, J_MOUSE, J_KEYS, J_CURSOR, J_WINDOWS, J_FOCUS };
 
 struct job {
     uv_work_t work;
+    struct job *next;         /* in the module's queue */
     struct osb_http_req *req; /* NULL once the client is gone */
     struct osb_execd_desktop *d;
     enum job_kind kind;
@@ -291,6 +295,11 @@ static int run_shot(struct job *jb, struct osb_x11 *c, struct osb_err *err)
     if (shot_region(c, s, err) < 0)
         return -1;
     unsigned w = (unsigned)s->width, h = (unsigned)s->height;
+    if ((uint64_t)w * h > SHOT_MAX_PIXELS)
+        return osb_err_set(err, OSB_E_INVALID,
+                           "query parameter 'width': a %ux%u region is over %u pixels; ask for "
+                           "a smaller one",
+                           w, h, SHOT_MAX_PIXELS);
     _cleanup_free_ uint8_t *rgb = osb_xmalloc((size_t)w * h * 3);
     if (osb_x11_get_image_rgb(c, s->x, s->y, w, h, rgb, err) < 0)
         return -1;
@@ -356,10 +365,8 @@ static void work_cb(uv_work_t *w)
 {
     struct job *jb = w->data;
     struct osb_x11 *c = osb_xmalloc(sizeof *c); /* 80 KiB of buffers: not on a pool stack */
-    pthread_mutex_lock(&jb->d->lock);
     jb->failed = osb_x11_open(c, jb->d->display, &jb->err) < 0 || run_x(jb, c, &jb->err) < 0;
     osb_x11_close(c);
-    pthread_mutex_unlock(&jb->d->lock);
     free(c);
 }
 
@@ -377,9 +384,41 @@ static void respond_err(struct osb_http_req *req, const struct osb_err *err)
     }
 }
 
+static void job_free(struct job *jb)
+{
+    json_decref(jb->result);
+    json_decref(jb->body);
+    free(jb->png);
+    free(jb);
+}
+
+static void after_cb(uv_work_t *w, int status);
+
+/* Runs the next queued job whose client is still there. */
+static void run_next(struct osb_execd_desktop *d)
+{
+    while (!d->running && d->queue) {
+        struct job *jb = d->queue;
+        d->queue = jb->next;
+        if (!d->queue)
+            d->queue_tail = &d->queue;
+        if (!jb->req) {
+            job_free(jb);
+            continue;
+        }
+        d->running = true;
+        if (uv_queue_work(d->x->loop, &jb->work, work_cb, after_cb) < 0) {
+            jb->failed = true;
+            osb_err_set(&jb->err, OSB_E_INTERNAL, "cannot queue the desktop job");
+            after_cb(&jb->work, 0);
+        }
+    }
+}
+
 static void after_cb(uv_work_t *w, int status)
 {
     struct job *jb = w->data;
+    struct osb_execd_desktop *d = jb->d;
     (void)status;
     if (jb->req) {
         osb_http_req_on_close(jb->req, NULL, NULL);
@@ -390,10 +429,9 @@ static void after_cb(uv_work_t *w, int status)
         else
             osb_http_respond_json(jb->req, 200, json_incref(jb->result));
     }
-    json_decref(jb->result);
-    json_decref(jb->body);
-    free(jb->png);
-    free(jb);
+    job_free(jb);
+    d->running = false;
+    run_next(d);
 }
 
 static void on_gone(struct osb_http_req *req, void *ud)
@@ -416,12 +454,11 @@ static struct job *job_new(struct osb_execd_desktop *d, struct osb_http_req *req
 
 static void job_start(struct job *jb)
 {
+    struct osb_execd_desktop *d = jb->d;
     osb_http_req_on_close(jb->req, on_gone, jb);
-    if (uv_queue_work(jb->d->x->loop, &jb->work, work_cb, after_cb) < 0) {
-        jb->failed = true;
-        osb_err_set(&jb->err, OSB_E_INTERNAL, "cannot queue the desktop job");
-        after_cb(&jb->work, 0);
-    }
+    *d->queue_tail = jb;
+    d->queue_tail = &jb->next;
+    run_next(d);
 }
 
 /* ---- handlers ---- */
@@ -629,7 +666,7 @@ void osb_execd_desktop_routes(struct osb_execd *x)
     const char *disp = getenv("DISPLAY");
     d->x = x;
     d->display = osb_xstrdup(disp && *disp ? disp : ":0");
-    pthread_mutex_init(&d->lock, NULL);
+    d->queue_tail = &d->queue;
     x->desktop = d;
     const struct osb_http_route routes[] = {
         {"GET", "/desktop/screenshot", h_screenshot, OSB_ROUTE_NO_BODY, d},

@@ -34,6 +34,10 @@ enum {
     X_GET_KEYBOARD_MAPPING = 101,
 };
 #define XTEST_FAKE_INPUT 2
+/* No reply we ask for is near this (an image band is at most one maximum
+ * request, 256 KiB): a larger length is a broken or hostile server, and
+ * execd (PID 1 of the sandbox) must not die allocating it. */
+#define REPLY_MAX (32u << 20)
 #define PAD4(n) (((n) + 3u) & ~3u)
 
 /* The protocol is spoken in our own byte order (announced at setup). */
@@ -213,6 +217,9 @@ static int reply(struct osb_x11 *c, uint16_t seq, unsigned char hdr[32], unsigne
                 return -1;
             continue;
         }
+        if (more > REPLY_MAX)
+            return osb_err_set(err, OSB_E_INTERNAL, "the X server on %s sent a %zu-byte reply",
+                               c->display, more);
         if (!extra)
             return more ? read_exact(c, NULL, more, deadline, err) : 0;
         *extra = osb_xmalloc(more + 1);
@@ -654,10 +661,10 @@ static int parse_setup(struct osb_x11 *c, const unsigned char *s, size_t n, stru
     c->image_msb = s[30] == 1;
     c->min_keycode = s[34];
     c->max_keycode = s[35];
+    if (40 + PAD4(vlen) + 8 * nformats + 40 > n || s[28] < 1)
+        return osb_err_set(err, OSB_E_INTERNAL, "malformed X setup reply");
     const unsigned char *p = s + 40 + PAD4(vlen), *end = s + n, *fmts = p;
     p += 8 * nformats;
-    if (p + 40 > end || s[28] < 1)
-        return osb_err_set(err, OSB_E_INTERNAL, "malformed X setup reply");
     c->root = get32(p);
     c->width = get16(p + 20);
     c->height = get16(p + 22);
@@ -679,7 +686,7 @@ static int read_setup(struct osb_x11 *c, struct osb_err *err)
     int64_t deadline = osb_mono_ms() + OSB_X11_TIMEOUT_MS;
     if (read_exact(c, h, 8, deadline, err) < 0)
         return -1;
-    size_t n = (size_t)get16(h + 6) * 4;
+    size_t n = (size_t)get16(h + 6) * 4; /* at most 256 KiB */
     _cleanup_free_ unsigned char *s = osb_xmalloc(n + 8 + 1);
     memcpy(s, h, 8);
     if (read_exact(c, s + 8, n, deadline, err) < 0)

@@ -77,6 +77,7 @@ struct kb {
     uint8_t *spare;    /* keycodes free for remapping, best first */
     size_t nspare, next;
     bool touched[256]; /* keycodes this batch typed with or bound */
+    bool pending[256]; /* bound since the last commit */
 };
 
 static uint32_t *syms_of(struct kb *k, unsigned kc)
@@ -105,10 +106,16 @@ static bool all_empty(const uint32_t *s, unsigned per)
     return true;
 }
 
-/* A keycode an earlier call bound (both levels one non-ASCII keysym). */
+/* A keycode an earlier call bound: one character keysym (Latin-1 or
+ * Unicode) on every level it has (the server copies it to the second
+ * group's levels too). */
 static bool ours(const uint32_t *s, unsigned per)
 {
-    return per >= 2 && s[0] && s[0] == s[1] && s[0] >= 0xa0 && all_empty(s + 2, per - 2);
+    bool character = (s[0] >= 0xa0 && s[0] <= 0xff) || (s[0] >= 0x01000100 && s[0] <= 0x0110ffff);
+    for (unsigned i = 1; character && i < per; i++)
+        if (s[i] && s[i] != s[0])
+            return false;
+    return character;
 }
 
 static int kb_open(struct kb *k, struct osb_x11 *c, struct osb_err *err)
@@ -151,9 +158,28 @@ static unsigned kb_bind(struct kb *k, uint32_t sym)
     s[0] = sym;
     if (k->km.per > 1)
         s[1] = sym;
-    osb_x11_change_keymap(k->c, (uint8_t)kc, 1, k->km.per, s);
     k->touched[kc] = true;
+    k->pending[kc] = true;
     return kc;
+}
+
+/* Sends the bindings made since the last commit, one request per run of
+ * adjacent keycodes: only spare keycodes are written (a core rewrite of a
+ * real key could cost it its XKB type). All go out before the keys that use
+ * them, so a client reads the keymap once for the lot. */
+static void kb_commit(struct kb *k)
+{
+    for (unsigned kc = 0; kc < 256; kc++) {
+        if (!k->pending[kc])
+            continue;
+        unsigned end = kc;
+        while (end + 1 < 256 && k->pending[end + 1])
+            end++;
+        osb_x11_change_keymap(k->c, (uint8_t)kc, end - kc + 1, k->km.per, syms_of(k, kc));
+        for (unsigned i = kc; i <= end; i++)
+            k->pending[i] = false;
+        kc = end;
+    }
 }
 
 /* More characters to bind than spare keycodes: the keycodes of this batch
@@ -163,7 +189,7 @@ static int kb_new_batch(struct kb *k, struct osb_err *err)
 {
     if (osb_x11_sync(k->c, err) < 0)
         return -1;
-    struct timespec ts = {0, 100 * 1000 * 1000};
+    struct timespec ts = {0, 200 * 1000 * 1000};
     nanosleep(&ts, NULL);
     memset(k->touched, 0, sizeof k->touched);
     k->next = 0;
@@ -184,7 +210,6 @@ static unsigned kb_key(struct kb *k, uint32_t sym, bool *shift)
 
 static void tap(struct kb *k, unsigned kc, bool shift)
 {
-    k->touched[kc & 0xff] = true;
     if (shift)
         osb_x11_fake_key(k->c, k->shift_kc, true);
     osb_x11_fake_key(k->c, kc, true);
@@ -193,26 +218,55 @@ static void tap(struct kb *k, unsigned kc, bool shift)
         osb_x11_fake_key(k->c, k->shift_kc, false);
 }
 
-static int type_text(struct kb *k, const char *text, size_t len, struct osb_err *err)
+struct tap {
+    unsigned kc;
+    bool shift;
+};
+
+/* Plans keys for text from *p until a character finds no keycode (every
+ * spare one is bound in this batch); *p is left there. */
+static size_t plan_batch(struct kb *k, const char **p, const char *end, struct tap *taps,
+                         struct osb_err *err)
 {
-    const char *p = text, *end = text + len;
-    while (p < end) {
+    size_t n = 0;
+    while (*p < end) {
+        const char *at = *p;
         uint32_t cp, sym;
-        if (osb_utf8_next(&p, end, &cp) < 0)
-            return osb_err_set(err, OSB_E_INVALID, "field 'text': not valid UTF-8");
+        if (osb_utf8_next(p, end, &cp) < 0) {
+            osb_err_set(err, OSB_E_INVALID, "field 'text': not valid UTF-8");
+            return SIZE_MAX;
+        }
         if (!(sym = osb_keysym_for_codepoint(cp)))
             continue; /* control characters other than newline and tab */
         bool shift;
         unsigned kc = kb_key(k, sym, &shift);
         if (!kc) {
-            if (k->nspare == 0)
-                return osb_err_set(err, OSB_E_INTERNAL, "no spare keycode to type U+%04X with",
-                                   (unsigned)cp);
-            if (kb_new_batch(k, err) < 0)
-                return -1;
-            kc = kb_key(k, sym, &shift);
+            *p = at;
+            break;
         }
-        tap(k, kc, shift);
+        k->touched[kc] = true;
+        taps[n++] = (struct tap){kc, shift};
+    }
+    return n;
+}
+
+static int type_text(struct kb *k, const char *text, size_t len, struct osb_err *err)
+{
+    _cleanup_free_ struct tap *taps = osb_xcalloc(len + 1, sizeof *taps);
+    const char *p = text, *end = text + len;
+    for (;;) {
+        size_t n = plan_batch(k, &p, end, taps, err);
+        if (n == SIZE_MAX)
+            return -1;
+        kb_commit(k);
+        for (size_t i = 0; i < n; i++)
+            tap(k, taps[i].kc, taps[i].shift);
+        if (p == end)
+            break;
+        if (n == 0)
+            return osb_err_set(err, OSB_E_INTERNAL, "no spare keycode to type with");
+        if (kb_new_batch(k, err) < 0)
+            return -1;
     }
     return osb_x11_sync(k->c, err);
 }
@@ -242,7 +296,14 @@ int osb_xinput_press(struct osb_x11 *c, const uint32_t *syms, size_t n, struct o
             r = osb_err_set(err, OSB_E_INTERNAL, "no keycode left for key %zu", i);
         else
             k.touched[kcs[i] & 0xff] = true;
+    /* A modifier acts through its keycode (the modifier map), at whatever
+     * level the keymap lists its keysym: no Shift with it (Xvfb's Meta_L is
+     * on level 2 of the key it shares). */
+    for (size_t i = 0; i < n; i++)
+        if (syms[i] >= OSB_XK_SHIFT_L && syms[i] <= 0xffee)
+            shifts[i] = false;
     if (r == 0) {
+        kb_commit(&k);
         for (size_t i = 0; i < n; i++) {
             if (shifts[i])
                 osb_x11_fake_key(c, k.shift_kc, true);

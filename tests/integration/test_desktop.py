@@ -5,11 +5,13 @@ independent observers."""
 import json
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 
@@ -201,6 +203,24 @@ def test_screenshot(x):
     t.ok(all(pixel(rows, px, py) == (0, 0, 255) for px in (0, 99) for py in (0, 79)),
          "a region over the window is all its colour")
     rec.p.kill()
+    # Requests queue (one X job at a time); a client that leaves while its
+    # request waits costs nothing, the others are all answered.
+    for _ in range(3):
+        c = socket.create_connection((x.host, x.port))
+        c.sendall(b"GET /desktop/screenshot HTTP/1.1\r\nHost: x\r\n\r\n")
+        c.close()
+    results = [None] * 8
+
+    def one(i):
+        r = x.get("/desktop/screenshot?scale=0.5" if i % 2 else "/desktop/cursor")
+        results[i] = r.status
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(30)
+    t.eq(results, [200] * 8, "eight concurrent requests are all answered")
     for q, field in (("?scale=0", "scale"), ("?scale=1.5", "scale"), ("?scale=abc", "scale"),
                      ("?width=0", "width"), ("?x=5000", "x"), ("?y=-1", "y"),
                      ("?x=1200&width=200", "width"), ("?height=900", "height")):
@@ -282,6 +302,21 @@ def test_keyboard(x, tmp):
     t.eq(x.post("/desktop/keyboard", json={"action": "press", "keys": ["ctrl", "c"]}).status, 200,
          "press ctrl+c")
     t.ok(wait_for(lambda: os.path.exists(flag), timeout=10), "ctrl+c interrupted the sleep")
+    # More distinct characters outside the keymap than it has spare keycodes
+    # (14 on Xvfb's): typed in batches, the keycodes of earlier calls reused.
+    out = os.path.join(tmp, "typed2.txt")
+    term, win = type_into_cat(x, out, "desk-cat2")
+    x.post("/desktop/windows", json={"action": "focus", "id": win["id"]})
+    wait_for(lambda: tool("xdotool", "getwindowfocus").stdout.strip() == str(win["id"]))
+    text = "".join(chr(c) for c in range(0x4e00, 0x4e00 + 40)) + " Ü€ Ω\n"
+    t.eq(x.post("/desktop/keyboard", json={"action": "type", "text": text}).status, 200,
+         "type 40 CJK characters")
+    for keys in (["A"], ["shift", "b"], ["enter"], ["ctrl", "d"]):
+        t.eq(x.post("/desktop/keyboard", json={"action": "press", "keys": keys}).status, 200,
+             "press %s" % "+".join(keys))
+    t.ok(wait_for(lambda: term.poll() is not None, timeout=10), "cat saw the end of input")
+    with open(out, encoding="utf-8", errors="replace") as f:
+        t.eq(f.read(), text + "AB\n", "every one arrives, in order; \"A\" is shift+a")
 
 
 def test_windows(x, tmp):
@@ -318,6 +353,146 @@ def test_open(x, tmp):
         want = "%s DISPLAY=%s" % (target, DISPLAY)
         t.ok(wait_for(lambda: os.path.exists(rec) and want in open(rec).read().splitlines()),
              "xdg-open got %r" % target, open(rec).read() if os.path.exists(rec) else None)
+
+
+def write_xauthority(path, num, cookie):
+    def field(b):
+        return struct.pack(">H", len(b)) + b
+    with open(path, "wb") as f:
+        f.write(struct.pack(">H", 256) + field(socket.gethostname().encode()) +
+                field(str(num).encode()) + field(b"MIT-MAGIC-COOKIE-1") + field(cookie))
+
+
+def test_auth_and_depth16(tmp):
+    """A server that wants a cookie, at 16 bits per pixel (the generic
+    pixel conversion)."""
+    num = free_display()
+    auth = os.path.join(tmp, "Xauthority")
+    write_xauthority(auth, num, os.urandom(16))
+    disp = ":%d" % num
+    xvfb = spawn(["Xvfb", disp, "-screen", "0", "640x480x16", "-auth", auth, "-noreset",
+                  "-nolisten", "tcp"],
+                 stdout=subprocess.DEVNULL)
+    t.ok(wait_for(lambda: x_ready(num), timeout=20) and xvfb.poll() is None, "Xvfb -auth is up")
+    home = os.path.join(tmp, "home")
+    os.makedirs(home, exist_ok=True)
+    with Execd(env={"DISPLAY": disp, "HOME": home, "XAUTHORITY": None}) as x:
+        r = x.get("/desktop/screenshot")
+        t.is_error(r, 409, "DESKTOP::NO_DISPLAY", "without the cookie -> 409")
+        t.ok("refused" in r.json().get("message", ""), "the message says it was refused", r.body)
+    env = dict(XENV, DISPLAY=disp, XAUTHORITY=auth)
+    with Execd(env={"DISPLAY": disp, "XAUTHORITY": auth}) as x:
+        for colour, rgb in (("#ff0000", (255, 0, 0)), ("#0000ff", (0, 0, 255))):
+            subprocess.run(["xsetroot", "-solid", colour], env=env, timeout=10)
+            w, h, rows = shot(x)
+            t.eq((w, h, pixel(rows, 320, 240)), (640, 480, rgb),
+                 "with $XAUTHORITY: a 16-bit screen, %s" % colour)
+    xvfb.kill()
+
+
+class FakeX:
+    """A unix socket at /tmp/.X11-unix/XN that answers the X setup with
+    `answer` (None: never answers) and then holds the connection, or ends
+    it (close)."""
+
+    def __init__(self, answer, close=False):
+        self.num = free_display()
+        self.path = "/tmp/.X11-unix/X%d" % self.num
+        os.makedirs("/tmp/.X11-unix", exist_ok=True)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(self.path)
+        self.sock.listen(8)
+        self.answer, self.close_after, self.conns = answer, close, []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            c.recv(4096)
+            if self.answer is not None:
+                c.sendall(self.answer)
+            if self.close_after:
+                c.shutdown(socket.SHUT_RDWR)
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+        os.unlink(self.path)
+
+
+def test_hostile_server():
+    refusal = b"Go away"
+    cases = [
+        (struct.pack("<BBHHH", 0, len(refusal), 11, 0, 2) + refusal + b"\0", 409,
+         "DESKTOP::NO_DISPLAY", "refused the connection: Go away", "a refusal -> 409 with its reason"),
+        (struct.pack("<BBHHH", 1, 0, 11, 0, 0xffff) + b"x" * 100, 500, "DESKTOP::X_ERROR",
+         "closed the connection", "a setup that ends short -> 500"),
+        (struct.pack("<BBHHH", 1, 0, 11, 0, 8) + b"\0" * 32, 500, "DESKTOP::X_ERROR",
+         "malformed X setup reply", "a setup with no screen -> 500"),
+    ]
+    for answer, status, code, text, name in cases:
+        fake = FakeX(answer, close=True)
+        try:
+            with Execd(env={"DISPLAY": ":%d" % fake.num}) as x:
+                r = x.get("/desktop/cursor", timeout=15)
+                t.ok(r.status == status and r.json().get("code") == code
+                     and text in r.json().get("message", ""), name, r.body)
+        finally:
+            fake.close()
+    fake = FakeX(None)
+    try:
+        with Execd(env={"DISPLAY": ":%d" % fake.num}) as x:
+            out = {}
+
+            def slow():
+                start = time.monotonic()
+                out["r"], out["s"] = x.get("/desktop/cursor", timeout=20), time.monotonic() - start
+
+            th = threading.Thread(target=slow)
+            th.start()
+            time.sleep(0.2)  # let the request reach the X server first
+            start = time.monotonic()
+            t.ok(x.ping() and time.monotonic() - start < 1, "execd answers while X hangs")
+            th.join(20)
+            r = out.get("r")
+            t.ok(r is not None and r.status == 500 and "did not answer" in r.json()["message"]
+                 and 4.5 < out["s"] < 10, "a silent X server: 500 X_ERROR after 5 s",
+                 (r, out.get("s")))
+    finally:
+        fake.close()
+
+
+def test_open_chromium(tmp):
+    """Without xdg-open an http(s) URL goes to chromium's binary, detached,
+    with DISPLAY set."""
+    if not os.access("/usr/lib/chromium/chromium", os.X_OK):
+        t.skip("open_chromium", "no /usr/lib/chromium/chromium")
+        return
+    url = "https://example.invalid/desk"
+    with Execd(env={"DISPLAY": DISPLAY, "PATH": "/nonexistent"}) as x:
+        r = x.post("/desktop/open", json={"target": url})
+        pid = r.json().get("pid") if r.status == 200 else None
+        t.ok(pid, "open -> 200 {pid}", r.body)
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")[:-1]
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError as e:
+            argv, env = [repr(e).encode()], []
+        want = [b"/usr/lib/chromium/chromium", b"--no-first-run", b"--no-default-browser-check"]
+        t.ok(argv[:3] == want and argv[-1] == url.encode(), "chromium with the URL", argv)
+        t.ok(("DISPLAY=" + DISPLAY).encode() in env, "DISPLAY is set")
+        t.eq(os.getsid(pid), pid, "detached: its own session")
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def test_bad_bodies(x):
@@ -359,6 +534,7 @@ def main():
         t.skip("desktop", "missing %s (scripts/install-deps.sh test)" % " ".join(missing))
         return
     t.run(test_no_display)
+    t.run(test_hostile_server, timeout=60)
     num = free_display()
     global DISPLAY, XENV
     DISPLAY = ":%d" % num
@@ -384,6 +560,8 @@ def main():
                 t.run(test_open, x, tmp, timeout=30)
                 t.run(test_bad_bodies, x, timeout=30)
                 t.ok(x.alive(), "execd alive at the end")
+            t.run(test_open_chromium, tmp, timeout=30)
+            t.run(test_auth_and_depth16, tmp, timeout=60)
     finally:
         for p in reversed(procs):
             if p.poll() is None:
