@@ -38,7 +38,7 @@ struct proxy {
     struct osb_buf pending; /* bytes for upstream before it is connected */
     size_t up_queued;
     bool connected, closing, upgrade, chunked, got_answer, client_paused;
-    struct osb_http_tap tap; /* all NULL without one, and once it ended */
+    struct osb_http_tap tap;    /* all NULL without one, and once it ended */
     struct osb_http_rewrite rw; /* fn NULL: nothing (more) to rewrite */
     struct osb_buf held;        /* the answer while it may be rewritten */
 };

@@ -19,8 +19,8 @@ struct cdp_rw {
 
 bool osb_cdp_is_discovery(const char *method, const char *rest)
 {
-    static const char *const paths[] = {"json", "json/", "json/version", "json/version/",
-                                        "json/list", "json/list/"};
+    static const char *const paths[] = {"json",          "json/",     "json/version",
+                                        "json/version/", "json/list", "json/list/"};
     if (!method || strcmp(method, "GET") != 0 || !rest)
         return false;
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
@@ -89,8 +89,7 @@ char *osb_cdp_rewrite_body(void *ud, const char *body, size_t len, size_t *out_l
     bool changed = fix_target(c, root);
     size_t i;
     json_t *t;
-    json_array_foreach (root, i, t)
-        changed |= fix_target(c, t);
+    json_array_foreach(root, i, t) changed |= fix_target(c, t);
     /* Chromium indents by 3; kept so the answer reads the same. */
     char *out = changed ? json_dumps(root, JSON_INDENT(3)) : NULL;
     json_decref(root);
