@@ -236,7 +236,8 @@ static long rewritable(const struct proxy *p, const char *head, size_t n)
 }
 
 /* Send the held head with the new body and its length, and end there:
- * the upstream was told to close, but need not (Chromium does not). */
+ * the upstream was told to close, but need not (Chromium does not), so
+ * the client is told that the connection closes. */
 static void send_rewritten(struct proxy *p, size_t body_at, size_t len)
 {
     size_t out_len = 0;
@@ -254,11 +255,12 @@ static void send_rewritten(struct proxy *p, size_t body_at, size_t len)
     int rc = osb_buf_add(&h, head, (size_t)(first + 1 - head));
     for (const char *ln = first + 1; ln < head + body_at - 2;) {
         const char *eol = memchr(ln, '\n', (size_t)(head + body_at - ln));
-        if (strncasecmp(ln, "Content-Length:", 15) != 0)
+        if (strncasecmp(ln, "Content-Length:", 15) != 0 && strncasecmp(ln, "Connection:", 11) != 0)
             rc |= osb_buf_add(&h, ln, (size_t)(eol + 1 - ln));
         ln = eol + 1;
     }
-    rc |= osb_buf_addf(&h, "Content-Length: %zu\r\n\r\n", out_len);
+    /* The client must not send another request on this connection. */
+    rc |= osb_buf_addf(&h, "Content-Length: %zu\r\nConnection: close\r\n\r\n", out_len);
     rc |= osb_buf_add(&h, out, out_len);
     free(out);
     if (rc == 0)
