@@ -44,8 +44,7 @@ import osbtest  # noqa: E402
 from osbtest import *  # noqa: F401,F403,E402
 
 __all__ = ["Server", "npm_ci", "ProxyExecd", "SERVER_BIN", "free_subnet", "leaked_processes",
-           "leaked_mounts",
-           "iso_ok", "no_nulls", "cg_base_name", "sandbox_processes", "sandbox_cgroups"] + \
+           "leaked_mounts", "iso_ok", "no_nulls", "cg_base_name", "sandbox_processes", "sandbox_cgroups"] + \
     osbtest.__all__
 
 SERVER_BIN = os.environ.get("OSB_SERVER_BIN") or os.path.join(

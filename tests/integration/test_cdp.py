@@ -8,7 +8,8 @@ and devtoolsFrontendUrl rewritten to this route, by the Host the client used
 (an IP, localhost, a host name Chromium itself would refuse) and wss:// behind
 X-Forwarded-Proto https, a correct Content-Length, a page's own url untouched;
 the same through a signed URL; execd's hop sends Host 127.0.0.1:PORT on the
-DevTools paths only (an app keeps the client's Host elsewhere); then
+DevTools paths only (an app keeps the client's Host elsewhere); an app's
+chunked, large, non-JSON or non-200 answer is relayed untouched; then
 tests/console/cdp.test.mjs: Playwright's connectOverCDP to the endpoint (by IP,
 by localhost, the signed URL, the rewritten ws:// URL itself), opens the page
 inside the sandbox, clicks its button and reads the result; and the official
@@ -38,19 +39,39 @@ PAGE = """<!doctype html><title>cdp</title>
 <button id="go" onclick="document.getElementById('result').textContent = 'clicked'">go</button>
 <p id="result"></p>
 """
-# Answers with the Host it was asked with: what execd's hop sends an app.
-HOST_ECHO = """import http.server
+# An app on 8001: answers with the Host it was asked with (what execd's hop
+# sends an app), or with ?json=KIND a discovery-like JSON answer in a shape
+# the server must leave alone (only "plain" is rewritten).
+FAKE_APP = """import http.server, json, urllib.parse
 class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
     def do_GET(self):
-        b = (self.headers.get("Host") or "").encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        kind = q.get("json", [""])[0]
+        if not kind:
+            return self.answer(200, "text/plain", (self.headers.get("Host") or "").encode())
+        doc = {"webSocketDebuggerUrl": "ws://127.0.0.1:8001/devtools/browser/x"}
+        if kind == "big":
+            doc["pad"] = "x" * (1 << 20)
+        b = json.dumps(doc).encode()
+        if kind == "chunked":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"%x\\r\\n%s\\r\\n0\\r\\n\\r\\n" % (len(b), b))
+            return
+        ctype = "text/plain" if kind == "text" else "application/json; charset=UTF-8"
+        self.answer(404 if kind == "404" else 200, ctype, b)
+    def answer(self, status, ctype, b):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(b)))
         self.end_headers()
         self.wfile.write(b)
     def log_message(self, *a):
         pass
-http.server.HTTPServer(("127.0.0.1", 8001), H).serve_forever()
+http.server.ThreadingHTTPServer(("127.0.0.1", 8001), H).serve_forever()
 """
 
 
@@ -64,9 +85,9 @@ def start(s):
     sid = s.new(entrypoint=ENTRY, resourceLimits={"cpu": "2", "memory": "2Gi"})["id"]
     x = s.execd(sid)
     t.eq(upload(x, "/tmp/www/index.html", PAGE.encode()).status, 200, "setup: the page uploaded")
-    t.eq(upload(x, "/tmp/host_echo.py", HOST_ECHO.encode()).status, 200, "setup: the Host echo uploaded")
+    t.eq(upload(x, "/tmp/fake_app.py", FAKE_APP.encode()).status, 200, "setup: the app on 8001 uploaded")
     for cmd in ["/usr/bin/python3 -m http.server 8000 --bind 127.0.0.1 --directory /tmp/www",
-                "/usr/bin/python3 /tmp/host_echo.py"]:
+                "/usr/bin/python3 /tmp/fake_app.py"]:
         x.sse("/command", json={"command": cmd, "background": True})
     route = f"/sandboxes/{sid}/proxy/9222"
     up = until(lambda: s.req("GET", route + "/json/version").status == 200, 60, 0.2)
@@ -149,6 +170,25 @@ def host_rule(s, sid):
              f"{r.status} {r.text[:200]}")
 
 
+def untouched(s, sid):
+    """Only a whole 200 application/json answer with a Content-Length of at
+    most 1 MiB is rewritten; every other answer is relayed as the app sent it."""
+    route = f"/sandboxes/{sid}/proxy/8001"
+    inside = "ws://127.0.0.1:8001/devtools/browser/x"
+    r = s.req("GET", route + "/json/version?json=plain")
+    t.ok(r.status == 200 and json_answer(r) == {"webSocketDebuggerUrl":
+                                                f"ws://127.0.0.1:{s.port}{route}/devtools/browser/x"},
+         "rewrite: any app's discovery answer on any port", r.text[:300])
+    for kind, status in [("chunked", 200), ("big", 200), ("text", 200), ("404", 404)]:
+        r = s.req("GET", route + "/json/version?json=" + kind)
+        j = json_answer(r) or {}
+        t.ok(r.status == status and j.get("webSocketDebuggerUrl") == inside,
+             f"rewrite: a {kind} answer is relayed untouched", f"{r.status} {r.text[:200]}")
+    r = s.req("GET", route + "/other?json=plain")
+    t.ok(r.status == 200 and (json_answer(r) or {}).get("webSocketDebuggerUrl") == inside,
+         "rewrite: not on other paths", r.text[:200])
+
+
 def browser(s, sid, signed_url):
     err = npm_ci(CONSOLE_TESTS, "playwright-core")
     if err:
@@ -191,6 +231,7 @@ else:
         except Exception as e:  # noqa: BLE001 - reported, then the rest runs
             t.ok(False, "signed: the signed URL", repr(e))
         t.run(host_rule, s, sid, timeout=60)
+        t.run(untouched, s, sid, timeout=60)
         if signed_url:
             t.run(browser, s, sid, signed_url, timeout=450)
 t.done()
