@@ -235,33 +235,38 @@ static long rewritable(const struct proxy *p, const char *head, size_t n)
     return (size_t)v <= p->rw.max ? v : -1;
 }
 
-/* Send the held head with the new body and its length, and end there:
- * the upstream was told to close, but need not (Chromium does not), so
- * the client is told that the connection closes. */
+/* The head's lines that stay when the body and the framing change. */
+static bool head_line_kept(const char *ln)
+{
+    return strncasecmp(ln, "Content-Length:", 15) != 0 && strncasecmp(ln, "Connection:", 11) != 0 &&
+           strncasecmp(ln, "Keep-Alive:", 11) != 0;
+}
+
+/* Send the held head with the new body (or the old one when fn keeps it),
+ * and end there: the upstream was told to close, but need not (Chromium
+ * does not), so the client is told that the connection closes, lest it
+ * send another request on it. */
 static void send_rewritten(struct proxy *p, size_t body_at, size_t len)
 {
     size_t out_len = 0;
     char *out = p->req ? p->rw.fn(p->rw.ud, p->held.data + body_at, len, &out_len) : NULL;
-    if (!out) {
-        p->held.len = body_at + len; /* bytes past the body are not the answer's */
-        release(p);
+    p->rw.fn = NULL;
+    if (!p->req) {
         proxy_close(p);
         return;
     }
-    p->rw.fn = NULL;
     struct osb_buf h;
     osb_buf_init(&h, SIZE_MAX);
     const char *head = p->held.data, *first = memchr(head, '\n', body_at);
     int rc = osb_buf_add(&h, head, (size_t)(first + 1 - head));
     for (const char *ln = first + 1; ln < head + body_at - 2;) {
         const char *eol = memchr(ln, '\n', (size_t)(head + body_at - ln));
-        if (strncasecmp(ln, "Content-Length:", 15) != 0 && strncasecmp(ln, "Connection:", 11) != 0)
+        if (head_line_kept(ln))
             rc |= osb_buf_add(&h, ln, (size_t)(eol + 1 - ln));
         ln = eol + 1;
     }
-    /* The client must not send another request on this connection. */
-    rc |= osb_buf_addf(&h, "Content-Length: %zu\r\nConnection: close\r\n\r\n", out_len);
-    rc |= osb_buf_add(&h, out, out_len);
+    rc |= osb_buf_addf(&h, "Content-Length: %zu\r\nConnection: close\r\n\r\n", out ? out_len : len);
+    rc |= osb_buf_add(&h, out ? out : p->held.data + body_at, out ? out_len : len);
     free(out);
     if (rc == 0)
         relay(p, h.data, h.len);

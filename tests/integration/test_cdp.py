@@ -50,7 +50,8 @@ class H(http.server.BaseHTTPRequestHandler):
         kind = q.get("json", [""])[0]
         if not kind:
             return self.answer(200, "text/plain", (self.headers.get("Host") or "").encode())
-        doc = {"webSocketDebuggerUrl": "ws://127.0.0.1:8001/devtools/browser/x"}
+        port = 9999 if kind == "other" else 8001
+        doc = {"webSocketDebuggerUrl": "ws://127.0.0.1:%d/devtools/browser/x" % port}
         if kind == "big":
             doc["pad"] = "x" * (1 << 20)
         b = json.dumps(doc).encode()
@@ -184,6 +185,10 @@ def untouched(s, sid):
         j = json_answer(r) or {}
         t.ok(r.status == status and j.get("webSocketDebuggerUrl") == inside,
              f"rewrite: a {kind} answer is relayed untouched", f"{r.status} {r.text[:200]}")
+    r = s.req("GET", route + "/json/list?json=other")
+    t.ok(r.status == 200 and r.text == '{"webSocketDebuggerUrl": "ws://127.0.0.1:9999/devtools/browser/x"}' and
+         r.headers.get("content-length") == str(len(r.body)),
+         "rewrite: another port's URL is left as it was", r.text[:200])
     r = s.req("GET", route + "/other?json=plain")
     t.ok(r.status == 200 and (json_answer(r) or {}).get("webSocketDebuggerUrl") == inside,
          "rewrite: not on other paths", r.text[:200])
