@@ -3,6 +3,9 @@
 // sandbox): connectOverCDP to each URL given, open the page served inside the
 // sandbox, click its button and read the result it writes. With OSB_SDK_DIR,
 // also the official JS SDK's getEndpoint(9222) with useServerProxy off and on.
+// With OSB_CDP_EGRESS ([{url, want}], want "ok" or "blocked") and one URL:
+// the browser opens each url and must load it or fail, as the sandbox's
+// egress policy says.
 // One JSON line per check: {"check", "ok", "diag"}.
 import { pathToFileURL } from "node:url";
 
@@ -54,5 +57,31 @@ async function sdk(dir) {
   }
 }
 
+async function egress(url, gotos) {
+  let browser;
+  try {
+    browser = await chromium.connectOverCDP(url, { timeout: 30000 });
+    const page = await (browser.contexts()[0] ?? (await browser.newContext())).newPage();
+    for (const { url: to, want } of gotos) {
+      let got;
+      try {
+        const res = await page.goto(to, { timeout: 15000 });
+        got = res && res.ok() ? "ok" : `status ${res?.status()}`;
+      } catch (e) {
+        got = `blocked: ${String(e).split("\n")[0].slice(0, 200)}`;
+      }
+      report(`egress: ${to} ${want}`, got.split(":")[0] === want, got);
+    }
+  } catch (e) {
+    report("egress: connectOverCDP", false, String(e).slice(0, 800));
+  } finally {
+    await browser?.close().catch(() => {});
+  }
+}
+
+if (process.env.OSB_CDP_EGRESS) {
+  await egress(process.argv[2], JSON.parse(process.env.OSB_CDP_EGRESS));
+  process.exit(0);
+}
 for (const url of process.argv.slice(2)) await drive(`connectOverCDP ${url}`, url);
 if (process.env.OSB_SDK_DIR) await sdk(process.env.OSB_SDK_DIR);

@@ -13,8 +13,10 @@ chunked, large, non-JSON or non-200 answer is relayed untouched; then
 tests/console/cdp.test.mjs: Playwright's connectOverCDP to the endpoint (by IP,
 by localhost, the signed URL, the rewritten ws:// URL itself), opens the page
 inside the sandbox, clicks its button and reads the result; and the official
-JS SDK's getEndpoint(9222) with useServerProxy off and on. Chromium resolves
-no name but 127.0.0.1 (--host-resolver-rules), so nothing leaves the machine."""
+JS SDK's getEndpoint(9222) with useServerProxy off and on. Last, the egress
+policy on the browser's own traffic, against fakenet's local "internet".
+Chromium resolves no name but 127.0.0.1 and those of fakenet's zone
+(--host-resolver-rules), so nothing leaves the machine."""
 import json
 import os
 import shutil
@@ -24,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serverlib import *  # noqa: E402,F403
+import fakenet  # noqa: E402
 
 t = TAP()
 CONSOLE_TESTS = os.path.join(REPO, "tests", "console")
@@ -194,6 +197,61 @@ def untouched(s, sid):
          "rewrite: not on other paths", r.text[:200])
 
 
+def run_node(urls, env, timeout=400):
+    """tests/console/cdp.test.mjs; its checks reported here, and their count."""
+    r = subprocess.run(["node", os.path.join(CONSOLE_TESTS, "cdp.test.mjs")] + urls,
+                       env=dict(os.environ, **env), capture_output=True, text=True, timeout=timeout)
+    seen = 0
+    for line in r.stdout.splitlines():
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        seen += 1
+        t.ok(j["ok"], "browser: " + j["check"], j.get("diag"))
+    return r, seen
+
+
+def egress(inet):
+    """The browser's traffic under an egress policy: allowed.test loads,
+    denied.test does not resolve, a denied address is not reached (the
+    "internet" is fakenet's netns; Chromium resolves only those two names)."""
+    extra = "\n".join(["[network]", 'mode = "nat"', 'subnet = "%s"' % free_subnet(), "pool_size = 1",
+                       'dns_upstreams = ["%s:53"]' % fakenet.DNS_IP, "allow_host_cidrs = []",
+                       "[egress]", 'mode = "dns+nft"', ""])
+    with Server(extra=extra) as s:
+        rules = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE allowed.test, " \
+                "EXCLUDE denied.test"
+        entry = [a if not a.startswith("--host-resolver-rules") else rules for a in ENTRY]
+        r = s.create(entrypoint=entry, resourceLimits={"cpu": "2", "memory": "2Gi"},
+                     networkPolicy={"defaultAction": "deny",
+                                    "egress": [{"action": "allow", "target": "allowed.test"}]})
+        if r.status != 202:
+            t.skip("egress: the browser under a policy", "no sandbox networking here: " + r.text[:200])
+            return
+        route = f"/sandboxes/{r.json()['id']}/proxy/9222"
+        t.ok(until(lambda: s.req("GET", route + "/json/version").status == 200, 60, 0.2),
+             "egress: Chromium answers through the proxy")
+        ip_denied = fakenet.ZONE["denied.test"]
+        gotos = [{"url": "http://allowed.test/", "want": "ok"},
+                 {"url": "http://denied.test/", "want": "blocked"},
+                 {"url": f"http://{ip_denied}/", "want": "blocked"}]
+        res, seen = run_node([f"http://127.0.0.1:{s.port}{route}"], {"OSB_CDP_EGRESS": json.dumps(gotos)})
+        t.ok(res.returncode == 0 and seen == len(gotos), "egress: the script ran to its end",
+             f"rc={res.returncode} checks={seen} stderr={res.stderr[-800:]}")
+        t.ok(inet.clients(fakenet.ZONE["allowed.test"]) and not inet.clients(ip_denied),
+             "egress: the fake internet saw allowed.test only")
+
+
+def egress_suite():
+    why = fakenet.available()
+    if why:
+        t.skip("egress: the browser under a policy", why)
+        return
+    with fakenet.FakeInternet() as inet:
+        egress(inet)
+
+
 def browser(s, sid, signed_url):
     err = npm_ci(CONSOLE_TESTS, "playwright-core")
     if err:
@@ -205,20 +263,11 @@ def browser(s, sid, signed_url):
     route = f"/sandboxes/{sid}/proxy/9222"
     ws = json.loads(s.req("GET", route + "/json/version").body)["webSocketDebuggerUrl"]
     urls = [f"http://127.0.0.1:{s.port}{route}", f"http://localhost:{s.port}{route}", signed_url, ws]
-    env = dict(os.environ, OSB_CDP_PAGE="http://127.0.0.1:8000/", OSB_SANDBOX=sid,
+    env = dict(OSB_CDP_PAGE="http://127.0.0.1:8000/", OSB_SANDBOX=sid,
                OSB_DOMAIN=f"127.0.0.1:{s.port}")
     if not sdk_err:
         env["OSB_SDK_DIR"] = SDK_DIR
-    r = subprocess.run(["node", os.path.join(CONSOLE_TESTS, "cdp.test.mjs")] + urls, env=env,
-                       capture_output=True, text=True, timeout=400)
-    seen = 0
-    for line in r.stdout.splitlines():
-        try:
-            j = json.loads(line)
-        except ValueError:
-            continue
-        seen += 1
-        t.ok(j["ok"], "browser: " + j["check"], j.get("diag"))
+    r, seen = run_node(urls, env)
     want = len(urls) + (0 if sdk_err else 2)
     t.ok(r.returncode == 0 and seen == want, "browser: the script ran to its end",
          f"rc={r.returncode} checks={seen}/{want} stderr={r.stderr[-800:]}")
@@ -239,4 +288,5 @@ else:
         t.run(untouched, s, sid, timeout=60)
         if signed_url:
             t.run(browser, s, sid, signed_url, timeout=450)
+    t.run(egress_suite, timeout=300)
 t.done()
