@@ -112,6 +112,13 @@ static void h_ping(struct osb_http_req *req, void *ud)
     osb_http_respond_empty(req, 200);
 }
 
+/* Chromium's DevTools HTTP and WebSocket routes (/json..., /devtools/...). */
+static bool devtools_path(const char *rest)
+{
+    return rest && (strcmp(rest, "json") == 0 || strncmp(rest, "json/", 5) == 0 ||
+                    strncmp(rest, "devtools/", 9) == 0);
+}
+
 /* /proxy/{port}/{rest} -> http://127.0.0.1:{port}/{rest}?{query} */
 static void h_proxy(struct osb_http_req *req, void *ud)
 {
@@ -125,10 +132,21 @@ static void h_proxy(struct osb_http_req *req, void *ud)
     }
     const char *t = osb_http_req_target(req), *q = strchr(t, '?');
     char *target = osb_xasprintf("/%s%s", rest ? rest : "", q ? q : "");
-    /* The app behind the port must never see execd's token. */
+    /* The app behind the port must never see execd's token. A browser's
+     * DevTools server refuses any Host but localhost or an IP literal
+     * (DNS-rebinding protection), and builds its socket URLs from it: those
+     * routes get the address execd dials, which the lifecycle server's
+     * proxy knows to rewrite. Other apps keep the client's Host, as
+     * upstream's execd does (X-Forwarded-Host carries it either way). */
     static const char *const drop[] = {TOKEN_HEADER, NULL};
-    struct osb_http_upstream up = {.host = "127.0.0.1", .port = (int)port, .drop_headers = drop};
-    osb_http_proxy(req, &up, target, NULL);
+    static const char *const drop_host[] = {TOKEN_HEADER, "Host", NULL};
+    bool devtools = devtools_path(rest);
+    char host[32];
+    snprintf(host, sizeof host, "127.0.0.1:%ld", port);
+    const char *extra[] = {"Host", host, NULL};
+    struct osb_http_upstream up = {
+        .host = "127.0.0.1", .port = (int)port, .drop_headers = devtools ? drop_host : drop};
+    osb_http_proxy(req, &up, target, devtools ? extra : NULL);
     free(target);
 }
 

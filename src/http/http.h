@@ -230,6 +230,25 @@ struct osb_http_upstream {
     const char *const *drop_headers;
     /* Optional: sees the exchange (the lifecycle server's audit trail). */
     const struct osb_http_tap *tap;
+    /* Optional: may rewrite one small answer whole. */
+    const struct osb_http_rewrite *rewrite;
+};
+/* An answer rewritten whole (the lifecycle server's CDP discovery
+ * answers, whose URLs point inside the sandbox). A 200 answer framed by a
+ * Content-Length of at most `max`, with no Content-Encoding and a
+ * Content-Type that starts with `content_type` (case-insensitive), is held
+ * until complete; fn gets its body and returns a new malloc'd one (its
+ * length in *out_len), or NULL to keep it. The head is relayed with the new
+ * Content-Length and the exchange ends there. Every other answer streams
+ * untouched, as without a rewrite; an upgrade is never rewritten. The
+ * rewrite is copied and the proxy owns ud: free_ud(ud) runs once, when the
+ * proxy is done (free_ud may be NULL). */
+struct osb_http_rewrite {
+    const char *content_type;
+    size_t max;
+    char *(*fn)(void *ud, const char *body, size_t len, size_t *out_len);
+    void (*free_ud)(void *ud);
+    void *ud;
 };
 /* What a proxy shows a tap, read-only (the bytes relayed do not change):
  * the request body as it is forwarded (decoded: no chunked framing), the

@@ -3,7 +3,9 @@
  * is decoded (Content-Length kept, chunked re-chunked); the upstream is told
  * "Connection: close", so its answer ends with its connection and the client
  * connection is closed after it. An Upgrade request (WebSocket) switches the
- * client connection to raw mode and splices bytes both ways. */
+ * client connection to raw mode and splices bytes both ways. With a rewrite
+ * (http.h), an answer that fits it is held whole, rewritten and relayed with
+ * a new Content-Length; every other answer is streamed as it comes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +38,9 @@ struct proxy {
     struct osb_buf pending; /* bytes for upstream before it is connected */
     size_t up_queued;
     bool connected, closing, upgrade, chunked, got_answer, client_paused;
-    struct osb_http_tap tap; /* all NULL without one, and once it ended */
+    struct osb_http_tap tap;    /* all NULL without one, and once it ended */
+    struct osb_http_rewrite rw; /* fn NULL: nothing (more) to rewrite */
+    struct osb_buf held;        /* the answer while it may be rewritten */
 };
 
 struct pwrite {
@@ -104,6 +108,9 @@ static void up_closed(uv_handle_t *h)
 {
     struct proxy *p = h->data;
     osb_buf_free(&p->pending);
+    osb_buf_free(&p->held);
+    if (p->rw.free_ud)
+        p->rw.free_ud(p->rw.ud);
     free(p);
 }
 
@@ -160,28 +167,145 @@ static int status_of(const char *p, size_t n)
     return st;
 }
 
-static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+/* Bytes of the answer to the client, as they are. */
+static void relay(struct proxy *p, const char *data, size_t n)
 {
-    struct proxy *p = s->data;
-    if (n < 0) {
-        proxy_close(p);
-        return;
-    }
     if (n == 0 || !p->c)
         return;
     if (p->req && !p->got_answer) {
         p->req->started = true; /* the upstream's answer is the response */
         p->req->chunked = false;
-        p->req->status = status_of(buf->base, (size_t)n);
+        p->req->status = status_of(data, n);
     }
     p->got_answer = true;
     if (p->tap.on_response)
-        p->tap.on_response(p->tap.ud, buf->base, (size_t)n);
+        p->tap.on_response(p->tap.ud, data, n);
     if (p->req)
         p->req->bytes += (uint64_t)n;
-    osb_http__conn_write(p->c, buf->base, (size_t)n);
+    osb_http__conn_write(p->c, data, n);
     if (p->c->queued > OSB_WRITE_HIGH_WATER)
         uv_read_stop(&p->up.stream);
+}
+
+/* Stop holding: what was held goes out as it came, and so will the rest. */
+static void release(struct proxy *p)
+{
+    p->rw.fn = NULL;
+    struct osb_buf h = p->held;
+    osb_buf_init(&p->held, 0);
+    relay(p, h.data, h.len);
+    osb_buf_free(&h);
+}
+
+/* Value of header `name` in a head (lines after the status line), or NULL;
+ * *len is its length without surrounding blanks. */
+static const char *head_value(const char *head, size_t n, const char *name, size_t *len)
+{
+    size_t nl = strlen(name);
+    for (const char *l = memchr(head, '\n', n); l && (size_t)(l + 1 - head) < n;
+         l = memchr(l + 1, '\n', n - (size_t)(l + 1 - head))) {
+        const char *ln = l + 1, *eol = memchr(ln, '\n', n - (size_t)(ln - head));
+        if (!eol || (size_t)(eol - ln) <= nl || ln[nl] != ':' || strncasecmp(ln, name, nl) != 0)
+            continue;
+        const char *v = ln + nl + 1;
+        while (v < eol && (*v == ' ' || *v == '\t'))
+            v++;
+        const char *e = eol;
+        while (e > v && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        *len = (size_t)(e - v);
+        return v;
+    }
+    return NULL;
+}
+
+/* The body length of a held head the rewrite takes, or -1. */
+static long rewritable(const struct proxy *p, const char *head, size_t n)
+{
+    size_t tl, cl, xl;
+    const char *ct = head_value(head, n, "Content-Type", &tl);
+    const char *len = head_value(head, n, "Content-Length", &cl);
+    size_t want = strlen(p->rw.content_type);
+    if (status_of(head, n) != 200 || !ct || tl < want ||
+        strncasecmp(ct, p->rw.content_type, want) != 0 || !len || cl == 0 || cl > 9 ||
+        strspn(len, "0123456789") < cl || head_value(head, n, "Transfer-Encoding", &xl) ||
+        head_value(head, n, "Content-Encoding", &xl))
+        return -1;
+    long v = strtol(len, NULL, 10);
+    return (size_t)v <= p->rw.max ? v : -1;
+}
+
+/* The head's lines that stay when the body and the framing change. */
+static bool head_line_kept(const char *ln)
+{
+    return strncasecmp(ln, "Content-Length:", 15) != 0 && strncasecmp(ln, "Connection:", 11) != 0 &&
+           strncasecmp(ln, "Keep-Alive:", 11) != 0;
+}
+
+/* Send the held head with the new body (or the old one when fn keeps it),
+ * and end there: the upstream was told to close, but need not (Chromium
+ * does not), so the client is told that the connection closes, lest it
+ * send another request on it. */
+static void send_rewritten(struct proxy *p, size_t body_at, size_t len)
+{
+    size_t out_len = 0;
+    char *out = p->req ? p->rw.fn(p->rw.ud, p->held.data + body_at, len, &out_len) : NULL;
+    p->rw.fn = NULL;
+    if (!p->req) {
+        proxy_close(p);
+        return;
+    }
+    struct osb_buf h;
+    osb_buf_init(&h, SIZE_MAX);
+    const char *head = p->held.data, *first = memchr(head, '\n', body_at);
+    int rc = osb_buf_add(&h, head, (size_t)(first + 1 - head));
+    for (const char *ln = first + 1; ln < head + body_at - 2;) {
+        const char *eol = memchr(ln, '\n', (size_t)(head + body_at - ln));
+        if (head_line_kept(ln))
+            rc |= osb_buf_add(&h, ln, (size_t)(eol + 1 - ln));
+        ln = eol + 1;
+    }
+    rc |= osb_buf_addf(&h, "Content-Length: %zu\r\nConnection: close\r\n\r\n", out ? out_len : len);
+    rc |= osb_buf_add(&h, out ? out : p->held.data + body_at, out ? out_len : len);
+    free(out);
+    if (rc == 0)
+        relay(p, h.data, h.len);
+    osb_buf_free(&h);
+    proxy_close(p);
+}
+
+/* Hold the answer's bytes while it may be the one to rewrite. */
+static void hold(struct proxy *p, const char *data, size_t n)
+{
+    if (osb_buf_add(&p->held, data, n) < 0) {
+        release(p);
+        relay(p, data, n);
+        return;
+    }
+    const char *h = p->held.data, *end = memmem(h, p->held.len, "\r\n\r\n", 4);
+    if (!end)
+        return; /* the head is not whole yet (the cap bounds it) */
+    size_t body_at = (size_t)(end + 4 - h);
+    long len = rewritable(p, h, body_at);
+    if (len < 0)
+        release(p);
+    else if (p->held.len - body_at >= (size_t)len)
+        send_rewritten(p, body_at, (size_t)len);
+}
+
+static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct proxy *p = s->data;
+    if (n < 0) {
+        if (p->rw.fn)
+            release(p); /* cut short: the client gets what came */
+        proxy_close(p);
+        return;
+    }
+    if (p->rw.fn)
+        hold(p, buf->base, (size_t)n);
+    else
+        relay(p, buf->base, (size_t)n);
 }
 
 static void up_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -341,6 +465,8 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
     if (!c) {
         if (up->tap && up->tap->on_end)
             up->tap->on_end(up->tap->ud, true);
+        if (up->rewrite && up->rewrite->free_ud)
+            up->rewrite->free_ud(up->rewrite->ud);
         return;
     }
     struct proxy *p = osb_xcalloc(1, sizeof *p);
@@ -355,6 +481,13 @@ void osb_http_proxy(struct osb_http_req *req, const struct osb_http_upstream *up
     p->upgrade =
         c->parser.upgrade || (osb_http_req_header(req, "upgrade") &&
                               strcasestr(osb_http_req_header(req, "connection") ?: "", "upgrade"));
+    if (up->rewrite) {
+        p->rw = *up->rewrite; /* owned from here: up_closed frees ud */
+        if (p->upgrade)
+            p->rw.fn = NULL;
+    }
+    /* The head is capped too: a huge one is not an answer to rewrite. */
+    osb_buf_init(&p->held, p->rw.max + OSB_MAX_HEAD_BYTES);
     /* The head goes into the unbounded pending buffer, so building it
      * fails only on a size_t wrap-around: answered as any failed proxy. The
      * connect is started first because proxy_close closes its handle. */

@@ -17,6 +17,7 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "server/audit_run.h"
+#include "server/cdp.h"
 #include "server/network.h"
 #include "server/server.h"
 #include "server/signing.h"
@@ -182,6 +183,23 @@ static bool dotdot(const char *rest)
     return bad;
 }
 
+/* A browser's CDP discovery answer names its sockets as the sandbox sees
+ * them; it is rewritten to this route, by the Host the client used (its
+ * scheme from X-Forwarded-Proto when a TLS proxy is in front). */
+static void cdp_rewrite(struct osb_server *srv, struct osb_http_req *req, struct osb_sbx *s,
+                        long port, bool is_signed, struct osb_http_rewrite *rw)
+{
+    const char *hh = osb_http_req_header(req, "Host");
+    char *host = hh && host_ok(hh) ? osb_xstrdup(hh) : endpoint_host(srv, req);
+    const char *proto = osb_http_req_header(req, "X-Forwarded-Proto");
+    char *route = is_signed ? osb_xasprintf("/sandboxes/%s/signed/%ld/%s", s->id, port,
+                                            osb_http_req_param(req, "ticket"))
+                            : osb_xasprintf("/sandboxes/%s/proxy/%ld", s->id, port);
+    osb_cdp_rewrite(rw, port, proto && strcasecmp(proto, "https") == 0, host, route);
+    free(host);
+    free(route);
+}
+
 /* The hop to port inside s. A signed request (server/signing.h) carries
  * no token: the server adds execd's for port 44772 too. */
 static void relay(struct osb_server *srv, struct osb_http_req *req, struct osb_sbx *s, long port,
@@ -222,6 +240,11 @@ static void relay(struct osb_server *srv, struct osb_http_req *req, struct osb_s
         osb_http_req_set_note(req, run, osb_audit_run_free);
         osb_audit_run_tap(run, &tap);
         up.tap = &tap;
+    }
+    struct osb_http_rewrite rw;
+    if (port != EXECD_PORT && osb_cdp_is_discovery(osb_http_req_method(req), rest)) {
+        cdp_rewrite(srv, req, s, port, is_signed, &rw);
+        up.rewrite = &rw;
     }
     const char *host = osb_http_req_header(req, "Host");
     const char *extra[9] = {NULL};

@@ -43,8 +43,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import osbtest  # noqa: E402
 from osbtest import *  # noqa: F401,F403,E402
 
-__all__ = ["Server", "ProxyExecd", "SERVER_BIN", "free_subnet", "leaked_processes", "leaked_mounts",
-           "iso_ok", "no_nulls", "cg_base_name", "sandbox_processes", "sandbox_cgroups"] + \
+__all__ = ["Server", "npm_ci", "ProxyExecd", "SERVER_BIN", "free_subnet", "leaked_processes",
+           "leaked_mounts", "iso_ok", "no_nulls", "cg_base_name", "sandbox_processes", "sandbox_cgroups"] + \
     osbtest.__all__
 
 SERVER_BIN = os.environ.get("OSB_SERVER_BIN") or os.path.join(
@@ -469,6 +469,30 @@ class Server(Client):
         ep = self.endpoint(sid, port)
         return ProxyExecd(self, sid, port, ep.get("headers", {}).get("X-EXECD-ACCESS-TOKEN"))
 
+
+
+def npm_ci(pkg_dir, module):
+    """npm ci of a pinned tests/ package (once per lock file: a stamp in
+    node_modules); offline, an installed `module` will do. None, or npm's error."""
+    import hashlib
+    stamp = os.path.join(pkg_dir, "node_modules", ".osb-lock-sha256")
+    with open(os.path.join(pkg_dir, "package-lock.json"), "rb") as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    try:
+        with open(stamp) as f:
+            if f.read().strip() == want:
+                return None
+    except OSError:
+        pass
+    r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=pkg_dir,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        if os.path.isdir(os.path.join(pkg_dir, "node_modules", module)):
+            return None
+        return r.stderr[-500:]
+    with open(stamp, "w") as f:
+        f.write(want)
+    return None
 
 if __name__ == "__main__":
     print("ok - serverlib imports (helpers for test_server*.py)")

@@ -150,30 +150,8 @@ def console_assets(s):
     t.eq(anon.req("GET", "/v1/sandboxes").status, 401, "console: the API still needs the key")
 
 
-def npm_ci():
-    stamp = os.path.join(CONSOLE_TESTS, "node_modules", ".osb-lock-sha256")
-    import hashlib
-    with open(os.path.join(CONSOLE_TESTS, "package-lock.json"), "rb") as f:
-        want = hashlib.sha256(f.read()).hexdigest()
-    try:
-        with open(stamp) as f:
-            if f.read().strip() == want:
-                return None
-    except OSError:
-        pass
-    r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=CONSOLE_TESTS,
-                       capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        if os.path.isdir(os.path.join(CONSOLE_TESTS, "node_modules", "playwright-core")):
-            return None  # offline: the installed one
-        return r.stderr[-500:]
-    with open(stamp, "w") as f:
-        f.write(want)
-    return None
-
-
 def browser(s):
-    err = npm_ci()
+    err = npm_ci(CONSOLE_TESTS, "playwright-core")
     if err:
         t.ok(False, "console: npm ci of playwright-core", err)
         return
