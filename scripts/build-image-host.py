@@ -77,6 +77,9 @@ def closure(roots):
     return sorted((p, pkgs[p][0]) for p in seen)
 
 
+VIRTUAL = ("", "proc", "sys", "dev", "run", "tmp")
+
+
 def canonical(path):
     d, b = os.path.split(path)
     return os.path.join(os.path.realpath(d), b)
@@ -123,6 +126,8 @@ def files(roots):
         if not line.startswith("/"):
             continue  # "diverted by ...", "package diverts others to: ..."
         p = canonical(line) if line != "/." else "/"
+        if p.split("/")[1] in VIRTUAL:
+            continue  # mount points the runtime provides (udev lists /sys, ...)
         if p in have or p == "/" or not os.path.lexists(p):
             continue
         have.add(p)

@@ -166,23 +166,34 @@ minimal_etc() { # the files a root filesystem needs that no package lists
     [ -e "$r/etc/os-release" ] || [ -L "$r/etc/os-release" ] || cp -P /etc/os-release "$r/etc/" 2>/dev/null || true
 }
 
+# --from-host: the packages' files are not copied twice: the layer is one tar
+# of the host's files (the list below) followed by $work/root, which holds
+# only what no package lists (the minimal /etc, the merged-/usr links, the
+# image's own files); on a name in both the later entry wins.
+listed() { grep -qzxF "$1" "$work/files"; }
+
 from_host() {
     local r=$1 l
     mkdir -p "$r"
+    python3 "$here/scripts/build-image-host.py" files "${pkgs[@]}" >"$work/files"
     # The host's merged-/usr links, so that /bin/x and /usr/bin/x are one file.
     for l in bin sbin lib lib32 lib64 libx32; do
-        if [ -L "/$l" ]; then ln -s "$(readlink "/$l")" "$r/$l"; fi
+        if [ -L "/$l" ] && ! listed "$l"; then ln -s "$(readlink "/$l")" "$r/$l"; fi
     done
-    python3 "$here/scripts/build-image-host.py" files "${pkgs[@]}" >"$work/files"
-    tar -C / --null --no-recursion --numeric-owner --xattrs -cf - -T "$work/files" |
-        tar -C "$r" --numeric-owner --xattrs -xf -
-    [ -e "$r/usr/bin/sh" ] || [ ! -e "$r/usr/bin/dash" ] || ln -s dash "$r/usr/bin/sh"
-    minimal_etc "$r"
-    if [ -d "$r/etc/ssl/certs" ] && [ -d /etc/ssl/certs ]; then
-        cp -a /etc/ssl/certs/. "$r/etc/ssl/certs/" # made by ca-certificates' postinst
+    if ! listed usr/bin/sh && listed usr/bin/dash; then
+        mkdir -p "$r/usr/bin"
+        ln -s dash "$r/usr/bin/sh"
     fi
-    # ld.so's cache, as libc-bin's trigger would write it.
-    ldconfig -r "$r" 2>/dev/null || true
+    minimal_etc "$r"
+    if listed etc/os-release; then rm -f "$r/etc/os-release"; fi
+    if listed etc/ssl/certs && [ -d /etc/ssl/certs ]; then
+        mkdir -p "$r/etc/ssl"
+        cp -a /etc/ssl/certs "$r/etc/ssl/" # made by ca-certificates' postinst
+    fi
+    # ld.so's cache (libc-bin's trigger writes it): the host's, whose
+    # libraries are at the same paths; an entry for a library the image
+    # lacks only sends ld.so on to its default directories.
+    if [ -f /etc/ld.so.cache ]; then cp /etc/ld.so.cache "$r/etc/"; fi
 }
 
 from_debootstrap() {
@@ -258,7 +269,7 @@ pack() { # rootfs -> OCI image layout tar at $1
     local r=$work/root dst=$1 diff lsize ldigest cdigest csize mdigest msize zmt comp
     mkdir -p "$work/oci/blobs/sha256"
     if command -v zstd >/dev/null; then
-        comp=(zstd -q -T0 -6)
+        comp=(zstd -q -T0 -3)
         zmt=zstd
     else
         comp=(gzip -6)
@@ -267,8 +278,15 @@ pack() { # rootfs -> OCI image layout tar at $1
     mkfifo "$work/fifo"
     sha256sum <"$work/fifo" | cut -c1-64 >"$work/diffid" &
     local sum=$!
-    tar -C "$r" --numeric-owner --xattrs --xattrs-include='security.capability' --sort=name \
-        -cf - . | tee "$work/fifo" | "${comp[@]}" >"$work/layer"
+    local src=(-C "$r" --sort=name .)
+    if [ "$mode" = from-host ]; then
+        src=(-C / --null --no-recursion -T "$work/files" --no-null --recursion -C "$r" .)
+    fi
+    # Exit status 1 is "file changed as we read it" (a host file being
+    # updated): the copy taken is still whole.
+    { tar --numeric-owner --xattrs --xattrs-include='security.capability' \
+        --warning=no-file-changed -cf - "${src[@]}" || [ $? = 1 ]; } |
+        tee "$work/fifo" | "${comp[@]}" >"$work/layer"
     wait "$sum"
     diff=$(cat "$work/diffid")
     read -r ldigest lsize < <(blob "$work/layer")

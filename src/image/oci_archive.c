@@ -168,8 +168,8 @@ static int blob_check(int dfd, const struct osb_blob *b, const char *image, stru
                            b->digest);
     if (st.st_size != b->size)
         return osb_err_set(err, OSB_E_INTEGRITY,
-                           "image `%s`: blob %.19s has %lld bytes, its descriptor says %lld",
-                           image, b->digest, (long long)st.st_size, (long long)b->size);
+                           "image `%s`: blob %.19s has %lld bytes, its descriptor says %lld", image,
+                           b->digest, (long long)st.st_size, (long long)b->size);
     return 0;
 }
 
@@ -184,8 +184,10 @@ static int manifest_of(int dfd, const char *image, struct osb_manifest *out, str
     if (json_array_size(ms) == 1) {
         const char *d = json_string_value(json_object_get(json_array_get(ms, 0), "digest"));
         if (!d || !osb_digest_ok(d))
-            r = osb_err_set(err, OSB_E_INVALID, "image `%s`: index.json: a manifest without a "
-                                                "sha256 digest", image);
+            r = osb_err_set(err, OSB_E_INVALID,
+                            "image `%s`: index.json: a manifest without a "
+                            "sha256 digest",
+                            image);
         else
             snprintf(digest, sizeof digest, "%s", d);
     } else {

@@ -137,6 +137,40 @@ def test_chromium(s, cache):
     os.unlink(out)
 
 
+def test_desktop(s, cache):
+    missing = [p for p in ("xvfb", "openbox", "x11vnc", "novnc", "websockify", "chromium")
+               if subprocess.run(["dpkg-query", "-W", p], capture_output=True).returncode]
+    if missing:
+        t.skip("desktop", "not installed: %s (scripts/install-deps.sh test)" % " ".join(missing))
+        return
+    r = build("desktop", "--from-host", config=s.config, cache=cache)
+    if not t.ok(r.returncode == 0, "build desktop --from-host (%.1f s)" % r.seconds,
+                r.stderr[-3000:]):
+        return
+    resp = s.create(image={"uri": "desktop"}, env={"SCREEN_RESOLUTION": "1024x768"},
+                    http_timeout=120)
+    if not t.ok(resp.status == 202, "sandbox from desktop -> 202", resp.body[:400]):
+        return
+    sid = resp.json()["id"]
+    page = []
+
+    def novnc():
+        g = s.req("GET", "/v1/sandboxes/%s/proxy/6080/vnc.html" % sid, timeout=5)
+        if g.status == 200:
+            page.append(g.body)
+            return True
+        return False
+    wait_for(novnc, timeout=60, interval=0.5)
+    t.ok(page and b"noVNC" in page[0], "noVNC answers on port 6080 (/vnc.html, through the "
+         "server proxy)", sh(s, sid, "tail -n 5 /tmp/desktop/*.log")[1])
+    code, out = sh(s, sid, "xdpyinfo -display :0")
+    t.ok(code == 0 and "1024x768 pixels" in out, "Xvfb uses SCREEN_RESOLUTION", out)
+    code, out = sh(s, sid, "ps -eo comm")
+    t.ok(all(p in out for p in ("Xvfb", "openbox", "xterm", "chromium", "x11vnc")),
+         "Xvfb, openbox, xterm, Chromium and x11vnc run", out)
+    t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete the sandbox")
+
+
 def test_debootstrap(s, cache):
     r = build("code-interpreter", "--debootstrap", config=s.config, cache=cache, timeout=1800)
     ok = t.ok(r.returncode == 0, "build code-interpreter --debootstrap (%.0f s)" % r.seconds,
@@ -157,6 +191,7 @@ def main():
         t.run(test_bad_input, cache, timeout=60)
         with Server(tmp_dir=scratch_base()) as s:
             t.run(test_chromium, s, cache, timeout=300)
+            t.run(test_desktop, s, cache, timeout=300)
             if os.environ.get("OSB_TEST_DEBOOTSTRAP") == "1":
                 t.run(test_debootstrap, s, cache, timeout=1900)
             else:
