@@ -18,7 +18,8 @@ libnftnl-dev libmnl-dev libarchive-dev zlib1g-dev libzstd-dev"
 TEST_PKGS="clang libclang-rt-14-dev clang-format clang-tools
 python3 python3-yaml busybox-static util-linux procps file curl
 docker-registry apache2-utils zstd iperf3 nftables iproute2 conntrack e2fsprogs
-default-jdk-headless golang-go node-typescript runsc chromium"
+default-jdk-headless golang-go node-typescript runsc chromium
+chromium-driver fonts-noto-cjk fonts-noto-color-emoji"
 
 # Node.js (any source: Debian's nodejs+npm or a preinstalled one) runs the SDK.
 NODE_PKGS=""
