@@ -173,6 +173,97 @@ def test_desktop(s, cache):
     t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete the sandbox")
 
 
+def oci_archive(path, layer, config, corrupt=False, extra=None):
+    """An OCI image layout tar with one gzip layer (bytes of a tar) and config."""
+    import gzip
+    import hashlib
+    import io
+    import tarfile
+    blobs = {}
+
+    def add(data):
+        h = hashlib.sha256(data).hexdigest()
+        blobs[h] = data
+        return {"digest": "sha256:" + h, "size": len(data)}
+    diff = "sha256:" + hashlib.sha256(layer).hexdigest()
+    ld = dict(add(gzip.compress(layer)), mediaType="application/vnd.oci.image.layer.v1.tar+gzip")
+    cd = dict(add(json.dumps({"architecture": "amd64", "os": "linux", "config": config,
+                              "rootfs": {"type": "layers", "diff_ids": [diff]}}).encode()),
+              mediaType="application/vnd.oci.image.config.v1+json")
+    md = dict(add(json.dumps({"schemaVersion": 2, "config": cd, "layers": [ld],
+                              "mediaType": "application/vnd.oci.image.manifest.v1+json"})
+                  .encode()), mediaType="application/vnd.oci.image.manifest.v1+json")
+    files = {"oci-layout": b'{"imageLayoutVersion":"1.0.0"}',
+             "index.json": json.dumps({"schemaVersion": 2, "manifests": [md]}).encode()}
+    for h, data in blobs.items():
+        if corrupt and h == ld["digest"][7:]:
+            data = data[:-1] + bytes([data[-1] ^ 1])
+        files["blobs/sha256/" + h] = data
+    files.update(extra or {})
+    with tarfile.open(path, "w") as tf:
+        for name, data in files.items():
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+
+
+def test_oci_import(s):
+    """image import of an OCI layout tar: the config is kept, blobs are checked."""
+    bb = os.path.join(s.tmp, "bb.tar")
+    subprocess.run([os.path.join(REPO, "scripts", "make-image-busybox.sh"), bb], check=True)
+    with open(bb, "rb") as f:
+        layer = f.read()
+    ok = os.path.join(s.tmp, "oci.tar")
+    oci_archive(ok, layer, {"Entrypoint": ["/bin/sh", "-c"],
+                            "Cmd": ["echo $GREETING >/tmp/ep; exec sleep 1000"],
+                            "Env": ["GREETING=from-the-config", "PATH=/usr/bin:/bin"],
+                            "WorkingDir": "/work"})
+    r = cli(s, "image", "import", "oci/bb", ok)
+    t.ok(r.returncode == 0 and listed(s, "oci/bb"), "import an OCI layout tar", r.stderr)
+    key = os.path.join(s.state_dir, "layers")
+    t.ok(any(n.startswith("sha256-") for n in os.listdir(key)),
+         "its layer is stored by digest", os.listdir(key))
+    t.eq([n for n in os.listdir(key) if n.startswith(".tmp")], [], "no temporary left")
+    with open(EXECD_BIN, "rb") as f:
+        dynamic = b"ld-linux" in f.read(8192)
+    if dynamic:
+        t.skip("oci import run", "execd is dynamically linked (sanitizer build)")
+    else:
+        resp = s.create(image={"uri": "oci/bb"}, http_timeout=60)
+        if t.ok(resp.status == 202, "sandbox from the imported OCI image", resp.body[:300]):
+            sid = resp.json()["id"]
+            got = []
+            wait_for(lambda: got.append(sh(s, sid, "cat /tmp/ep; pwd")) or
+                     got[-1][1].startswith("from-the-config"), timeout=10, interval=0.1)
+            t.eq(got[-1] if got else None, (0, "from-the-config\n/work"),
+                 "its Entrypoint, Cmd, Env and WorkingDir are applied")
+            t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete the sandbox")
+    # The same layer again under another name: not unpacked twice.
+    before = set(os.listdir(key))
+    r = cli(s, "image", "import", "oci/bb2", ok)
+    t.ok(r.returncode == 0 and set(os.listdir(key)) == before,
+         "a second import reuses the stored layer", r.stderr)
+    bad = os.path.join(s.tmp, "bad.tar")
+    oci_archive(bad, layer, {}, corrupt=True)
+    r = cli(s, "image", "import", "oci/bad", bad)
+    t.ok(r.returncode != 0 and "does not match its digest" in r.stderr,
+         "a blob that does not match its digest fails the import", r.stderr)
+    oci_archive(bad, layer, {}, extra={"etc/passwd": b"x"})
+    r = cli(s, "image", "import", "oci/bad", bad)
+    t.ok(r.returncode != 0 and "no part of an OCI image layout" in r.stderr,
+         "a stray file in an OCI layout fails the import", r.stderr)
+    t.ok(not listed(s, "oci/bad"), "no record for the failed imports")
+    t.eq([n for n in os.listdir(key) if n.startswith(".tmp")], [], "no temporary left")
+    # export writes an OCI layout: it imports back.
+    out = os.path.join(s.tmp, "exp.tar")
+    r = cli(s, "image", "export", "oci/bb", out)
+    r2 = cli(s, "image", "import", "oci/bb3", out)
+    t.ok(r.returncode == 0 and r2.returncode == 0 and listed(s, "oci/bb3"),
+         "image export's tar imports back", r.stderr + r2.stderr)
+    for n in ("oci/bb", "oci/bb2", "oci/bb3"):
+        cli(s, "image", "rm", n)
+
+
 def test_debootstrap(s, cache):
     r = build("code-interpreter", "--debootstrap", config=s.config, cache=cache, timeout=1800)
     ok = t.ok(r.returncode == 0, "build code-interpreter --debootstrap (%.0f s)" % r.seconds,
@@ -192,6 +283,7 @@ def main():
     try:
         t.run(test_bad_input, cache, timeout=60)
         with Server(tmp_dir=scratch_base()) as s:
+            t.run(test_oci_import, s, timeout=120)
             t.run(test_chromium, s, cache, timeout=300)
             if os.environ.get("OSB_TEST_DESKTOP") == "1":
                 t.run(test_desktop, s, cache, timeout=300)
