@@ -30,13 +30,14 @@ static bool hex64(const char *s)
 /* The name an entry is kept under in dir ("index.json", "<hex>"), "" for a
  * directory or file of the layout that is not kept, NULL for anything
  * that is no part of an OCI layout. */
-static const char *layout_name(const char *path, bool is_dir)
+static const char *layout_name(const char *path, bool is_dir, char buf[128])
 {
+    if (!path)
+        return NULL;
     while (path[0] == '.' && path[1] == '/')
         path += 2;
     size_t n = strlen(path);
-    static char buf[128];
-    if (n >= sizeof buf)
+    if (n >= 128)
         return NULL;
     memcpy(buf, path, n + 1);
     while (n && buf[n - 1] == '/')
@@ -121,12 +122,14 @@ static int unpack(const char *tar_path, int dfd, const char *image, struct osb_e
     int ar;
     while (r == 1 && (ar = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
         mode_t type = archive_entry_filetype(e);
-        const char *name = layout_name(archive_entry_pathname(e), type == AE_IFDIR);
+        char buf[128];
+        const char *name = layout_name(archive_entry_pathname(e), type == AE_IFDIR, buf);
         if (!name || (type != AE_IFDIR && type != AE_IFREG)) {
-            r = layout ? osb_err_set(err, OSB_E_INVALID,
-                                     "image `%s`: `%.200s` is no part of an OCI image layout",
-                                     image, archive_entry_pathname(e))
-                       : 0;
+            r = layout
+                    ? osb_err_set(err, OSB_E_INVALID,
+                                  "image `%s`: `%.200s` is no part of an OCI image layout", image,
+                                  archive_entry_pathname(e) ? archive_entry_pathname(e) : "?")
+                    : 0;
             break;
         }
         if (strcmp(name, "oci-layout") == 0 || strcmp(name, "index.json") == 0)
