@@ -16,8 +16,9 @@
 # Default: --from-host when every package is installed here, else --debootstrap.
 #
 # The tar is cached in ${XDG_CACHE_HOME:-/var/cache}/opensandbox/images/
-# as NAME-<sha256 of the inputs>.tar (inputs: the image's directory, this
-# script, the mode and the package versions), so a second build is instant.
+# as NAME-<sha256 of the inputs>.tar (inputs: the image's directory but its
+# README.md, this script, the mode and the package versions), so a second
+# build is instant.
 # Environment: OSB_SERVER_BIN (default build/bin/opensandbox-server, else
 # opensandbox-server on PATH), OSB_IMAGE_CACHE (the cache dir; the build's
 # scratch dir is made there too), OSB_IMAGES_DIR (default images/).
@@ -126,7 +127,7 @@ key=$({
     echo "mode $mode"
     echo "$versions"
     sha256sum "$self" "$here/scripts/build-image-host.py"
-    (cd "$dir" && find . -type f | LC_ALL=C sort | xargs -d '\n' sha256sum)
+    (cd "$dir" && find . -type f ! -name README.md | LC_ALL=C sort | xargs -d '\n' sha256sum)
 } | sha256sum | cut -c1-64)
 cache=${OSB_IMAGE_CACHE:-${XDG_CACHE_HOME:-/var/cache}/opensandbox/images}
 tarball="$cache/$name-$key.tar"

@@ -290,7 +290,9 @@ def main():
             else:
                 t.skip("desktop", "set OSB_TEST_DESKTOP=1 (one more minute)")
             if os.environ.get("OSB_TEST_DEBOOTSTRAP") == "1":
-                t.run(test_debootstrap, s, cache, timeout=1900)
+                # OSB_IMAGE_CACHE: reuse a cache (a tar built before is a hit).
+                t.run(test_debootstrap, s, os.environ.get("OSB_IMAGE_CACHE") or cache,
+                      timeout=1900)
             else:
                 t.skip("debootstrap", "set OSB_TEST_DEBOOTSTRAP=1 (downloads from Debian's "
                                       "mirror, minutes)")
