@@ -21,6 +21,7 @@
 #include "common/xalloc.h"
 #include "image/export.h"
 #include "image/layer.h"
+#include "image/oci_archive.h"
 #include "image/ref.h"
 
 #define RECORD "image.json"
@@ -609,6 +610,61 @@ static int import_layer(struct osb_istore *s, const char *key, const char *tar_p
     return r;
 }
 
+/* The layers of an OCI layout unpacked in blobs (oci_archive.h), keyed by
+ * digest as pulled layers are (a layer the store has is not unpacked
+ * again), then the record with the image's config. */
+static int import_oci(struct osb_istore *s, const char *name, const char *blobs,
+                      const struct osb_manifest *m, struct osb_err *err)
+{
+    char **keys = osb_xcalloc(m->n_layers + 1, sizeof *keys);
+    int *use = osb_xcalloc(m->n_layers + 1, sizeof *use);
+    size_t n_use = 0;
+    uint64_t size = 0;
+    int r = 0;
+    for (size_t i = 0; i < m->n_layers && r == 0; i++) {
+        keys[i] = osb_xasprintf("sha256-%s", m->layers[i].digest + 7);
+        int u = lock_key(s, ".use-", keys[i], LOCK_SH, err);
+        if (u < 0) {
+            r = -1;
+            break;
+        }
+        use[n_use++] = u;
+        if (!layer_exists(s, keys[i])) {
+            int fl = lock_key(s, ".lock-", keys[i], LOCK_EX, err);
+            if (fl < 0) {
+                r = -1;
+                break;
+            }
+            if (!layer_exists(s, keys[i])) {
+                _cleanup_free_ char *src = osb_xasprintf("%s/%s", blobs, m->layers[i].digest + 7);
+                _cleanup_free_ char *tmp = osb_xasprintf("%s/.tmp-%s", blobs, keys[i]);
+                _cleanup_free_ char *final = layer_path(s, keys[i]);
+                r = osb_layer_from_file(tmp, src, err);
+                if (r == 0 && rename(tmp, final) < 0) {
+                    r = osb_err_sys(err, "install layer `%s`", final);
+                    osb_layer_discard(tmp);
+                }
+            }
+            close(fl);
+        }
+        _cleanup_free_ char *dir = layer_path(s, keys[i]);
+        unsigned long long bytes = 0;
+        if (r == 0 && (r = osb_layer_size(dir, &bytes, err)) == 0)
+            size += bytes;
+    }
+    if (r == 0) {
+        json_t *rec = record_new(name, "", "", (const char *const *)keys, m->n_layers, size);
+        config_record(rec, m->config);
+        r = record_write(s, name, rec, false, err);
+        json_decref(rec);
+    }
+    for (size_t i = 0; i < n_use; i++)
+        close(use[i]);
+    free(use);
+    strv_free(keys);
+    return r;
+}
+
 int osb_istore_import(struct osb_istore *s, const char *name, const char *tar_path,
                       struct osb_err *err)
 {
@@ -618,6 +674,24 @@ int osb_istore_import(struct osb_istore *s, const char *name, const char *tar_pa
         return osb_err_set(err, OSB_E_INVALID, "`host` is the built-in image's name");
     if (record_exists(s, name))
         return osb_err_set(err, OSB_E_EXISTS, "image `%s` already exists", name);
+    /* An OCI layout archive: its blobs go to a temporary (removed at the
+     * next open if we die) and its layers and config are imported. */
+    char rnd[17];
+    osb_random_hex(rnd, 8);
+    _cleanup_free_ char *blobs = osb_xasprintf("%s/.tmp-%s.import-%s", s->layers, rnd, rnd);
+    if (mkdir(blobs, 0700) < 0)
+        return osb_err_sys(err, "create `%s`", blobs);
+    struct osb_manifest m;
+    int oci = osb_oci_archive_read(tar_path, blobs, name, &m, err);
+    if (oci == 1) {
+        oci = import_oci(s, name, blobs, &m, err) < 0 ? -1 : 1;
+        osb_manifest_free(&m);
+    }
+    osb_layer_discard(blobs);
+    if (oci < 0 && err && err->code != OSB_E_EXISTS)
+        return osb_err_wrap(err, "import image `%s` from `%s`", name, tar_path);
+    if (oci != 0)
+        return oci < 0 ? -1 : 0;
     char uuid[37];
     osb_random_uuid4(uuid);
     _cleanup_free_ char *key = osb_xasprintf("tar-%s", uuid);
