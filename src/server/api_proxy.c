@@ -202,6 +202,50 @@ static void cdp_rewrite(struct osb_server *srv, struct osb_http_req *req, struct
 
 /* The hop to port inside s. A signed request (server/signing.h) carries
  * no token: the server adds execd's for port 44772 too. */
+/* What the proxy does to a relayed exchange besides relaying it: a run on
+ * execd itself is tapped for its audit record (nothing else is: the tap costs
+ * a byte scan of the body), and a browser's CDP discovery answer is rewritten
+ * to point at the proxy. tap and rw are the caller's, alive for the call. */
+static void attach_hooks(struct osb_server *srv, struct osb_http_req *req, struct osb_sbx *s,
+                         long port, bool is_signed, struct osb_http_upstream *up,
+                         struct osb_http_tap *tap, struct osb_http_rewrite *rw)
+{
+    const char *rest = osb_http_req_param(req, "rest");
+    struct osb_audit_run *run =
+        srv->audit && port == EXECD_PORT ? osb_audit_run_new(osb_http_req_method(req), rest) : NULL;
+    if (run) {
+        osb_http_req_set_note(req, run, osb_audit_run_free);
+        osb_audit_run_tap(run, tap);
+        up->tap = tap;
+    }
+    if (port != EXECD_PORT && osb_cdp_is_discovery(osb_http_req_method(req), rest)) {
+        cdp_rewrite(srv, req, s, port, is_signed, rw);
+        up->rewrite = rw;
+    }
+}
+
+/* The headers the hop adds (name, value pairs, NULL-ended; extra has room
+ * for 4 pairs): execd's token when the server authenticates the hop, and
+ * X-Forwarded-Proto/-Host unless the client sent them. */
+static void forward_headers(struct osb_http_req *req, const char *token, const char *extra[9])
+{
+    const char *host = osb_http_req_header(req, "Host");
+    size_t n = 0;
+    if (token) {
+        extra[n++] = "X-EXECD-ACCESS-TOKEN";
+        extra[n++] = token;
+    }
+    if (!osb_http_req_header(req, "X-Forwarded-Proto")) {
+        extra[n++] = "X-Forwarded-Proto";
+        extra[n++] = "http";
+    }
+    if (host && !osb_http_req_header(req, "X-Forwarded-Host")) {
+        extra[n++] = "X-Forwarded-Host";
+        extra[n++] = host;
+    }
+    extra[n] = NULL;
+}
+
 static void relay(struct osb_server *srv, struct osb_http_req *req, struct osb_sbx *s, long port,
                   bool is_signed)
 {
@@ -231,36 +275,11 @@ static void relay(struct osb_server *srv, struct osb_http_req *req, struct osb_s
     bool add_token = port != EXECD_PORT || is_signed;
     struct osb_http_upstream up = {.unix_path = s->handle.sock_path,
                                    .drop_headers = add_token ? drop_all : drop_api};
-    /* A run on execd itself is tapped for its audit record; nothing else
-     * is (the tap costs a byte scan of the body). */
     struct osb_http_tap tap;
-    struct osb_audit_run *run =
-        srv->audit && port == EXECD_PORT ? osb_audit_run_new(osb_http_req_method(req), rest) : NULL;
-    if (run) {
-        osb_http_req_set_note(req, run, osb_audit_run_free);
-        osb_audit_run_tap(run, &tap);
-        up.tap = &tap;
-    }
     struct osb_http_rewrite rw;
-    if (port != EXECD_PORT && osb_cdp_is_discovery(osb_http_req_method(req), rest)) {
-        cdp_rewrite(srv, req, s, port, is_signed, &rw);
-        up.rewrite = &rw;
-    }
-    const char *host = osb_http_req_header(req, "Host");
+    attach_hooks(srv, req, s, port, is_signed, &up, &tap, &rw);
     const char *extra[9] = {NULL};
-    size_t n = 0;
-    if (add_token) {
-        extra[n++] = "X-EXECD-ACCESS-TOKEN";
-        extra[n++] = s->token;
-    }
-    if (!osb_http_req_header(req, "X-Forwarded-Proto")) {
-        extra[n++] = "X-Forwarded-Proto";
-        extra[n++] = "http";
-    }
-    if (host && !osb_http_req_header(req, "X-Forwarded-Host")) {
-        extra[n++] = "X-Forwarded-Host";
-        extra[n++] = host;
-    }
+    forward_headers(req, add_token ? s->token : NULL, extra);
     osb_http_proxy(req, &up, target, extra);
     free(target);
 }
