@@ -478,14 +478,22 @@ def test_open_chromium(tmp):
         r = x.post("/desktop/open", json={"target": url})
         pid = r.json().get("pid") if r.status == 200 else None
         t.ok(pid, "open -> 200 {pid}", r.body)
-        try:
-            with open("/proc/%d/cmdline" % pid, "rb") as f:
-                argv = f.read().split(b"\0")[:-1]
-            with open("/proc/%d/environ" % pid, "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError as e:
-            argv, env = [repr(e).encode()], []
         want = [b"/usr/lib/chromium/chromium", b"--no-first-run", b"--no-default-browser-check"]
+        argv, env = [], []
+
+        def execed():
+            # The child reads as execd (or empty) until its exec.
+            nonlocal argv, env
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    argv = f.read().split(b"\0")[:-1]
+                with open("/proc/%d/environ" % pid, "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError as e:
+                argv, env = [repr(e).encode()], []
+                return True
+            return argv[:1] == want[:1]
+        wait_for(execed, timeout=20, interval=0.05)
         t.ok(argv[:3] == want and argv[-1] == url.encode(), "chromium with the URL", argv)
         t.ok(("DISPLAY=" + DISPLAY).encode() in env, "DISPLAY is set")
         t.eq(os.getsid(pid), pid, "detached: its own session")

@@ -12,25 +12,17 @@ import socket
 import struct
 import sys
 
+from netprobe import recvall  # the script's folder is on sys.path
+
 EVENTS = {2: "kpress", 3: "krelease", 4: "press", 5: "release", 6: "motion"}
-
-
-def recv_exact(s, n):
-    b = b""
-    while len(b) < n:
-        d = s.recv(n - len(b))
-        if not d:
-            raise EOFError("X server closed the connection")
-        b += d
-    return b
 
 
 def setup(s):
     s.sendall(struct.pack("<BxHHHHxx", ord("l"), 11, 0, 0, 0))
-    head = recv_exact(s, 8)
+    head = recvall(s, 8)
     if head[0] != 1:
         raise SystemExit("X setup failed: %r" % head)
-    data = head + recv_exact(s, struct.unpack("<H", head[6:8])[0] * 4)
+    data = head + recvall(s, struct.unpack("<H", head[6:8])[0] * 4)
     id_base = struct.unpack("<I", data[12:16])[0]
     vlen = struct.unpack("<H", data[24:26])[0]
     nformats = data[29]
@@ -54,12 +46,12 @@ def main():
     s.sendall(struct.pack("<BxHI", 8, 2, wid))  # MapWindow
     out = sys.stdout
     while True:
-        ev = recv_exact(s, 32)
+        ev = recvall(s, 32)
         code = ev[0] & 0x7f
         if code == 0:
             out.write(json.dumps({"error": ev[1]}) + "\n")
         elif code == 1:
-            recv_exact(s, struct.unpack("<I", ev[4:8])[0] * 4)
+            recvall(s, struct.unpack("<I", ev[4:8])[0] * 4)
         elif code == 12:
             out.write(json.dumps({"ready": wid}) + "\n")
         elif code in EVENTS:
