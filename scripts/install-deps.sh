@@ -20,7 +20,8 @@ python3 python3-yaml busybox-static util-linux procps file curl
 docker-registry apache2-utils zstd iperf3 nftables iproute2 conntrack e2fsprogs
 default-jdk-headless golang-go node-typescript runsc chromium
 chromium-driver fonts-noto-cjk fonts-noto-color-emoji
-xvfb xdotool openbox x11-apps x11-xserver-utils x11-utils xterm x11vnc novnc websockify"
+xvfb xdotool openbox x11-apps x11-xserver-utils x11-utils xterm x11vnc novnc websockify
+python3-numpy python3-pandas python3-scipy python3-matplotlib golang"
 
 # Node.js (any source: Debian's nodejs+npm or a preinstalled one) runs the SDK.
 NODE_PKGS=""

@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """Images built offline from Debian packages (issue #16): scripts/build-image.sh builds
-`chromium` --from-host into a server's store, `image list` shows it, a sandbox from it runs
-the image's entrypoint (Chromium headless) and its DevTools endpoint answers on
-127.0.0.1:9222 inside; a second build is a cache hit; bad input (an unknown name, a package
-the host lacks) fails clearly. Opt-in: OSB_TEST_DESKTOP=1 builds and runs `desktop` (noVNC
-on 6080 through the server proxy, SCREEN_RESOLUTION; a minute more);
-OSB_TEST_DEBOOTSTRAP=1 builds `code-interpreter` with --debootstrap from Debian's mirror
-(minutes) and imports numpy inside."""
+each image --from-host into a server's store (cached by content) and a sandbox from it runs:
+`chromium` (image list shows it; its entrypoint runs Chromium headless, DevTools on
+127.0.0.1:9222 inside; a second build is a cache hit; --out), `desktop` (noVNC on 6080 through
+the server proxy, SCREEN_RESOLUTION), `code-interpreter` (a cell in each of the six code-context
+languages, Debian's scientific Python), `playwright` (playwright-core drives the image's
+Chromium). Bad input (an unknown name, a package the host lacks) fails clearly; image import
+takes an OCI layout tar. Opt-in: OSB_TEST_DEBOOTSTRAP=1 builds `code-interpreter` with
+--debootstrap from Debian's mirror (minutes) and imports numpy inside."""
 import json
 import os
 import shutil
@@ -173,6 +174,69 @@ def test_desktop(s, cache):
     t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete the sandbox")
 
 
+# A cell per language that prints 42: the six code-context languages.
+CELLS = {"python": "print(6 * 7)", "javascript": "console.log(6 * 7)",
+         "typescript": "const n: number = 6 * 7; console.log(n)",
+         "java": "System.out.println(6 * 7);", "go": 'import "fmt"\nfmt.Println(6 * 7)',
+         "bash": "echo $((6 * 7))"}
+
+
+def test_code_interpreter(s, cache):
+    r = build("code-interpreter", "--from-host", config=s.config, cache=cache)
+    if not t.ok(r.returncode == 0, "build code-interpreter --from-host (%.1f s)" % r.seconds,
+                r.stderr[-3000:]):
+        return
+    resp = s.create(image={"uri": "code-interpreter"}, http_timeout=120)
+    if not t.ok(resp.status == 202, "sandbox from code-interpreter -> 202", resp.body[:400]):
+        return
+    sid = resp.json()["id"]
+    x = s.execd(sid)
+    for lang, cell in CELLS.items():
+        c = x.post("/code/context", json={"language": lang}, timeout=300)
+        cid = c.json().get("id") if c.status == 200 else None
+        if not t.ok(cid, "%s: a code context" % lang, c.body[:400]):
+            continue
+        ev = x.sse("/code", json={"code": cell, "context": {"id": cid}}, timeout=300).events
+        text = "".join(e.get("text", "") for e in ev if e.get("type") == "stdout")
+        t.eq(text.strip(), "42", "%s: a cell runs in the image" % lang, ev[-3:])
+    code, out = sh(s, sid, "python3 -c 'import numpy, pandas, scipy, matplotlib; print(\"ok\")'",
+                   timeout=120)
+    t.eq((code, out), (0, "ok"), "numpy, pandas, scipy and matplotlib import")
+    t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete the sandbox")
+
+
+# Run inside the playwright image: launch its Chromium, render a page, read it back.
+PW_SCRIPT = r"""
+const { chromium } = require("playwright-core");
+(async () => {
+  const b = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH,
+                                    args: ["--no-sandbox"] });
+  const p = await b.newPage();
+  await p.setContent("<button onclick=\"this.textContent='clicked'\">go</button>");
+  await p.click("button");
+  console.log(await p.textContent("button"));
+  await b.close();
+})().catch((e) => { console.error(String(e)); process.exit(1); });
+"""
+
+
+def test_playwright(s, cache):
+    r = build("playwright", "--from-host", config=s.config, cache=cache)
+    if not t.ok(r.returncode == 0, "build playwright --from-host (%.1f s)" % r.seconds,
+                r.stderr[-3000:]):
+        return
+    resp = s.create(image={"uri": "playwright"}, http_timeout=120)
+    if not t.ok(resp.status == 202, "sandbox from playwright -> 202", resp.body[:400]):
+        return
+    sid = resp.json()["id"]
+    x = s.execd(sid)
+    w = x.sse("/command", json={"command": "cat > /tmp/pw.js <<'EOF'\n%sEOF" % PW_SCRIPT}).events
+    t.eq(exit_code(w), 0, "the script is written")
+    code, out = sh(s, sid, "node /tmp/pw.js", timeout=120)
+    t.eq((code, out), (0, "clicked"), "playwright-core drives the image's Chromium")
+    t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete the sandbox")
+
+
 def oci_archive(path, layer, config, corrupt=False, extra=None):
     """An OCI image layout tar with one gzip layer (bytes of a tar) and config."""
     import gzip
@@ -285,10 +349,9 @@ def main():
         with Server(tmp_dir=scratch_base()) as s:
             t.run(test_oci_import, s, timeout=120)
             t.run(test_chromium, s, cache, timeout=300)
-            if os.environ.get("OSB_TEST_DESKTOP") == "1":
-                t.run(test_desktop, s, cache, timeout=300)
-            else:
-                t.skip("desktop", "set OSB_TEST_DESKTOP=1 (one more minute)")
+            t.run(test_desktop, s, cache, timeout=300)
+            t.run(test_code_interpreter, s, cache, timeout=900)
+            t.run(test_playwright, s, cache, timeout=300)
             if os.environ.get("OSB_TEST_DEBOOTSTRAP") == "1":
                 # OSB_IMAGE_CACHE: reuse a cache (a tar built before is a hit).
                 t.run(test_debootstrap, s, os.environ.get("OSB_IMAGE_CACHE") or cache,
