@@ -1,11 +1,15 @@
 #!/bin/bash
-# build-image.sh NAME [--config FILE] [--out FILE.tar] [--from-host|--debootstrap] [--no-cache]
+# build-image.sh NAME [--config FILE] [--out FILE.tar | --push REF [--username U --password-stdin]]
+#                [--from-host|--debootstrap] [--no-cache]
 #
 # Builds the image images/NAME (its packages, config.json, entrypoint.sh and
 # files/) from Debian's packages as a one-layer OCI image layout tar and
 # imports it as NAME into the image store of the server whose config is FILE
 # (default: $SANDBOX_CONFIG_PATH, else the server's own default), then prints
 # the name to use in image.uri. --out writes the tar to FILE.tar instead.
+# --push REF also pushes the imported image to a registry (`opensandbox-server
+# image push NAME REF`, with the store's [image] registry settings; --username
+# and --password-stdin are passed on) and prints REF.
 #
 #   --from-host    the files of the packages as installed on this host (and
 #                  of their installed dependencies): seconds; refuses when a
@@ -35,18 +39,23 @@ die() {
 }
 names() { (cd "$images" && for d in */; do [ -f "$d/packages" ] && printf ' %s' "${d%/}"; done); }
 usage() {
-    echo "usage: build-image.sh NAME [--config FILE] [--out FILE.tar] [--from-host|--debootstrap] [--no-cache]" >&2
+    echo "usage: build-image.sh NAME [--config FILE] [--out FILE.tar | --push REF [--username U --password-stdin]]" >&2
+    echo "                      [--from-host|--debootstrap] [--no-cache]" >&2
     echo "images:$(names)" >&2
     exit 2
 }
 
-name="" config=${SANDBOX_CONFIG_PATH:-} out="" mode="" use_cache=1
+name="" config=${SANDBOX_CONFIG_PATH:-} out="" push="" mode="" use_cache=1 push_auth=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --config) config=${2:?--config needs a FILE}; shift 2 ;;
     --config=*) config=${1#*=}; shift ;;
     --out) out=${2:?--out needs a FILE.tar}; shift 2 ;;
     --out=*) out=${1#*=}; shift ;;
+    --push) push=${2:?--push needs a REF}; shift 2 ;;
+    --push=*) push=${1#*=}; shift ;;
+    --username) push_auth+=(--username "${2:?--username needs a name}"); shift 2 ;;
+    --password-stdin) push_auth+=(--password-stdin); shift ;;
     --from-host) mode=from-host; shift ;;
     --debootstrap) mode=debootstrap; shift ;;
     --no-cache) use_cache=0; shift ;;
@@ -56,6 +65,14 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$name" ] || usage
+if [ -n "$push" ] && [ -n "$out" ]; then
+    echo "build-image: --out and --push do not go together" >&2
+    usage
+fi
+if [ ${#push_auth[@]} -gt 0 ] && [ -z "$push" ]; then
+    echo "build-image: --username and --password-stdin go with --push" >&2
+    usage
+fi
 case "$name" in */* | .*) name_ok=0 ;; *) name_ok=1 ;; esac
 if [ "$name_ok" = 0 ] || [ ! -f "$images/$name/packages" ]; then
     echo "build-image: unknown image '$name'" >&2
@@ -333,4 +350,9 @@ if srv image list 2>/dev/null | awk -v n="$name" '$1 == n { f = 1 } END { exit !
     srv image rm "$name" >/dev/null || die "image $name is in the store and cannot be replaced (in use?)"
 fi
 srv image import "$name" "$tarball" >&2 || die "image import failed"
+if [ -n "$push" ]; then
+    srv image push "$name" "$push" "${push_auth[@]}" >&2 || die "image push to $push failed"
+    echo "$push"
+    exit 0
+fi
 echo "$name"

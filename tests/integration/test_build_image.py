@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serverlib import *  # noqa: E402,F403
-from registrylib import scratch_base, scratch_dir  # noqa: E402
+from registrylib import MT, Registry, registry_available, scratch_base, scratch_dir  # noqa: E402
 
 t = TAP()
 SCRIPT = os.path.join(REPO, "scripts", "build-image.sh")
@@ -81,6 +81,48 @@ def test_bad_input(cache):
              "the error names the missing package", r.stderr)
         t.ok(not any(n.startswith("fake-") for n in os.listdir(cache)),
              "nothing cached for the failed build", os.listdir(cache))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_push(cache):
+    """--push REF: built, imported into the config's store, pushed (a small image of the
+    host's dash, so that the push is quick)."""
+    if not registry_available():
+        t.skip("push", "docker-registry is not installed (scripts/install-deps.sh test)")
+        return
+    d = scratch_dir("osb-images-")
+    try:
+        os.makedirs(os.path.join(d, "mini"))
+        with open(os.path.join(d, "mini", "packages"), "w") as f:
+            f.write("dash\n")
+        with open(os.path.join(d, "mini", "config.json"), "w") as f:
+            json.dump({"Cmd": ["/bin/sh"], "Env": ["MINI=1"]}, f)
+        with Registry() as reg:
+            config = os.path.join(d, "sandbox.toml")
+            with open(config, "w") as f:
+                f.write("[native]\nstate_dir = %s\n[image]\ninsecure_registries = [%s]\n"
+                        % (json.dumps(os.path.join(d, "state")), json.dumps(reg.addr)))
+            ref = "%s/osb/mini:1" % reg.addr
+            r = build("mini", "--from-host", "--push", ref, config=config, cache=cache,
+                      env={"OSB_IMAGES_DIR": d})
+            t.eq((r.returncode, r.stdout.strip()), (0, ref), "--push REF: exit 0, prints REF",
+                 r.stderr[-2000:])
+            st, _, body = reg.get("/v2/osb/mini/manifests/1", headers={"Accept": MT.OCI_MANIFEST})
+            man = json.loads(body) if st == 200 else {}
+            t.ok(st == 200 and len(man.get("layers", [])) == 1,
+                 "the registry holds the image (one layer)", "%d %s" % (st, body[:300]))
+            st, _, body = reg.get("/v2/osb/mini/blobs/" + man.get("config", {}).get("digest", "x"))
+            cfg = json.loads(body).get("config", {}) if st == 200 else {}
+            t.ok("MINI=1" in cfg.get("Env", []) and cfg.get("Cmd") == ["/bin/sh"],
+                 "with the image's config", body[:300])
+            r = build("mini", "--push", ref, "--out", os.path.join(d, "x.tar"), cache=cache,
+                      env={"OSB_IMAGES_DIR": d})
+            t.eq(r.returncode, 2, "--push with --out -> exit 2", r.stderr)
+            r = build("mini", "--from-host", "--push", "127.0.0.1:1/osb/mini:1", config=config,
+                      cache=cache, env={"OSB_IMAGES_DIR": d})
+            t.ok(r.returncode == 1 and "push" in r.stderr.splitlines()[-1],
+                 "a registry that is not there: exit 1, the push named", r.stderr[-800:])
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -346,6 +388,7 @@ def main():
     cache = scratch_dir("osb-imgcache-")
     try:
         t.run(test_bad_input, cache, timeout=60)
+        t.run(test_push, cache, timeout=180)
         with Server(tmp_dir=scratch_base()) as s:
             t.run(test_oci_import, s, timeout=120)
             t.run(test_chromium, s, cache, timeout=300)
