@@ -2,7 +2,8 @@
 # The desktop image's entrypoint: Xvfb, openbox, xterm, Chromium, x11vnc and
 # noVNC (websockify on port 6080: /vnc.html, WebSocket /websockify), started
 # in that order, each once the one before it is ready. The screen size comes
-# from SCREEN_RESOLUTION=WIDTHxHEIGHT (default 1280x800). Logs go to
+# from SCREEN_RESOLUTION=WIDTHxHEIGHT (default 1280x800); VNC_PASSWORD sets a
+# VNC password (default: none, the server proxy's auth guards the port). Logs go to
 # /tmp/desktop/*.log. Stays in the foreground while websockify runs.
 set -u
 res=${SCREEN_RESOLUTION:-1280x800}
@@ -49,7 +50,14 @@ xterm -geometry 100x30+10+10 >"$logs/xterm.log" 2>&1 &
     >"$logs/chromium.log" 2>&1 &
 wait_for Chromium 30 port_open 9222
 
-x11vnc -display "$DISPLAY" -forever -shared -nopw -localhost -rfbport 5900 -quiet \
+# VNC_PASSWORD, when set, is asked by x11vnc (and noVNC); it goes through a
+# file x11vnc removes once read, never through a command line.
+vnc_auth=(-nopw)
+if [ -n "${VNC_PASSWORD:-}" ]; then
+    (umask 077 && printf '%s\n' "$VNC_PASSWORD" >"$logs/vncpasswd")
+    vnc_auth=(-passwdfile "rm:$logs/vncpasswd")
+fi
+x11vnc -display "$DISPLAY" -forever -shared "${vnc_auth[@]}" -localhost -rfbport 5900 -quiet \
     >"$logs/x11vnc.log" 2>&1 &
 wait_for x11vnc 15 port_open 5900
 

@@ -192,7 +192,8 @@ def test_desktop(s, cache):
     if not t.ok(r.returncode == 0, "build desktop --from-host (%.1f s)" % r.seconds,
                 r.stderr[-3000:]):
         return
-    resp = s.create(image={"uri": "desktop"}, env={"SCREEN_RESOLUTION": "1024x768"},
+    resp = s.create(image={"uri": "desktop"},
+                    env={"SCREEN_RESOLUTION": "1024x768", "VNC_PASSWORD": "s3cret"},
                     http_timeout=120)
     if not t.ok(resp.status == 202, "sandbox from desktop -> 202", resp.body[:400]):
         return
@@ -210,6 +211,15 @@ def test_desktop(s, cache):
          "server proxy)", sh(s, sid, "tail -n 5 /tmp/desktop/*.log")[1])
     code, out = sh(s, sid, "xdpyinfo -display :0")
     t.ok(code == 0 and "1024x768 pixels" in out, "Xvfb uses SCREEN_RESOLUTION", out)
+    # RFB handshake: after the version, the server lists its security types (2: VNC auth).
+    code, out = sh(s, sid, "exec 3<>/dev/tcp/127.0.0.1/5900; head -c 12 <&3; "
+                           "printf 'RFB 003.008\\n' >&3; head -c 2 <&3 | od -An -tu1")
+    t.ok(code == 0 and out.split()[-2:] == ["1", "2"],
+         "VNC_PASSWORD: x11vnc asks for VNC authentication", out)
+    code, out = sh(s, sid, "ls /tmp/desktop; ps -eo args")
+    files = out.split("COMMAND", 1)[0].split()
+    t.ok(code == 0 and "vncpasswd" not in files and "s3cret" not in out,
+         "the password file is gone and no command line holds the password", out)
     code, out = sh(s, sid, "ps -eo comm")
     t.ok(all(p in out for p in ("Xvfb", "openbox", "xterm", "chromium", "x11vnc")),
          "Xvfb, openbox, xterm, Chromium and x11vnc run", out)
