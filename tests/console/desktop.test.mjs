@@ -268,19 +268,32 @@ async function novnc(browser, sbx, label, n, url, headers) {
     const ok = await step(`${label}: vnc.html connects (WebSocket path ${wsPath.replace(/[0-9a-z]{20,}/g, "…")})`, async () => {
       magenta = await xterm(sbx, desk, `osb-vnc-m-${n}`, `/tmp/vnc-${n}.txt`, "-bg '#ff00ff'", "40x10+200+150");
       cyan = await xterm(sbx, desk, `osb-vnc-c-${n}`, "/dev/null", "-bg '#00ffff'", "30x8+600+150");
-      await page.goto(page_url, { timeout: WAIT });
-      await page
-        .waitForFunction(() => document.documentElement.classList.contains("noVNC_connected"), null, { timeout: WAIT })
-        .catch((e) => {
-          throw new Error(`${e.message.split("\n")[0]}; html class "${trouble.length}" ${trouble.join("; ")}`);
-        });
+      // Chromium drops every request in flight when an address on the host
+      // changes (net::ERR_NETWORK_CHANGED; other tests' sandbox networks
+      // come and go): then the page is loaded again. Any other failure is one.
+      const loads = [];
+      const load = async () => {
+        trouble.length = 0;
+        loads.push(Date.now());
+        await page.goto(page_url, { timeout: WAIT }).catch((e) => trouble.push(`goto: ${e.message.split("\n")[0]}`));
+      };
+      await load();
+      await until("noVNC connected", async () => {
+        if (trouble.some((x) => x.includes("ERR_NETWORK_CHANGED"))) {
+          await load();
+          return { notYet: true };
+        }
+        const cls = await page.evaluate(() => document.documentElement.className).catch((e) => String(e));
+        return cls.includes("noVNC_connected") || { notYet: true, cls, trouble: trouble.slice(-12) };
+      }, 3 * WAIT, 250);
       const canvas = page.locator("#noVNC_container canvas");
       const box = await canvas.boundingBox();
       rect = { x: Math.round(box.x), y: Math.round(box.y), width: box.width, height: box.height };
       const size = await canvas.evaluate((c) => [c.width, c.height]);
       if (size[0] !== 1024 || size[1] !== 768 || Math.round(rect.width) !== 1024)
         throw new Error(`canvas ${size} shown ${JSON.stringify(rect)}: not the 1024x768 desktop at 1:1`);
-      return `${page_url.replace(/[0-9a-z]{20,}/g, "…")}; canvas at ${JSON.stringify(rect)}`;
+      const again = loads.length > 1 ? `; loaded ${loads.length} times (ERR_NETWORK_CHANGED)` : "";
+      return `${page_url.replace(/[0-9a-z]{20,}/g, "…")}; canvas at ${JSON.stringify(rect)}${again}`;
     });
     if (!ok) return void (await shot(`failed-connect-${n}`));
     const at = (w) => ({ x: rect.x + w.x + Math.floor(w.width / 2), y: rect.y + w.y + Math.floor(w.height / 2) });
