@@ -192,6 +192,12 @@ async function computerUse(sbx, label, n) {
   const desk = desktopClient(ep);
   const title = `osb-editor-${n}`, file = `/tmp/editor-${n}.txt`;
   let win, cell;
+  await step(`${label}: the endpoint's headers are what lets a /desktop call in`, async () => {
+    const bare = await fetch(`${desk.base}/desktop/cursor`);
+    const got = await desk.cursor();
+    if (bare.status !== 401 || typeof got.x !== "number") throw new Error(`without: ${bare.status}; with: ${JSON.stringify(got)}`);
+    return `headers ${Object.keys(ep.headers ?? {})}`;
+  });
   const ok = await step(`${label}: an editor window (xterm, yellow on blue ink) is listed and focused`, async () => {
     win = await xterm(sbx, desk, title, file, "-bg '#ffff00' -fg '#0000ff' -cr '#0000ff'", `40x6+${300 + 40 * n}+${420 + 30 * n}`);
     await focused(desk, win, `${title} focused`);
