@@ -14,9 +14,9 @@ and on (tests/console/desktop.test.mjs):
   noVNC moves the pointer there and focuses it, keys typed into the page
   reach the program in it.
 
-The server resolves nothing outside (dns_upstreams closed, pull_policy
-never: serverlib's defaults), the test-side Chromium resolves only loopback;
-nothing leaves the machine. Page screenshots are kept in
+The sandbox has only its loopback ([network] mode = "none"; pull_policy
+never), the test-side Chromium resolves only loopback: nothing leaves the
+machine. Page screenshots are kept in
 $BUILD/test-artifacts/desktop/."""
 import json
 import os
@@ -108,7 +108,9 @@ def main():
             t.ok(False, "npm ci of " + mod, err)
             return
     shutil.rmtree(SHOTS, ignore_errors=True)
-    with Server(api_key=KEY) as s:
+    # Sandboxes with only their loopback: the desktop's own Chromium (and
+    # anything else in it) cannot reach out; the proxy needs no network.
+    with Server(api_key=KEY, extra='[network]\nmode = "none"\n') as s:
         sid = start(s)
         r = s.req("GET", qs(f"/v1/sandboxes/{sid}/endpoints/6080", {"expires": str(int(time.time()) + 900)}))
         ep = r.json().get("endpoint", "") if r.status == 200 else ""
