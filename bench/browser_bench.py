@@ -13,6 +13,9 @@ Over --n rounds, each on fresh sandboxes of the `host` image (resource limits
       Target.attachToTarget (flatten), Page.enable, Page.navigate to a data:
       URL, Page.loadEventFired, Runtime.evaluate of document.title. Printed:
       time to /json/version 200 and to the page's title read back.
+  bare Chromium (the floor)
+      the same Chromium started on the host, outside any sandbox, until its
+      /json/version answers on loopback and the same page is loaded.
   create -> first screenshot (Xvfb)
       entrypoint `Xvfb :0 -screen 0 1280x800x24 -noreset -nolisten tcp`, env
       DISPLAY=:0; GET /endpoints/44772 (the execd token), then execd's GET
@@ -55,7 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-from serverlib import Server, cg_base_name  # noqa: E402
+from serverlib import Client, Server, cg_base_name  # noqa: E402
 from secure_bench import sandbox_cgroup, cgroup_procs, pss_kib, with_descendants  # noqa: E402
 
 CHROMIUM = "/usr/lib/chromium/chromium"
@@ -268,6 +271,52 @@ def round_browser(s, res, settle_max):
         s.delete("/v1/sandboxes/" + sid)
 
 
+def round_bare(res):
+    """The floor: the same Chromium started on the host (no sandbox, no proxy),
+    until its /json/version answers on loopback and a page is loaded."""
+    import shutil
+    import signal
+    import tempfile
+    from osbtest import free_port, _ws_handshake
+    port = free_port()
+    udd = tempfile.mkdtemp(prefix="osb-bench-chromium-")
+    argv = [a.replace("9222", str(port)) if a.startswith("--remote-debugging-port") else
+            ("--user-data-dir=" + udd if a.startswith("--user-data-dir") else a) for a in HEADLESS]
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        c = Client("127.0.0.1", port)
+        end = time.monotonic() + 60
+        while True:
+            try:
+                r = c.get("/json/version", timeout=5)
+                if r.status == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > end or p.poll() is not None:
+                raise RuntimeError("bare Chromium's /json/version did not answer")
+            time.sleep(POLL)
+        res["bare_version"].append(time.perf_counter() - t0)
+        path = urllib.parse.urlsplit(r.json()["webSocketDebuggerUrl"]).path
+        _, ws = _ws_handshake("127.0.0.1", port, path, {}, 10)
+        cdp = CDP(ws)
+        try:
+            if cdp_load(cdp, PAGE) != "bench":
+                raise RuntimeError("bare Chromium: the page's title is wrong")
+            res["bare_loaded"].append(time.perf_counter() - t0)
+        finally:
+            cdp.close()
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        p.wait()
+        shutil.rmtree(udd, ignore_errors=True)
+
+
 def shots(x, n, keep=None):
     x.keepalive = True
     rtt, size = [], []
@@ -342,14 +391,21 @@ def round_desktop(s, res, n_shots, settle_max, perf, png=None):
         s.delete("/v1/sandboxes/" + sid)
 
 
-def perf_top(path, n=20):
-    rep = subprocess.run(["perf", "report", "-i", path, "--no-children", "--sort", "comm,dso,symbol",
-                          "--stdio", "-g", "none", "--percent-limit", "0.5"],
-                         capture_output=True, text=True).stdout
-    rows = [ln for ln in rep.splitlines() if ln.strip() and not ln.startswith("#")]
-    print("perf top (self, all CPUs, over the desktop's screenshot round trips; comm, dso, symbol):")
-    for ln in rows[:n]:
-        print("  " + ln.strip())
+def perf_top(path, n=15):
+    """The top of the profile over all CPUs, then over the processes on the
+    screenshot's path only (execd, Xvfb, the server: comm names cut at 15)."""
+    import re
+    for what, extra in (("all processes", []),
+                        ("execd, Xvfb and the server", ["--comms", "execd,Xvfb,opensandbox-ser"])):
+        rep = subprocess.run(["perf", "report", "-i", path, "--no-children", "--sort", "comm,dso,symbol",
+                              "--stdio", "-g", "none", "--percent-limit", "0.3"] + extra,
+                             capture_output=True, text=True).stdout
+        rows = [re.sub(r"\s+", " ", ln).strip().rstrip(" -") for ln in rep.splitlines()
+                if ln.strip() and not ln.startswith("#")]
+        print("perf top, %s (self, all CPUs, over the desktop's screenshot round trips; "
+              "comm dso symbol):" % what)
+        for ln in rows[:n]:
+            print("  " + ln)
 
 
 def summary(v):
@@ -368,12 +424,13 @@ def main():
     if not os.path.exists(CHROMIUM):
         print("browser_bench: skipped, no %s (scripts/install-deps.sh test)" % CHROMIUM)
         return
-    res = {k: [] for k in ("cdp_version", "cdp_loaded", "mem_browser", "xvfb_first", "rtt_xvfb",
+    res = {k: [] for k in ("bare_version", "bare_loaded", "cdp_version", "cdp_loaded", "mem_browser", "xvfb_first", "rtt_xvfb",
                            "png_xvfb", "desk_first", "desk_novnc", "mem_desktop", "rtt_desk", "png_desk")}
     with open("/proc/loadavg") as f:
         load0 = f.read().split()[:3]
     with Server(api_key="bench") as s:
         for r in range(a.n):
+            round_bare(res)
             round_browser(s, res, a.settle_max)
             round_xvfb(s, res, a.shots)
             last = r == a.n - 1
@@ -381,6 +438,8 @@ def main():
     with open("/proc/loadavg") as f:
         load1 = f.read().split()[:3]
     doc = {"n": a.n, "shots": a.shots, "loadavg_before": load0, "loadavg_after": load1,
+           "bare_chromium_to_version": summary(res["bare_version"]),
+           "bare_chromium_to_page_loaded": summary(res["bare_loaded"]),
            "create_to_cdp_version": summary(res["cdp_version"]),
            "create_to_cdp_page_loaded": summary(res["cdp_loaded"]),
            "create_to_first_screenshot_xvfb": summary(res["xvfb_first"]),
@@ -401,22 +460,24 @@ def main():
     else:
         print("== browsers and desktops (issue 16): %d rounds, host image, 2 CPUs / 2 GiB, "
               "through the server proxy; load %s -> %s" % (a.n, " ".join(load0), " ".join(load1)))
-        for name, k in (("create -> CDP /json/version 200", "create_to_cdp_version"),
+        for name, k in (("bare Chromium on the host -> /json/version", "bare_chromium_to_version"),
+                        ("bare Chromium on the host -> page loaded", "bare_chromium_to_page_loaded"),
+                        ("create -> CDP /json/version 200", "create_to_cdp_version"),
                         ("create -> CDP page loaded", "create_to_cdp_page_loaded"),
                         ("create -> first screenshot (Xvfb)", "create_to_first_screenshot_xvfb"),
                         ("create -> first screenshot (desktop)", "create_to_first_screenshot_desktop"),
                         ("create -> noVNC answers (desktop)", "create_to_novnc_desktop")):
             d = doc[k]
-            print("%-40s p50 %7.1f ms  min %7.1f  max %7.1f" % (name, d["p50_ms"], d["min_ms"], d["max_ms"]))
+            print("%-44s p50 %7.1f ms  min %7.1f  max %7.1f" % (name, d["p50_ms"], d["min_ms"], d["max_ms"]))
         for name, k in (("screenshot 1280x800, desktop + page", "screenshot_rtt_desk"),
                         ("screenshot 1280x800, bare Xvfb", "screenshot_rtt_xvfb")):
             d = doc[k]
-            print("%-40s p50 %7.1f ms  p90 %7.1f  max %7.1f  PNG %6.1f KiB  [p50 <= 100 ms]" % (
+            print("%-44s p50 %7.1f ms  p90 %7.1f  max %7.1f  PNG %6.1f KiB  [p50 <= 100 ms]" % (
                 name, d["p50_ms"], d["p90_ms"], d["max_ms"], d["png_kib"]))
         for name, k in (("idle memory, headless browser", "idle_memory_browser"),
                         ("idle memory, desktop", "idle_memory_desktop")):
             d = doc[k]
-            print("%-40s cgroup %6.1f MiB (anon %6.1f)  PSS %6.1f MiB  %d processes%s" % (
+            print("%-44s cgroup %6.1f MiB (anon %6.1f)  PSS %6.1f MiB  %d processes%s" % (
                 name, d["cgroup_mib"], d["anon_mib"], d["pss_mib"], d["processes"],
                 "" if d["all_settled"] else "  (not settled within --settle-max)"))
         print("# cgroup: the sandbox cgroup's %s, page cache included; anon: memory.stat's anon "
