@@ -34,8 +34,11 @@ Over --n rounds, each on fresh sandboxes of the `host` image (resource limits
       once the sandbox is up (the page loaded; noVNC answering), the sandbox
       cgroup's charge is read every 250 ms until it moved less than 1% over 2 s
       (at most --settle-max s): memory.current (v2) or memory.usage_in_bytes
-      (v1), page cache included; its anon part (memory.stat anon / rss), and the
-      sum of PSS (smaps_rollup) of its processes.
+      (v1), page cache included; its anon part (memory.stat anon / rss): the
+      steadiest figure; and the sum of PSS (smaps_rollup) of its processes,
+      which moves with the rest of the machine (Chromium's file pages that
+      other browsers keep in the page cache get mapped by fault-around and
+      count here: 254 MiB on a quiet host, 394 MiB beside other Chromiums).
 
 --perf FILE records `perf record -a -g` over the desktop's screenshot round
 trips of the last round and prints the top symbols; --png FILE keeps the
