@@ -7,7 +7,8 @@ Over --n rounds, each on fresh sandboxes of the `host` image (resource limits
       POST /v1/sandboxes with headless Chromium as the entrypoint (the flags of
       images/chromium/config.json, /usr/lib/chromium/chromium itself: Debian's
       /usr/bin wrapper reads /etc/chromium.d, which the host image's private
-      /etc lacks), then GET /proxy/9222/json/version every 5 ms until 200 (its
+      /etc lacks), then GET /v1/sandboxes/{id} until Running (printed: the
+      sandbox's share), then GET /proxy/9222/json/version every 5 ms until 200 (its
       webSocketDebuggerUrl rewritten by the server to the proxy route), then
       CDP over that WebSocket (osbtest.WS): Target.createTarget about:blank,
       Target.attachToTarget (flatten), Page.enable, Page.navigate to a data:
@@ -259,6 +260,13 @@ def round_browser(s, res, settle_max):
     t0 = time.perf_counter()
     sid = s.new(entrypoint=HEADLESS, resourceLimits=LIMITS)["id"]
     try:
+        # Running first (the sandbox's share; polled, costs a few ms), then Chromium's.
+        end = time.monotonic() + 60
+        while s.get("/v1/sandboxes/" + sid).json()["status"]["state"] != "Running":
+            if time.monotonic() > end:
+                raise RuntimeError("sandbox %s never Running" % sid)
+            time.sleep(POLL)
+        res["cdp_running"].append(time.perf_counter() - t0)
         t_version, cdp = cdp_connect(s, sid)
         try:
             title = cdp_load(cdp, PAGE)
@@ -427,7 +435,7 @@ def main():
     if not os.path.exists(CHROMIUM):
         print("browser_bench: skipped, no %s (scripts/install-deps.sh test)" % CHROMIUM)
         return
-    res = {k: [] for k in ("bare_version", "bare_loaded", "cdp_version", "cdp_loaded", "mem_browser", "xvfb_first", "rtt_xvfb",
+    res = {k: [] for k in ("bare_version", "bare_loaded", "cdp_running", "cdp_version", "cdp_loaded", "mem_browser", "xvfb_first", "rtt_xvfb",
                            "png_xvfb", "desk_first", "desk_novnc", "mem_desktop", "rtt_desk", "png_desk")}
     with open("/proc/loadavg") as f:
         load0 = f.read().split()[:3]
@@ -443,6 +451,7 @@ def main():
     doc = {"n": a.n, "shots": a.shots, "loadavg_before": load0, "loadavg_after": load1,
            "bare_chromium_to_version": summary(res["bare_version"]),
            "bare_chromium_to_page_loaded": summary(res["bare_loaded"]),
+           "create_to_running_browser": summary(res["cdp_running"]),
            "create_to_cdp_version": summary(res["cdp_version"]),
            "create_to_cdp_page_loaded": summary(res["cdp_loaded"]),
            "create_to_first_screenshot_xvfb": summary(res["xvfb_first"]),
@@ -465,6 +474,7 @@ def main():
               "through the server proxy; load %s -> %s" % (a.n, " ".join(load0), " ".join(load1)))
         for name, k in (("bare Chromium on the host -> /json/version", "bare_chromium_to_version"),
                         ("bare Chromium on the host -> page loaded", "bare_chromium_to_page_loaded"),
+                        ("create -> Running (browser sandbox)", "create_to_running_browser"),
                         ("create -> CDP /json/version 200", "create_to_cdp_version"),
                         ("create -> CDP page loaded", "create_to_cdp_page_loaded"),
                         ("create -> first screenshot (Xvfb)", "create_to_first_screenshot_xvfb"),
