@@ -47,4 +47,7 @@ want pool && /usr/bin/python3 bench/pool_bench.py
 want client && /usr/bin/python3 bench/client_bench.py
 # Issue 15: the cost of metrics, access logs and the OpenTelemetry export.
 want ops && /usr/bin/python3 bench/ops_bench.py
+# Issue 16: create to a CDP page load and to the first desktop screenshot, screenshot round
+# trip of a 1280x800 desktop, idle memory of a headless browser and of a desktop.
+want browser && /usr/bin/python3 bench/browser_bench.py
 exit 0
