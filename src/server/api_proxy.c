@@ -192,16 +192,17 @@ static void cdp_rewrite(struct osb_server *srv, struct osb_http_req *req, struct
     const char *hh = osb_http_req_header(req, "Host");
     char *host = hh && host_ok(hh) ? osb_xstrdup(hh) : endpoint_host(srv, req);
     const char *proto = osb_http_req_header(req, "X-Forwarded-Proto");
-    char *route = is_signed ? osb_xasprintf("/sandboxes/%s/signed/%ld/%s", s->id, port,
+    /* The prefix the client came in by (/v1 or none), so that an ingress
+     * that forwards only one of them forwards the WebSocket too. */
+    const char *v1 = strncmp(osb_http_req_target(req), "/v1/", 4) == 0 ? "/v1" : "";
+    char *route = is_signed ? osb_xasprintf("%s/sandboxes/%s/signed/%ld/%s", v1, s->id, port,
                                             osb_http_req_param(req, "ticket"))
-                            : osb_xasprintf("/sandboxes/%s/proxy/%ld", s->id, port);
+                            : osb_xasprintf("%s/sandboxes/%s/proxy/%ld", v1, s->id, port);
     osb_cdp_rewrite(rw, port, proto && strcasecmp(proto, "https") == 0, host, route);
     free(host);
     free(route);
 }
 
-/* The hop to port inside s. A signed request (server/signing.h) carries
- * no token: the server adds execd's for port 44772 too. */
 /* What the proxy does to a relayed exchange besides relaying it: a run on
  * execd itself is tapped for its audit record (nothing else is: the tap costs
  * a byte scan of the body), and a browser's CDP discovery answer is rewritten
@@ -246,6 +247,8 @@ static void forward_headers(struct osb_http_req *req, const char *token, const c
     extra[n] = NULL;
 }
 
+/* The hop to port inside s. A signed request (server/signing.h) carries
+ * no token: the server adds execd's for port 44772 too. */
 static void relay(struct osb_server *srv, struct osb_http_req *req, struct osb_sbx *s, long port,
                   bool is_signed)
 {

@@ -127,6 +127,8 @@ def discovery(s, sid):
     t.eq(ep, {"endpoint": f"127.0.0.1:{s.port}{route}"}, "endpoints/9222: the proxy route, no headers")
     check_version(s, sid, route, f"127.0.0.1:{s.port}")
     check_version(s, sid, route, f"localhost:{s.port}")
+    # The /v1 prefix the client came in by is kept.
+    check_version(s, sid, "/v1" + route, f"127.0.0.1:{s.port}")
     # Chromium refuses this Host itself: execd's hop sends 127.0.0.1:9222.
     check_version(s, sid, route, f"sbx.example:{s.port}")
     check_version(s, sid, route, f"sbx.example:{s.port}", "wss", {"X-Forwarded-Proto": "https"})
