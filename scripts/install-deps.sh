@@ -19,7 +19,7 @@ TEST_PKGS="clang libclang-rt-14-dev clang-format clang-tools
 python3 python3-yaml busybox-static util-linux procps file curl
 docker-registry apache2-utils zstd iperf3 nftables iproute2 conntrack e2fsprogs
 default-jdk-headless golang-go node-typescript runsc chromium
-chromium-driver fonts-noto-cjk fonts-noto-color-emoji
+chromium-driver fonts-noto-cjk fonts-noto-color-emoji libnss3-tools
 xvfb xdotool openbox x11-apps x11-xserver-utils x11-utils xterm x11vnc novnc websockify
 python3-numpy python3-pandas python3-scipy python3-matplotlib golang"
 

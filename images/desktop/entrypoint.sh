@@ -3,8 +3,10 @@
 # noVNC (websockify on port 6080: /vnc.html, WebSocket /websockify), started
 # in that order, each once the one before it is ready. The screen size comes
 # from SCREEN_RESOLUTION=WIDTHxHEIGHT (default 1280x800); VNC_PASSWORD sets a
-# VNC password (default: none, the server proxy's auth guards the port). Logs go to
-# /tmp/desktop/*.log. Stays in the foreground while websockify runs.
+# VNC password (default: none, the server proxy's auth guards the port). The
+# credential vault's CA, when the sandbox has one, is added to Chromium's NSS
+# database first. Logs go to /tmp/desktop/*.log. Stays in the foreground
+# while websockify runs.
 set -u
 res=${SCREEN_RESOLUTION:-1280x800}
 if [[ ! $res =~ ^[0-9]+x[0-9]+$ ]]; then
@@ -42,6 +44,20 @@ openbox >"$logs/openbox.log" 2>&1 &
 wait_for openbox 10 wm_running
 
 xterm -geometry 100x30+10+10 >"$logs/xterm.log" 2>&1 &
+
+# Chromium trusts its user's NSS database, not /etc/ssl/certs: a sandbox
+# with credentialProxy gets the vault's CA at /etc/opensandbox/vault-ca.pem,
+# added there (as "opensandbox-vault") so pages through the vault load.
+ca=/etc/opensandbox/vault-ca.pem
+if [ -s "$ca" ]; then
+    db="${HOME:-/root}/.pki/nssdb"
+    if ! { mkdir -p "$db" &&
+        { [ -f "$db/cert9.db" ] || certutil -d "sql:$db" -N --empty-password; } &&
+        { certutil -d "sql:$db" -D -n opensandbox-vault >/dev/null 2>&1 || :; } &&
+        certutil -d "sql:$db" -A -t C,, -n opensandbox-vault -i "$ca"; } >"$logs/certutil.log" 2>&1; then
+        echo "entrypoint: could not add $ca to $db; see $logs/certutil.log" >&2
+    fi
+fi
 
 /usr/lib/chromium/chromium --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
     --no-default-browser-check --user-data-dir=/tmp/chromium-desktop \

@@ -1,7 +1,12 @@
 // Drives a browser inside a sandbox over CDP from outside, through the
 // server proxy (tests/integration/test_cdp.py starts the server and the
 // sandbox): connectOverCDP to each URL given, open the page served inside the
-// sandbox, click its button and read the result it writes. With OSB_SDK_DIR,
+// sandbox, click its button and read the result it writes; then the same with
+// Puppeteer's connect(): browserWSEndpoint, the webSocketDebuggerUrl of the
+// URL's /json/version (Puppeteer's browserURL resolves "/json/version"
+// against the URL's origin, dropping the /sandboxes/... route, and sends no
+// headers there, so it cannot reach a browser behind a path prefix), with
+// `headers` given (the proxy passes them on). With OSB_SDK_DIR,
 // also the official JS SDK's getEndpoint(9222) with useServerProxy off and on.
 // With OSB_CDP_EGRESS ([{url, want}], want "ok" or "blocked") and one URL:
 // the browser opens each url and must load it or fail, as the sandbox's
@@ -10,6 +15,7 @@
 import { pathToFileURL } from "node:url";
 
 import { chromium } from "playwright-core";
+import puppeteer from "puppeteer-core";
 
 const PAGE = process.env.OSB_CDP_PAGE; // as the sandbox sees it
 const report = (check, ok, diag) => console.log(JSON.stringify({ check, ok, diag }));
@@ -30,6 +36,36 @@ async function drive(check, url) {
   } finally {
     // Disconnects; a browser connected over CDP keeps running.
     await browser?.close().catch(() => {});
+  }
+}
+
+// Puppeteer: a ws:// URL is used as it is, an http:// one through its
+// /json/version (the rewritten webSocketDebuggerUrl).
+async function puppet(check, url) {
+  let browser;
+  try {
+    let ws = url;
+    if (!url.startsWith("ws")) {
+      const res = await fetch(url.replace(/\/$/, "") + "/json/version");
+      ws = (await res.json()).webSocketDebuggerUrl;
+    }
+    browser = await puppeteer.connect({
+      browserWSEndpoint: ws,
+      headers: { "X-Osb-Test": "puppeteer" },
+      defaultViewport: null,
+      protocolTimeout: 30000,
+    });
+    const page = await browser.newPage();
+    await page.goto(PAGE, { timeout: 30000 });
+    await page.click("#go");
+    const got = await page.$eval("#result", (e) => e.textContent);
+    await page.close();
+    report(check, got === "clicked", `result '${got}' from ${url} (ws ${ws})`);
+  } catch (e) {
+    report(check, false, `${url}: ${String(e).slice(0, 800)}`);
+  } finally {
+    // Disconnects; the browser keeps running.
+    await browser?.disconnect().catch(() => {});
   }
 }
 
@@ -84,4 +120,5 @@ if (process.env.OSB_CDP_EGRESS) {
   process.exit(0);
 }
 for (const url of process.argv.slice(2)) await drive(`connectOverCDP ${url}`, url);
+for (const url of process.argv.slice(2)) await puppet(`puppeteer.connect ${url}`, url);
 if (process.env.OSB_SDK_DIR) await sdk(process.env.OSB_SDK_DIR);

@@ -166,6 +166,9 @@ def test_chromium(s, cache):
         code, out = sh(s, sid, "ls /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc "
                                "/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf")
         t.eq(code, 0, "CJK and emoji fonts in the image", out)
+        code, out = sh(s, sid, "test -x /usr/local/bin/entrypoint.sh && command -v certutil")
+        t.eq((code, out), (0, "/usr/bin/certutil"),
+             "the entrypoint script and certutil (the vault's CA for Chromium) in the image")
         code, out = sh(s, sid, "/usr/bin/chromedriver --version")
         t.ok(code == 0 and "ChromeDriver" in out, "chromedriver runs", out)
         t.eq(s.delete("/v1/sandboxes/" + sid).status, 204, "delete the sandbox")

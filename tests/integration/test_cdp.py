@@ -12,8 +12,11 @@ DevTools paths only (an app keeps the client's Host elsewhere); an app's
 chunked, large, non-JSON or non-200 answer is relayed untouched; then
 tests/console/cdp.test.mjs: Playwright's connectOverCDP to the endpoint (by IP,
 by localhost, the signed URL, the rewritten ws:// URL itself), opens the page
-inside the sandbox, clicks its button and reads the result; and the official
-JS SDK's getEndpoint(9222) with useServerProxy off and on. Last, the egress
+inside the sandbox, clicks its button and reads the result; Puppeteer's
+connect() the same way (browserWSEndpoint, with headers: the ws:// URL itself
+and the webSocketDebuggerUrl of each http:// URL's /json/version, the signed
+one too); and the official JS SDK's getEndpoint(9222) with useServerProxy off
+and on. Last, the egress
 policy on the browser's own traffic, against fakenet's local "internet".
 Chromium resolves no name but 127.0.0.1 and those of fakenet's zone
 (--host-resolver-rules), so nothing leaves the machine."""
@@ -255,9 +258,9 @@ def egress_suite():
 
 
 def browser(s, sid, signed_url):
-    err = npm_ci(CONSOLE_TESTS, "playwright-core")
+    err = npm_ci(CONSOLE_TESTS, "puppeteer-core")
     if err:
-        t.ok(False, "browser: npm ci of playwright-core", err)
+        t.ok(False, "browser: npm ci of playwright-core and puppeteer-core", err)
         return
     sdk_err = npm_ci(SDK_DIR, "@alibaba-group/opensandbox")
     if sdk_err:
@@ -270,7 +273,7 @@ def browser(s, sid, signed_url):
     if not sdk_err:
         env["OSB_SDK_DIR"] = SDK_DIR
     r, seen = run_node(urls, env)
-    want = len(urls) + (0 if sdk_err else 2)
+    want = 2 * len(urls) + (0 if sdk_err else 2)  # Playwright and Puppeteer
     t.ok(r.returncode == 0 and seen == want, "browser: the script ran to its end",
          f"rc={r.returncode} checks={seen}/{want} stderr={r.stderr[-800:]}")
 
