@@ -144,7 +144,8 @@ key=$({
     echo "mode $mode"
     echo "$versions"
     sha256sum "$self" "$here/scripts/build-image-host.py"
-    (cd "$dir" && find . -type f ! -name README.md | LC_ALL=C sort | xargs -d '\n' sha256sum)
+    # -L: a link to another image's file (playwright's entrypoint.sh) counts as its content.
+    (cd "$dir" && find -L . -type f ! -name README.md | LC_ALL=C sort | xargs -d '\n' sha256sum)
 } | sha256sum | cut -c1-64)
 cache=${OSB_IMAGE_CACHE:-${XDG_CACHE_HOME:-/var/cache}/opensandbox/images}
 tarball="$cache/$name-$key.tar"

@@ -1,7 +1,8 @@
 #!/bin/sh
-# The chromium image's entrypoint: trusts the credential vault's CA, then
-# runs Chromium with the arguments it was given (config.json's Entrypoint
-# flags and Cmd), in its place (exec: Chromium is the sandbox's process).
+# The entrypoint of the chromium and playwright images: trusts the credential
+# vault's CA, then runs its arguments in its place (exec: in the chromium
+# image they are Chromium's binary, its flags and config.json's Cmd; in the
+# playwright image, the Cmd).
 #
 # Chromium on Linux does not read /etc/ssl/certs or SSL_CERT_FILE: it trusts
 # the NSS database of its user, $HOME/.pki/nssdb. A sandbox created with
@@ -11,8 +12,8 @@
 # through the vault load. Without the file nothing changes. A failure is
 # reported on stderr and Chromium starts all the same.
 #
-# OSB_CHROMIUM (default /usr/lib/chromium/chromium) names the binary: not
-# Debian's /usr/bin/chromium wrapper, which reads flags from /etc/chromium.d.
+# The chromium image runs /usr/lib/chromium/chromium: not Debian's
+# /usr/bin/chromium wrapper, which reads flags from /etc/chromium.d.
 ca=${OSB_VAULT_CA:-/etc/opensandbox/vault-ca.pem}
 if [ -s "$ca" ]; then
     db="${HOME:-/root}/.pki/nssdb"
@@ -25,4 +26,4 @@ if [ -s "$ca" ]; then
         echo "entrypoint: could not add $ca to the NSS database $db" >&2
     fi
 fi
-exec "${OSB_CHROMIUM:-/usr/lib/chromium/chromium}" "$@"
+exec "$@"

@@ -57,7 +57,7 @@ def entry(script):
     if not script:
         return [CHROMIUM] + FLAGS
     with open(ENTRYPOINT) as f:
-        return ["/bin/sh", "-c", f.read(), "entrypoint.sh"] + FLAGS
+        return ["/bin/sh", "-c", f.read(), "entrypoint.sh", CHROMIUM] + FLAGS
 
 
 def browser(s, name, vault, script):

@@ -1,0 +1,1 @@
+../chromium/entrypoint.sh
