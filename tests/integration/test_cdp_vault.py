@@ -8,17 +8,21 @@ images/chromium/entrypoint.sh (the chromium image's entrypoint, here run by
 /bin/sh -c from the host image), which adds /etc/opensandbox/vault-ca.pem
 there first.
 
-Three sandboxes, the same egress policy (api.vault.test allowed):
+Four sandboxes, the same egress policy (api.vault.test allowed):
 - credentialProxy, Chromium through the entrypoint: the page loads and the
   upstream sees "Authorization: Bearer <secret>";
 - credentialProxy, Chromium started directly (no NSS import): the page
   fails with a certificate error and nothing reaches the upstream;
 - no credentialProxy, through the entrypoint (no CA to import): the page
   fails (the upstream's certificate is from a CA the sandbox does not
-  trust), nothing reaches the upstream.
+  trust), nothing reaches the upstream;
+- credentialProxy, images/desktop/entrypoint.sh (Xvfb, openbox, its
+  Chromium with DevTools on 9222, ...): its Chromium loads the page too and
+  the upstream sees the credential.
 The fake TLS internet is vaultnet's; DNS goes to its zone only, Chromium
-resolves only 127.0.0.1 and api.vault.test (--host-resolver-rules):
-nothing leaves the machine."""
+resolves only 127.0.0.1 and api.vault.test (--host-resolver-rules; the
+desktop's Chromium goes through the sandbox's DNS, which answers from that
+zone, and its egress policy): nothing leaves the machine."""
 import json
 import os
 import shutil
@@ -36,6 +40,7 @@ from osbtest import stdout_lines  # noqa: E402
 t = TAP()
 CONSOLE_TESTS = os.path.join(REPO, "tests", "console")
 ENTRYPOINT = os.path.join(REPO, "images", "chromium", "entrypoint.sh")
+DESKTOP_ENTRYPOINT = os.path.join(REPO, "images", "desktop", "entrypoint.sh")
 CHROMIUM = "/usr/lib/chromium/chromium"
 HOST = "api.vault.test"
 SECRET = "sk-" + uuid.uuid4().hex
@@ -60,10 +65,17 @@ def entry(script):
         return ["/bin/sh", "-c", f.read(), "entrypoint.sh", CHROMIUM] + FLAGS
 
 
-def browser(s, name, vault, script):
+def desktop_entry():
+    """The desktop image's entrypoint (Xvfb, openbox, Chromium on 9222, x11vnc,
+    noVNC), by bash -c as above."""
+    with open(DESKTOP_ENTRYPOINT) as f:
+        return ["/bin/bash", "-c", f.read(), "entrypoint.sh"]
+
+
+def browser(s, name, vault, entrypoint, env=None):
     """A sandbox running Chromium; its proxy route to port 9222."""
-    fields = dict(entrypoint=entry(script), networkPolicy=POLICY,
-                  resourceLimits={"cpu": "2", "memory": "2Gi"})
+    fields = dict(entrypoint=entrypoint, networkPolicy=POLICY,
+                  resourceLimits={"cpu": "2", "memory": "2Gi"}, env=env or {})
     if vault:
         fields["credentialProxy"] = {"enabled": True}
     r = s.create(**fields)
@@ -103,7 +115,7 @@ def auths(vn, path):
 
 
 def with_vault(s, vn):
-    sid, route = browser(s, "vault", vault=True, script=True)
+    sid, route = browser(s, "vault", vault=True, entrypoint=entry(True))
     got = goto(s, route, "https://%s/v1/cdp" % HOST)
     t.eq(got, "ok", "vault: Chromium loads https://%s/ through the vault" % HOST)
     seen = auths(vn, "/v1/cdp")
@@ -118,7 +130,7 @@ def with_vault(s, vn):
 
 
 def direct(s, vn):
-    sid, route = browser(s, "direct", vault=True, script=False)
+    sid, route = browser(s, "direct", vault=True, entrypoint=entry(False))
     got = goto(s, route, "https://%s/v1/direct" % HOST)
     t.ok(got.startswith("blocked") and "ERR_CERT" in got,
          "direct: without the NSS import Chromium refuses the vault's certificate", got)
@@ -126,8 +138,24 @@ def direct(s, vn):
     s.delete("/v1/sandboxes/" + sid)
 
 
+def desktop(s, vn):
+    """The desktop image's entrypoint adds the CA before it starts its Chromium."""
+    if not all(os.access(p, os.X_OK) for p in ("/usr/bin/Xvfb", "/usr/bin/openbox",
+                                                   "/usr/bin/x11vnc", "/usr/bin/websockify")):
+        t.skip("desktop", "the desktop's packages are not installed (scripts/install-deps.sh test)")
+        return
+    sid, route = browser(s, "desktop", vault=True, entrypoint=desktop_entry(),
+                         env={"DISPLAY": ":0"})
+    got = goto(s, route, "https://%s/v1/desktop" % HOST)
+    t.eq(got, "ok", "desktop: its Chromium loads https://%s/ through the vault" % HOST)
+    seen = auths(vn, "/v1/desktop")
+    t.ok(seen and all(a == "Bearer " + SECRET for a in seen),
+         "desktop: the upstream received the injected credential", seen)
+    s.delete("/v1/sandboxes/" + sid)
+
+
 def no_vault(s, vn):
-    sid, route = browser(s, "no vault", vault=False, script=True)
+    sid, route = browser(s, "no vault", vault=False, entrypoint=entry(True))
     got = goto(s, route, "https://%s/v1/bare" % HOST)
     t.ok(got.startswith("blocked") and "ERR_CERT" in got,
          "no vault: the page fails (the upstream's certificate is not trusted)", got)
@@ -146,6 +174,7 @@ def suite(vn):
         t.run(with_vault, s, vn, timeout=240)
         t.run(direct, s, vn, timeout=240)
         t.run(no_vault, s, vn, timeout=240)
+        t.run(desktop, s, vn, timeout=240)
     finally:
         problems = s.stop()
         t.ok(not problems, "server teardown clean", problems)
