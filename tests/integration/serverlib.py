@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import osbtest  # noqa: E402
 from osbtest import *  # noqa: F401,F403,E402
 
-__all__ = ["Server", "npm_ci", "ProxyExecd", "SERVER_BIN", "free_subnet", "leaked_processes",
+__all__ = ["Server", "npm_ci", "run_node_checks", "ProxyExecd", "SERVER_BIN", "free_subnet", "leaked_processes",
            "leaked_mounts", "iso_ok", "no_nulls", "cg_base_name", "sandbox_processes", "sandbox_cgroups"] + \
     osbtest.__all__
 
@@ -493,6 +493,22 @@ def npm_ci(pkg_dir, module):
     with open(stamp, "w") as f:
         f.write(want)
     return None
+
+
+def run_node_checks(script, args=(), env=None, timeout=480):
+    """Runs a driver of tests/console/ under node; (its completed process, the
+    JSON objects of its stdout lines: one {check, ok, diag} per check, other
+    lines skipped)."""
+    r = subprocess.run(["node", os.path.join(REPO, "tests", "console", script)] + list(args),
+                       env=dict(os.environ, **(env or {})), capture_output=True, text=True,
+                       timeout=timeout)
+    checks = []
+    for line in r.stdout.splitlines():
+        try:
+            checks.append(_json.loads(line))
+        except ValueError:
+            continue
+    return r, checks
 
 if __name__ == "__main__":
     print("ok - serverlib imports (helpers for test_server*.py)")

@@ -23,7 +23,6 @@ Chromium resolves no name but 127.0.0.1 and those of fakenet's zone
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 
@@ -204,17 +203,10 @@ def untouched(s, sid):
 
 def run_node(urls, env, timeout=400):
     """tests/console/cdp.test.mjs; its checks reported here, and their count."""
-    r = subprocess.run(["node", os.path.join(CONSOLE_TESTS, "cdp.test.mjs")] + urls,
-                       env=dict(os.environ, **env), capture_output=True, text=True, timeout=timeout)
-    seen = 0
-    for line in r.stdout.splitlines():
-        try:
-            j = json.loads(line)
-        except ValueError:
-            continue
-        seen += 1
+    r, checks = run_node_checks("cdp.test.mjs", urls, env, timeout)
+    for j in checks:
         t.ok(j["ok"], "browser: " + j["check"], j.get("diag"))
-    return r, seen
+    return r, len(checks)
 
 
 def egress(inet):

@@ -26,7 +26,6 @@ zone, and its egress policy): nothing leaves the machine."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import uuid
 
@@ -95,16 +94,10 @@ def browser(s, name, vault, entrypoint, env=None):
 def goto(s, route, url):
     """tests/console/cdp.test.mjs opens url in the browser: "ok", or why not."""
     gotos = [{"url": url, "want": "ok"}]
-    r = subprocess.run(["node", os.path.join(CONSOLE_TESTS, "cdp.test.mjs"),
-                        "http://127.0.0.1:%d%s" % (s.port, route)],
-                       env=dict(os.environ, OSB_CDP_EGRESS=json.dumps(gotos)),
-                       capture_output=True, text=True, timeout=120)
-    for line in r.stdout.splitlines():
-        try:
-            j = json.loads(line)
-        except ValueError:
-            continue
-        return j.get("diag") or ""
+    r, checks = run_node_checks("cdp.test.mjs", ["http://127.0.0.1:%d%s" % (s.port, route)],
+                                {"OSB_CDP_EGRESS": json.dumps(gotos)}, timeout=120)
+    if checks:
+        return checks[0].get("diag") or ""
     return "no answer from cdp.test.mjs: rc=%d %s" % (r.returncode, r.stderr[-800:])
 
 
@@ -114,13 +107,18 @@ def auths(vn, path):
             for x in vn.seen(HOST) if x.get("path") == path]
 
 
+def loads_with_credential(s, vn, route, path, name, browser_is):
+    """The browser at route loads https://HOST{path}; the upstream got the secret."""
+    got = goto(s, route, "https://%s%s" % (HOST, path))
+    t.eq(got, "ok", "%s: %s loads https://%s/ through the vault" % (name, browser_is, HOST))
+    seen = auths(vn, path)
+    t.ok(seen and all(a == "Bearer " + SECRET for a in seen),
+         "%s: the upstream received the injected credential" % name, seen)
+
+
 def with_vault(s, vn):
     sid, route = browser(s, "vault", vault=True, entrypoint=entry(True))
-    got = goto(s, route, "https://%s/v1/cdp" % HOST)
-    t.eq(got, "ok", "vault: Chromium loads https://%s/ through the vault" % HOST)
-    seen = auths(vn, "/v1/cdp")
-    t.ok(seen and all(a == "Bearer " + SECRET for a in seen),
-         "vault: the upstream received the injected credential", seen)
+    loads_with_credential(s, vn, route, "/v1/cdp", "vault", "Chromium")
     x = s.execd(sid)
     ev = x.sse("/command", json={"command": "certutil -d sql:$HOME/.pki/nssdb -L"}).events
     out = "".join(stdout_lines(ev))
@@ -146,11 +144,7 @@ def desktop(s, vn):
         return
     sid, route = browser(s, "desktop", vault=True, entrypoint=desktop_entry(),
                          env={"DISPLAY": ":0"})
-    got = goto(s, route, "https://%s/v1/desktop" % HOST)
-    t.eq(got, "ok", "desktop: its Chromium loads https://%s/ through the vault" % HOST)
-    seen = auths(vn, "/v1/desktop")
-    t.ok(seen and all(a == "Bearer " + SECRET for a in seen),
-         "desktop: the upstream received the injected credential", seen)
+    loads_with_credential(s, vn, route, "/v1/desktop", "desktop", "its Chromium")
     s.delete("/v1/sandboxes/" + sid)
 
 

@@ -17,7 +17,6 @@ in $BUILD/test-artifacts/console/."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 
@@ -146,15 +145,10 @@ def browser(s):
         "name": "console-pool", "template": {"image": {"uri": "host"}, "entrypoint": ["tail", "-f", "/dev/null"]},
         "capacitySpec": {"bufferMin": 0, "bufferMax": 0, "poolMin": 0, "poolMax": 1}})
     t.ok(pool.status in (200, 201), "console: a pool for the pools page", pool.text[:300])
-    env = dict(os.environ, OSB_URL=s.url, OSB_KEY=KEY, OSB_CONSOLE_SHOTS=SHOTS, OSB_CHROMIUM=CHROMIUM)
-    r = subprocess.run(["node", os.path.join(CONSOLE_TESTS, "console.test.mjs")], env=env,
-                       capture_output=True, text=True, timeout=480)
+    r, checks = run_node_checks("console.test.mjs", env=dict(
+        OSB_URL=s.url, OSB_KEY=KEY, OSB_CONSOLE_SHOTS=SHOTS, OSB_CHROMIUM=CHROMIUM))
     seen = []
-    for line in r.stdout.splitlines():
-        try:
-            j = json.loads(line)
-        except ValueError:
-            continue
+    for j in checks:
         seen.append(j["check"])
         t.ok(j["ok"], "browser: " + j["check"], j.get("diag"))
     t.ok(r.returncode == 0 and len(seen) == 15, "browser: the script ran to its end",

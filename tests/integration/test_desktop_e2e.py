@@ -18,11 +18,9 @@ The sandbox has only its loopback ([network] mode = "none"; pull_policy
 never), the test-side Chromium resolves only loopback: nothing leaves the
 machine. Page screenshots are kept in
 $BUILD/test-artifacts/desktop/."""
-import json
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import time
 
@@ -77,17 +75,12 @@ def start(s):
 
 
 def run_node(s, sid, signed):
-    env = dict(os.environ, OSB_DOMAIN=f"127.0.0.1:{s.port}", OSB_API_KEY=KEY, OSB_SANDBOX=sid,
+    env = dict(OSB_DOMAIN=f"127.0.0.1:{s.port}", OSB_API_KEY=KEY, OSB_SANDBOX=sid,
                OSB_SDK_DIR=SDK_DIR, OSB_SIGNED_6080=signed, OSB_SHOTS=SHOTS,
                OSB_CHROMIUM="/usr/bin/chromium")
-    r = subprocess.run(["node", os.path.join(CONSOLE_TESTS, "desktop.test.mjs")], env=env,
-                       capture_output=True, text=True, timeout=480)
+    r, checks = run_node_checks("desktop.test.mjs", env=env)
     seen = []
-    for line in r.stdout.splitlines():
-        try:
-            j = json.loads(line)
-        except ValueError:
-            continue
+    for j in checks:
         seen.append(j["check"])
         t.ok(j["ok"], j["check"], j.get("diag"))
         if j["ok"] and "ERR_NETWORK_CHANGED" in (j.get("diag") or ""):
