@@ -74,6 +74,19 @@ def create_from(s, image, **fields):
     return s.create(image={"uri": image}, http_timeout=120, **fields)
 
 
+def built_sandbox(s, cache, image, **fields):
+    """Builds image --from-host into s's store and creates a sandbox from it: its id,
+    or None (the build or the create failed, or the run is skipped: create_from)."""
+    r = build(image, "--from-host", config=s.config, cache=cache)
+    if not t.ok(r.returncode == 0, "build %s --from-host (%.1f s)" % (image, r.seconds),
+                r.stderr[-3000:]):
+        return None
+    resp = create_from(s, image, **fields)
+    if not resp or not t.ok(resp.status == 202, "sandbox from %s -> 202" % image, resp.body[:400]):
+        return None
+    return resp.json()["id"]
+
+
 def test_bad_input(cache):
     r = build("no-such-image", cache=cache)
     t.eq(r.returncode, 2, "unknown image -> exit 2", r.stderr)
@@ -205,14 +218,10 @@ def test_desktop(s, cache):
     if missing:
         t.skip("desktop", "not installed: %s (scripts/install-deps.sh test)" % " ".join(missing))
         return
-    r = build("desktop", "--from-host", config=s.config, cache=cache)
-    if not t.ok(r.returncode == 0, "build desktop --from-host (%.1f s)" % r.seconds,
-                r.stderr[-3000:]):
+    sid = built_sandbox(s, cache, "desktop",
+                        env={"SCREEN_RESOLUTION": "1024x768", "VNC_PASSWORD": "s3cret"})
+    if not sid:
         return
-    resp = create_from(s, "desktop", env={"SCREEN_RESOLUTION": "1024x768", "VNC_PASSWORD": "s3cret"})
-    if not resp or not t.ok(resp.status == 202, "sandbox from desktop -> 202", resp.body[:400]):
-        return
-    sid = resp.json()["id"]
     page = []
 
     def novnc():
@@ -249,14 +258,9 @@ CELLS = {"python": "print(6 * 7)", "javascript": "console.log(6 * 7)",
 
 
 def test_code_interpreter(s, cache):
-    r = build("code-interpreter", "--from-host", config=s.config, cache=cache)
-    if not t.ok(r.returncode == 0, "build code-interpreter --from-host (%.1f s)" % r.seconds,
-                r.stderr[-3000:]):
+    sid = built_sandbox(s, cache, "code-interpreter")
+    if not sid:
         return
-    resp = create_from(s, "code-interpreter")
-    if not resp or not t.ok(resp.status == 202, "sandbox from code-interpreter -> 202", resp.body[:400]):
-        return
-    sid = resp.json()["id"]
     x = s.execd(sid)
     for lang, cell in CELLS.items():
         c = x.post("/code/context", json={"language": lang}, timeout=300)
@@ -288,14 +292,9 @@ const { chromium } = require("playwright-core");
 
 
 def test_playwright(s, cache):
-    r = build("playwright", "--from-host", config=s.config, cache=cache)
-    if not t.ok(r.returncode == 0, "build playwright --from-host (%.1f s)" % r.seconds,
-                r.stderr[-3000:]):
+    sid = built_sandbox(s, cache, "playwright")
+    if not sid:
         return
-    resp = create_from(s, "playwright")
-    if not resp or not t.ok(resp.status == 202, "sandbox from playwright -> 202", resp.body[:400]):
-        return
-    sid = resp.json()["id"]
     x = s.execd(sid)
     w = x.sse("/command", json={"command": "cat > /tmp/pw.js <<'EOF'\n%sEOF" % PW_SCRIPT}).events
     t.eq(exit_code(w), 0, "the script is written")
