@@ -5,7 +5,7 @@
 // and keeps a screenshot of each page in OSB_CONSOLE_SHOTS.
 // Environment: OSB_URL (http://127.0.0.1:PORT), OSB_KEY, OSB_CONSOLE_SHOTS,
 // OSB_CHROMIUM (default /usr/bin/chromium).
-import { chromium } from "playwright-core";
+import { launchOffline } from "./offline.mjs";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -15,16 +15,7 @@ fs.mkdirSync(shots, { recursive: true });
 const check = (name, ok, diag) => console.log(JSON.stringify({ check: name, ok: !!ok, diag: diag === undefined ? "" : String(diag) }));
 const WAIT = 60000;
 
-// Flags that keep the browser off the network: every name resolves to
-// nothing but loopback, and the background services are off.
-const browser = await chromium.launch({
-  executablePath: process.env.OSB_CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--no-first-run", "--disable-default-apps", "--disable-domain-reliability",
-    "--metrics-recording-only", "--no-pings"],
-});
+const browser = await launchOffline();
 const errors = [];
 let page;
 // A line of the terminal's screen (xterm's DOM renderer: one div a row).

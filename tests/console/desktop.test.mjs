@@ -25,7 +25,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import zlib from "node:zlib";
 
-import { chromium } from "playwright-core";
+import { launchOffline } from "./offline.mjs";
 
 const WAIT = 60000;
 const report = (check, ok, diag) =>
@@ -344,16 +344,7 @@ async function novnc(browser, sbx, label, n, url, headers) {
 }
 
 // ------------------------------------------------------------------ main
-const browser = await chromium.launch({
-  executablePath: process.env.OSB_CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  // Keep the browser off the network: every name resolves to nothing but
-  // loopback, and the background services are off.
-  args: ["--no-sandbox", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--no-first-run", "--disable-default-apps", "--disable-domain-reliability",
-    "--metrics-recording-only", "--no-pings"],
-});
+const browser = await launchOffline(["127.0.0.1", "localhost"]);
 try {
   let n = 0;
   for (const useServerProxy of [false, true]) {
